@@ -1,0 +1,38 @@
+"""`python -m architectures.<name> --key value ...`: run one architecture without Sacred."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+from typing import Callable
+
+from architectures.config import ConfigError, DQNConfig, describe
+
+
+def parse_config(argv: list[str] | None = None) -> DQNConfig:
+    parser = argparse.ArgumentParser(description="Train one architecture (no experiment tracking).")
+    for name, doc in describe().items():
+        parser.add_argument(f"--{name}", help=doc)
+    args = parser.parse_args(argv)
+    values = {}
+    for key, raw in vars(args).items():
+        if raw is None:
+            continue
+        try:
+            values[key] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            values[key] = raw  # a plain string such as an env id
+    try:
+        return DQNConfig.from_dict(values)
+    except ConfigError as err:
+        parser.exit(2, f"error: {err}\n")
+
+
+def main(train: Callable, argv: list[str] | None = None) -> None:
+    from architectures.metrics import PrintReporter
+
+    result = train(parse_config(argv), PrintReporter())
+    json.dump(result, sys.stdout, indent=1)
+    print()

@@ -1,0 +1,204 @@
+"""The one typed config shared by every architecture.
+
+Every field has a docstring (read by `describe()` and the README table) and is validated on
+construction, so bad input fails in milliseconds with a one-line message naming the key and
+its valid range, before any env, network or worker exists.
+
+Units: `total_env_steps`, `learning_starts`, `eps_decay_steps`, `eval_every`, `log_every`
+count env steps (summed over all workers); `target_update_period` counts learner updates
+(Acme's convention); `utd` is learner updates per env step.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A config value is out of range; the message names the key and the valid range."""
+
+
+@dataclass(frozen=True)
+class DQNConfig:
+    # --- task
+    env_id: str = "CartPole-v1"
+    """Gymnasium id; `MinAtar/<Game>-v1` ids are registered automatically."""
+    seed: int = 1
+    """Run seed: network init, exploration, replay sampling and training-episode seeds."""
+    total_env_steps: int = 100_000
+    """Env steps to train for (summed over all envs/workers)."""
+
+    # --- Q-network
+    hidden_sizes: tuple[int, ...] = (128, 128)
+    """Widths of the MLP's hidden layers (vector observations), or of the conv net's dense layer."""
+    layer_norm: bool = False
+    """Insert LayerNorm before each hidden ReLU."""
+
+    # --- replay
+    buffer_size: int = 50_000
+    """Replay capacity in transitions (ring buffer, oldest overwritten)."""
+    batch_size: int = 128
+    """Transitions per gradient update."""
+    learning_starts: int = 1_000
+    """Env steps collected before the first update."""
+
+    # --- DQN update
+    lr: float = 5e-4
+    """Adam learning rate."""
+    adam_eps: float = 1e-8
+    """Adam epsilon."""
+    gamma: float = 0.99
+    """Discount per env step."""
+    n_step: int = 3
+    """Steps in the bootstrapped return (1 = one-step Q-learning)."""
+    double_dqn: bool = True
+    """Select the bootstrap action with the online net, evaluate it with the target net."""
+    loss: str = "huber"
+    """TD loss: `huber` (delta 1) or `mse`."""
+    max_grad_norm: float = 10.0
+    """Clip the global gradient norm to this value; 0 disables clipping."""
+    target_update_period: int = 125
+    """Learner updates between target-network syncs (125 updates = 500 env steps at utd 0.25)."""
+    target_tau: float = 1.0
+    """Target sync weight: 1.0 copies (hard sync), below 1 Polyak-averages at every sync."""
+    utd: float = 0.25
+    """Update-to-data ratio: learner updates per env step (0.25 = one update per 4 steps)."""
+
+    # --- exploration
+    eps_start: float = 1.0
+    """Initial epsilon of the epsilon-greedy behaviour policy."""
+    eps_end: float = 0.02
+    """Final epsilon."""
+    eps_decay_steps: int = 20_000
+    """Env steps over which epsilon decays linearly from eps_start to eps_end."""
+
+    # --- holdout evaluation
+    eval_every: int = 10_000
+    """Env steps between holdout checkpoints (a final one always runs at total_env_steps)."""
+    eval_episodes: int = 10
+    """Episodes per checkpoint, one per fixed holdout seed; 0 disables evaluation (benchmarks)."""
+    eval_epsilon: float = 0.0
+    """Epsilon of the evaluation policy (0 = greedy)."""
+
+    # --- execution
+    torch_threads: int = 1
+    """torch intra-op threads in each process (small nets are fastest with 1)."""
+    env_step_cost_us: float = 0.0
+    """Busy CPU time added to every env step, in microseconds, to emulate an expensive simulator."""
+    num_workers: int = 1
+    """Actor/worker processes or envs (parallel architectures; single_env ignores it)."""
+    device: str = "cpu"
+    """Device of the learner's tensors: `cpu` or `cuda`."""
+    log_every: int = 1_000
+    """Env steps between logged training scalars (keeps metric volume small)."""
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], *, ignore_unknown: bool = False) -> "DQNConfig":
+        """Build from loosely typed values (Sacred, CLI): `5e4` for an int, lists for tuples."""
+        known = {f.name: f for f in fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for key, value in values.items():
+            if key not in known:
+                if ignore_unknown:
+                    continue
+                raise ConfigError(f"{key}: unknown config key (valid keys: {', '.join(known)})")
+            kwargs[key] = _coerce(key, known[key].type, value)
+        return cls(**kwargs)
+
+    def replace(self, **changes: Any) -> "DQNConfig":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["hidden_sizes"] = list(self.hidden_sizes)
+        return out
+
+
+def describe() -> dict[str, str]:
+    """Field name -> its docstring, parsed from this class's source."""
+    source = inspect.getsource(DQNConfig)
+    tree = ast.parse(source)
+    docs: dict[str, str] = {}
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    for node, nxt in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+            docs[node.target.id] = str(nxt.value.value)  # type: ignore[attr-defined]
+    return docs
+
+
+# ---------------------------------------------------------------------- validation
+_INT_FIELDS = {"seed", "total_env_steps", "buffer_size", "batch_size", "learning_starts", "n_step",
+               "target_update_period", "eps_decay_steps", "eval_every", "eval_episodes",
+               "torch_threads", "num_workers", "log_every"}
+_BOOL_FIELDS = {"layer_norm", "double_dqn"}
+
+
+def _coerce(key: str, annotation: Any, value: Any) -> Any:
+    if key in _INT_FIELDS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not value.is_integer()
+        ):
+            raise ConfigError(f"{key}: must be an integer (got {value!r})")
+        return int(value)
+    if key in _BOOL_FIELDS:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: must be true or false (got {value!r})")
+        return value
+    if key == "hidden_sizes":
+        if isinstance(value, int):
+            value = [value]
+        if not isinstance(value, (list, tuple)) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise ConfigError(f"hidden_sizes: must be a list of positive integers (got {value!r})")
+        return tuple(value)
+    if annotation in ("float", float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}: must be a number (got {value!r})")
+        return float(value)
+    return value
+
+
+def _validate(c: DQNConfig) -> None:
+    def need(ok: bool, key: str, valid: str) -> None:
+        if not ok:
+            raise ConfigError(f"{key}: must be {valid} (got {getattr(c, key)!r})")
+
+    for key in ("total_env_steps", "buffer_size", "batch_size", "n_step", "target_update_period",
+                "eval_every", "torch_threads", "num_workers", "log_every"):
+        value = getattr(c, key)
+        need(isinstance(value, int) and not isinstance(value, bool) and value >= 1, key, "an integer >= 1")
+    for key in ("learning_starts", "eps_decay_steps", "eval_episodes", "seed"):
+        value = getattr(c, key)
+        need(isinstance(value, int) and not isinstance(value, bool) and value >= 0, key, "an integer >= 0")
+    need(c.learning_starts <= c.total_env_steps, "learning_starts",
+         f"<= total_env_steps ({c.total_env_steps})")
+    need(len(c.hidden_sizes) >= 1 and all(h >= 1 for h in c.hidden_sizes), "hidden_sizes",
+         "a non-empty list of integers >= 1")
+    for key in ("lr", "adam_eps"):
+        need(math.isfinite(getattr(c, key)) and getattr(c, key) > 0, key, "a number > 0")
+    need(0.0 <= c.gamma <= 1.0, "gamma", "in [0, 1]")
+    need(math.isfinite(c.utd) and c.utd > 0, "utd", "a number > 0 (updates per env step)")
+    need(0.0 < c.target_tau <= 1.0, "target_tau", "in (0, 1]")
+    need(math.isfinite(c.max_grad_norm) and c.max_grad_norm >= 0, "max_grad_norm", "a number >= 0 (0 disables)")
+    for key in ("eps_start", "eps_end", "eval_epsilon"):
+        need(0.0 <= getattr(c, key) <= 1.0, key, "in [0, 1]")
+    need(math.isfinite(c.env_step_cost_us) and c.env_step_cost_us >= 0, "env_step_cost_us",
+         "a number of microseconds >= 0")
+    need(c.loss in ("huber", "mse"), "loss", "one of 'huber', 'mse'")
+    need(c.device == "cpu" or c.device.startswith("cuda"), "device", "'cpu' or 'cuda[:N]'")
+    need(isinstance(c.env_id, str) and bool(c.env_id), "env_id", "a gymnasium id")
+    from architectures.envs import check_env_id  # local import: keeps config import light
+
+    problem = check_env_id(c.env_id)
+    if problem:
+        raise ConfigError(f"env_id: {problem}")

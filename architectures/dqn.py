@@ -1,0 +1,178 @@
+"""The one DQN update (the learner), its optimizer, and the schedules that pace it.
+
+`DQNLearner.update(batch)` is the only place gradients are computed in the suite:
+    loss = L( Q(s, a),  r + discount * Q_target(s', argmax_a' Q(s', a')) )   (double DQN)
+with L the Huber (delta 1) or squared error, the global gradient norm clipped, Adam, and the
+target network synced every `target_update_period` updates (hard copy or Polyak).
+"""
+
+from __future__ import annotations
+
+import copy
+from fractions import Fraction
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from architectures.config import DQNConfig
+
+
+class FusedAdam:
+    """Adam through the same fused kernel `torch.optim.Adam(fused=True)` calls.
+
+    Why not torch.optim: constructing any torch.optim optimizer imports torch._dynamo (~1.7 s
+    of start-up on this machine) and its step wrapper costs tens of microseconds per update.
+    The maths is not reimplemented: `tests/test_dqn.py` checks this matches torch.optim.Adam
+    bit for bit. State is created eagerly, at construction, so it exists before any worker
+    could share it (lazily created optimizer state is silently unshared).
+    """
+
+    def __init__(self, params: list[nn.Parameter], lr: float, eps: float = 1e-8,
+                 betas: tuple[float, float] = (0.9, 0.999)):
+        self.params = list(params)
+        self.lr, self.eps, self.betas = lr, eps, betas
+        self.exp_avgs = [torch.zeros_like(p) for p in self.params]
+        self.exp_avg_sqs = [torch.zeros_like(p) for p in self.params]
+        self.steps = [torch.zeros((), dtype=torch.float32) for _ in self.params]
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        grads = [p.grad for p in self.params]
+        torch._foreach_add_(self.steps, 1)
+        torch._fused_adam_(self.params, grads, self.exp_avgs, self.exp_avg_sqs, [], self.steps,
+                           lr=self.lr, beta1=self.betas[0], beta2=self.betas[1], weight_decay=0.0,
+                           eps=self.eps, amsgrad=False, maximize=False)
+
+    def state_dict(self) -> dict:
+        return {"exp_avgs": [t.clone() for t in self.exp_avgs],
+                "exp_avg_sqs": [t.clone() for t in self.exp_avg_sqs],
+                "steps": [t.clone() for t in self.steps]}
+
+    def load_state_dict(self, state: dict) -> None:
+        for key in ("exp_avgs", "exp_avg_sqs", "steps"):
+            for dst, src in zip(getattr(self, key), state[key]):
+                dst.copy_(src)
+
+
+@torch.no_grad()
+def clip_grad_norm(params: list[nn.Parameter], max_norm: float) -> torch.Tensor:
+    """Scale gradients so their global L2 norm is at most max_norm; returns the norm before.
+
+    The same arithmetic as torch.nn.utils.clip_grad_norm_ (tested), without its per-call checks.
+    """
+    grads = [p.grad for p in params]
+    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    torch._foreach_mul_(grads, torch.clamp(max_norm / (total + 1e-6), max=1.0))
+    return total
+
+
+class DQNLearner:
+    """Owns the online and target networks and the optimizer; `version` counts updates."""
+
+    def __init__(self, online: nn.Module, cfg: DQNConfig):
+        self.cfg = cfg
+        self.device = torch.device(cfg.device)
+        if self.device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError("device: 'cuda' requested but torch.cuda.is_available() is False")
+        self.online = online.to(self.device)
+        self.target = copy.deepcopy(online).requires_grad_(False)
+        self.optimizer = FusedAdam(list(self.online.parameters()), lr=cfg.lr, eps=cfg.adam_eps)
+        self._online_params = list(self.online.parameters())
+        self._target_params = list(self.target.parameters())
+        self.version = 0  # learner updates done = parameter version
+        on_cpu = self.device.type == "cpu"
+        self._put = torch.from_numpy if on_cpu else (lambda a: torch.from_numpy(a).to(self.device, non_blocking=True))
+
+    def update(self, batch: dict[str, np.ndarray]) -> tuple[float, float]:
+        """One gradient step on a replay batch; returns (td_loss, mean Q(s, a))."""
+        cfg, put = self.cfg, self._put
+        obs = put(batch["obs"])                                                       # (B, *obs)
+        next_obs = put(batch["next_obs"])                                             # (B, *obs)
+        action = put(batch["action"]).unsqueeze(1)                                    # (B, 1)
+        reward = put(batch["reward"])                                                 # (B,)
+        discount = put(batch["discount"])                                             # (B,)
+
+        with torch.no_grad():
+            next_q_target = self.target(next_obs)                                     # (B, A)
+            if cfg.double_dqn:
+                next_action = self.online(next_obs).argmax(dim=1, keepdim=True)       # (B, 1)
+            else:
+                next_action = next_q_target.argmax(dim=1, keepdim=True)               # (B, 1)
+            bootstrap = next_q_target.gather(1, next_action).squeeze(1)               # (B,)
+            td_target = reward + discount * bootstrap                                 # (B,)
+
+        q_taken = self.online(obs).gather(1, action).squeeze(1)                       # (B,)
+        if cfg.loss == "huber":
+            loss = F.smooth_l1_loss(q_taken, td_target)
+        else:
+            loss = F.mse_loss(q_taken, td_target)
+
+        self.optimizer.zero_grad()
+        loss.backward()
+        if cfg.max_grad_norm > 0:
+            clip_grad_norm(self._online_params, cfg.max_grad_norm)
+        self.optimizer.step()
+        self.version += 1
+        if self.version % cfg.target_update_period == 0:
+            self.sync_target()
+        return float(loss.detach()), float(q_taken.detach().mean())
+
+    @torch.no_grad()
+    def sync_target(self) -> None:
+        if self.cfg.target_tau >= 1.0:
+            torch._foreach_copy_(self._target_params, self._online_params)
+        else:
+            torch._foreach_lerp_(self._target_params, self._online_params, self.cfg.target_tau)
+
+    def state_dict(self) -> dict:
+        return {"online": self.online.state_dict(), "target": self.target.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "version": self.version}
+
+    def load_state_dict(self, state: dict) -> None:
+        # load_state_dict copies in place, so numpy views held by policies stay valid.
+        self.online.load_state_dict(state["online"])
+        self.target.load_state_dict(state["target"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.version = state["version"]
+
+
+class EpsilonSchedule:
+    """Linear decay from eps_start to eps_end over eps_decay_steps env steps, then flat."""
+
+    def __init__(self, start: float, end: float, decay_steps: int):
+        self.start, self.end, self.decay_steps = start, end, decay_steps
+
+    def __call__(self, env_step: int) -> float:
+        if self.decay_steps == 0 or env_step >= self.decay_steps:
+            return self.end
+        return self.start + (self.end - self.start) * (env_step / self.decay_steps)
+
+
+class UpdateRatio:
+    """Paces updates to `utd` per env step after `learning_starts`, in exact integer arithmetic.
+
+    updates_owed(env_steps) = floor((env_steps - learning_starts) * utd) - updates_done, with utd
+    held as a fraction (0.25 -> 1/4), so no float drift over 40M steps.
+    """
+
+    def __init__(self, utd: float, learning_starts: int):
+        self.ratio = Fraction(str(utd)).limit_denominator(10_000)
+        self.learning_starts = learning_starts
+
+    def target_updates(self, env_steps: int) -> int:
+        """Total updates that should have happened after `env_steps` env steps."""
+        past = env_steps - self.learning_starts
+        if past < 0:
+            return 0
+        return past * self.ratio.numerator // self.ratio.denominator
+
+    def realised(self, updates: int, env_steps: int) -> float:
+        """Achieved updates per env step, counted over the steps after learning_starts."""
+        past = env_steps - self.learning_starts
+        return updates / past if past > 0 else 0.0

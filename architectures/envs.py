@@ -1,0 +1,91 @@
+"""The one environment factory, and the seeds every architecture trains and evaluates on.
+
+Seeds. Training episodes are seeded explicitly from the run seed and the env index, drawn from
+[0, 2**31); the holdout seeds are the fixed list 2**31, 2**31 + 1, ... . The two sets are
+disjoint by construction, and every run of every architecture evaluates on the same holdout.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterator
+
+import gymnasium as gym
+import numpy as np
+
+TRAIN_SEED_LIMIT = 2**31
+"""Training-episode seeds are drawn from [0, TRAIN_SEED_LIMIT)."""
+HOLDOUT_SEED_BASE = 2**31
+"""Holdout episode k is seeded HOLDOUT_SEED_BASE + k: the same list for every run."""
+
+_minatar_registered = False
+
+
+def _register_minatar() -> None:
+    global _minatar_registered
+    if not _minatar_registered:
+        import minatar.gym  # registers "MinAtar/<Game>-v0/v1"
+
+        minatar.gym.register_envs()
+        _minatar_registered = True
+
+
+def check_env_id(env_id: str) -> str | None:
+    """None if `env_id` is a registered gymnasium id, else a one-line reason."""
+    if env_id.startswith("MinAtar/"):
+        _register_minatar()
+    try:
+        gym.spec(env_id)
+    except Exception:
+        hint = ""
+        if env_id.lower().startswith("minatar"):
+            hint = "; MinAtar ids look like 'MinAtar/Breakout-v1'"
+        return f"unknown gymnasium id {env_id!r}{hint}"
+    return None
+
+
+class CPUCostWrapper(gym.Wrapper):
+    """Adds `cost_us` microseconds of busy CPU time to every step (an expensive simulator).
+
+    It spins on this thread's CPU clock, not the wall clock, so the work done per step is the
+    same whether or not the process is descheduled: under contention the step gets slower, as
+    a real simulator's would.
+    """
+
+    def __init__(self, env: gym.Env, cost_us: float):
+        super().__init__(env)
+        self.cost_ns = int(cost_us * 1000)
+
+    def step(self, action):
+        end = time.thread_time_ns() + self.cost_ns
+        while time.thread_time_ns() < end:
+            pass
+        return self.env.step(action)
+
+
+def make_env(env_id: str, env_step_cost_us: float = 0.0) -> gym.Env:
+    """Create one env. Seeding happens at reset (see `training_episode_seeds`, `holdout_seeds`)."""
+    problem = check_env_id(env_id)
+    if problem:
+        raise ValueError(f"env_id: {problem}")
+    # The passive env checker only inspects the first steps but stays in the call path.
+    env = gym.make(env_id, disable_env_checker=True)
+    if not isinstance(env.action_space, gym.spaces.Discrete):
+        raise ValueError(f"env_id: {env_id!r} has action space {env.action_space}; DQN needs Discrete")
+    if not isinstance(env.observation_space, gym.spaces.Box):
+        raise ValueError(f"env_id: {env_id!r} has observation space {env.observation_space}; need a Box")
+    if env_step_cost_us > 0:
+        env = CPUCostWrapper(env, env_step_cost_us)
+    return env
+
+
+def training_episode_seeds(run_seed: int, env_index: int) -> Iterator[int]:
+    """Endless, reproducible stream of reset seeds for one training env (never a holdout seed)."""
+    rng = np.random.default_rng(np.random.SeedSequence([run_seed, env_index, 0x5EED]))
+    while True:
+        yield int(rng.integers(0, TRAIN_SEED_LIMIT))
+
+
+def holdout_seeds(episodes: int) -> list[int]:
+    """The fixed holdout: identical for every run, architecture and checkpoint."""
+    return [HOLDOUT_SEED_BASE + k for k in range(episodes)]

@@ -1,0 +1,66 @@
+"""The one evaluation harness: holdout episodes at fixed env-step checkpoints.
+
+Every architecture evaluates the learner's weights at the same checkpoints
+(eval_every, 2 * eval_every, ..., and always total_env_steps) on the same holdout seeds, with
+its own env and its own RNG, so evaluation never perturbs training and never counts in
+throughput (callers time it separately and subtract it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from architectures.config import DQNConfig
+from architectures.envs import HOLDOUT_SEED_BASE, holdout_seeds, make_env
+from architectures.networks import GreedyPolicy, QNetwork
+
+
+def checkpoint_steps(total_env_steps: int, eval_every: int) -> list[int]:
+    """[eval_every, 2 * eval_every, ..., total_env_steps]: the same for every architecture."""
+    steps = list(range(eval_every, total_env_steps, eval_every))
+    return steps + [total_env_steps]
+
+
+class HoldoutEvaluator:
+    """Runs `eval_episodes` episodes, episode k seeded HOLDOUT_SEED_BASE + k."""
+
+    def __init__(self, cfg: DQNConfig, net: QNetwork):
+        self.cfg = cfg
+        self.seeds = holdout_seeds(cfg.eval_episodes)
+        self.env = make_env(cfg.env_id) if cfg.eval_episodes > 0 else None  # no added step cost
+        self.net = net
+        self.checkpoints = checkpoint_steps(cfg.total_env_steps, cfg.eval_every)
+        self.results: list[dict] = []  # {"env_steps", "returns", "lengths"} per checkpoint
+
+    @property
+    def enabled(self) -> bool:
+        return self.env is not None
+
+    def due(self, env_steps: int) -> bool:
+        return len(self.results) < len(self.checkpoints) and env_steps >= self.checkpoints[len(self.results)]
+
+    def evaluate(self, env_steps: int) -> dict:
+        """Play the holdout once with the current weights; record and return the result."""
+        returns, lengths = [], []
+        if self.env is not None:
+            # A fresh, fixed RNG per checkpoint: the same weights always give the same returns.
+            policy = GreedyPolicy(self.net, np.random.default_rng(HOLDOUT_SEED_BASE))
+            for seed in self.seeds:
+                obs, _ = self.env.reset(seed=seed)
+                total, length, done = 0.0, 0, False
+                while not done:
+                    obs, reward, terminated, truncated, _ = self.env.step(policy.act(obs, self.cfg.eval_epsilon))
+                    total += float(reward)
+                    length += 1
+                    done = terminated or truncated
+                returns.append(total)
+                lengths.append(length)
+        result = {"checkpoint": self.checkpoints[len(self.results)], "env_steps": env_steps,
+                  "returns": returns, "lengths": lengths,
+                  "return_mean": float(np.mean(returns)) if returns else float("nan")}
+        self.results.append(result)
+        return result
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()

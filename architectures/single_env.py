@@ -1,0 +1,121 @@
+"""single_env: the baseline. One process, one env, act -> step -> store -> update, in turn.
+
+Reads top to bottom in the order every architecture file keeps: setup, acting, learning,
+syncing, logging/evaluation. Here nothing is parallel, so "syncing" is free: the policy acts
+with numpy views of the learner's own weights, which see every update in place.
+
+Run it without Sacred:  python -m architectures.single_env --total_env_steps 20000
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from architectures.config import DQNConfig
+from architectures.dqn import DQNLearner, EpsilonSchedule, UpdateRatio
+from architectures.envs import make_env, training_episode_seeds
+from architectures.evaluation import HoldoutEvaluator
+from architectures.metrics import NullReporter, Reporter, Stopwatch, Timers
+from architectures.networks import GreedyPolicy, build_q_network
+from architectures.replay import NStepAdder, ReplayBuffer
+from architectures.results import run_result
+
+
+def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
+    reporter = reporter or NullReporter()
+    # ------------------------------------------------------------------ setup
+    torch.set_num_threads(cfg.torch_threads)
+    act_seed, replay_seed = np.random.SeedSequence(cfg.seed).spawn(2)
+    env = make_env(cfg.env_id, cfg.env_step_cost_us)
+    episode_seeds = training_episode_seeds(cfg.seed, env_index=0)
+    obs_shape, num_actions = env.observation_space.shape, int(env.action_space.n)
+    learner = DQNLearner(build_q_network(obs_shape, num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed), cfg)
+    policy = GreedyPolicy(learner.online, np.random.default_rng(act_seed))
+    replay = ReplayBuffer(cfg.buffer_size, obs_shape, env.observation_space.dtype)
+    replay_rng = np.random.default_rng(replay_seed)
+    adder = NStepAdder(cfg.n_step, cfg.gamma, source=0)
+    epsilon = EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
+    ratio = UpdateRatio(cfg.utd, cfg.learning_starts)
+    evaluator = HoldoutEvaluator(cfg, learner.online)
+    timers, clock = Timers(), Stopwatch()
+    loss_sum = q_sum = 0.0
+    logged_updates = episodes = 0
+    episode_return, episode_length = 0.0, 0
+    last_holdout: float | None = None
+    perf = time.perf_counter
+
+    obs, _ = env.reset(seed=next(episode_seeds))
+    for env_steps in range(1, cfg.total_env_steps + 1):
+        # ------------------------------------------------------------------ acting
+        t0 = perf()
+        action = policy.act(obs, epsilon(env_steps - 1))
+        t1 = perf()
+        next_obs, reward, terminated, truncated, _ = env.step(action)
+        t2 = perf()
+        for transition in adder.step(obs, action, reward, next_obs, terminated, truncated, learner.version):
+            replay.add(transition)
+        episode_return += float(reward)
+        episode_length += 1
+        if terminated or truncated:
+            episodes += 1
+            reporter.scalar("train_episode_return", episode_return, env_steps)
+            obs, _ = env.reset(seed=next(episode_seeds))
+            episode_return, episode_length = 0.0, 0
+        else:
+            obs = next_obs
+        t3 = perf()
+        timers.add("act", t1 - t0)
+        timers.add("env_step", t2 - t1)
+        timers.add("replay_add", t3 - t2)
+
+        # ------------------------------------------------------------------ learning
+        owed = ratio.target_updates(env_steps) - learner.version
+        while owed > 0 and replay.size > 0:
+            t4 = perf()
+            batch = replay.sample(cfg.batch_size, replay_rng)
+            t5 = perf()
+            loss, q_mean = learner.update(batch)  # also syncs the target on its period
+            t6 = perf()
+            timers.add("sample", t5 - t4)
+            timers.add("update", t6 - t5)
+            loss_sum += loss
+            q_sum += q_mean
+            owed -= 1
+
+        # ------------------------------------------------------------------ syncing
+        # Nothing to do: `policy` reads the learner's parameters through shared numpy views.
+
+        # ------------------------------------------------------------------ logging / evaluation
+        if env_steps % cfg.log_every == 0:
+            steps_per_sec = env_steps / clock.elapsed()
+            reporter.scalar("env_steps_per_sec", steps_per_sec, env_steps)
+            fresh = learner.version - logged_updates
+            if fresh:
+                reporter.scalar("td_loss", loss_sum / fresh, env_steps)
+                reporter.scalar("q_mean", q_sum / fresh, env_steps)
+                loss_sum = q_sum = 0.0
+                logged_updates = learner.version
+            reporter.progress(env_steps, cfg.total_env_steps, steps_per_sec, last_holdout)
+        if evaluator.due(env_steps):
+            clock.pause()  # evaluation is off the throughput clock
+            t7 = perf()
+            result = evaluator.evaluate(env_steps)
+            timers.add("eval", perf() - t7)
+            clock.resume()
+            last_holdout = result["return_mean"]
+            reporter.holdout(result)
+
+    train_seconds = clock.elapsed()
+    env.close()
+    evaluator.close()
+    return run_result(cfg, env_steps=cfg.total_env_steps, updates=learner.version, episodes=episodes,
+                      train_seconds=train_seconds, ratio=ratio, timers=timers, evaluator=evaluator)
+
+
+if __name__ == "__main__":
+    from architectures.cli import main
+
+    main(train)

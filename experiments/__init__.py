@@ -1,0 +1,1 @@
+"""Wiring of architectures to Sacred: the experiment, named configs, sweeps and benchmarks."""

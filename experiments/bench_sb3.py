@@ -1,0 +1,114 @@
+"""Benchmark: this suite's `single_env` against Stable-Baselines3's DQN, side by side.
+
+Identical settings (CartPole-v1, MLP 120-84, batch 128, one update per 4 env steps, buffer
+10k, learning_starts 1k, target every 500 env steps, Adam, Huber, grad norm 10, 1 torch
+thread, no evaluation). Each round starts one fresh process per contender, alternating, and
+times it from spawn to exit (start-up included); the ratio is taken per round and the median
+reported, so drift in machine load hits both sides alike.
+
+    pip install -e '.[bench]' -c constraints.txt
+    python -m experiments.bench_sb3 --steps 50000 --rounds 3
+
+It also prints where the suite's time goes: each component's cost per call and the
+component-cost bound 1 / (env step + act + store + utd x (sample + update)).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+SETTINGS = dict(env_id="CartPole-v1", hidden_sizes=(120, 84), batch_size=128, utd=0.25, buffer_size=10_000,
+                learning_starts=1_000, target_env_steps=500, lr=5e-4, gamma=0.99, max_grad_norm=10.0,
+                eps_start=1.0, eps_end=0.05, exploration_fraction=0.2)
+
+
+def run_ours(steps: int, seed: int) -> dict:
+    from architectures.config import DQNConfig
+    from architectures.single_env import train
+
+    s = SETTINGS
+    cfg = DQNConfig(env_id=s["env_id"], seed=seed, total_env_steps=steps, hidden_sizes=s["hidden_sizes"],
+                    buffer_size=s["buffer_size"], batch_size=s["batch_size"], learning_starts=s["learning_starts"],
+                    lr=s["lr"], gamma=s["gamma"], n_step=1, double_dqn=False, loss="huber",
+                    max_grad_norm=s["max_grad_norm"], utd=s["utd"],
+                    target_update_period=int(s["target_env_steps"] * s["utd"]),
+                    eps_start=s["eps_start"], eps_end=s["eps_end"],
+                    eps_decay_steps=int(s["exploration_fraction"] * steps),
+                    eval_every=steps, eval_episodes=0, torch_threads=1, log_every=steps)
+    result = train(cfg)
+    return {"loop_steps_per_sec": result["env_steps_per_sec"], "costs_us": result["component_costs_us"],
+            "bound": result["component_bound_steps_per_sec"], "fraction_of_bound": result["fraction_of_bound"]}
+
+
+def run_sb3(steps: int, seed: int) -> dict:
+    import torch
+
+    torch.set_num_threads(1)
+    import gymnasium as gym
+    from stable_baselines3 import DQN
+
+    s = SETTINGS
+    model = DQN("MlpPolicy", gym.make(s["env_id"]), learning_rate=s["lr"], buffer_size=s["buffer_size"],
+                learning_starts=s["learning_starts"], batch_size=s["batch_size"], tau=1.0, gamma=s["gamma"],
+                train_freq=int(1 / s["utd"]), gradient_steps=1, target_update_interval=s["target_env_steps"],
+                exploration_fraction=s["exploration_fraction"], exploration_initial_eps=s["eps_start"],
+                exploration_final_eps=s["eps_end"], max_grad_norm=s["max_grad_norm"],
+                policy_kwargs=dict(net_arch=list(s["hidden_sizes"])), device="cpu", seed=seed, verbose=0)
+    start = time.perf_counter()
+    model.learn(total_timesteps=steps)
+    return {"loop_steps_per_sec": steps / (time.perf_counter() - start)}
+
+
+def spawn(role: str, steps: int, seed: int) -> tuple[float, dict]:
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "experiments.bench_sb3", "--child", role, "--steps", str(steps),
+                          "--seed", str(seed)], check=True, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    return wall, json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=50_000, help="env steps per run (default 50000)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--child", choices=["ours", "sb3"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.steps < 2_000 or args.rounds < 1:
+        parser.error("--steps must be >= 2000 (learning starts at 1000) and --rounds >= 1")
+    if args.child:
+        fn = run_ours if args.child == "ours" else run_sb3
+        print(json.dumps(fn(args.steps, args.seed)))
+        return
+
+    try:
+        import stable_baselines3  # noqa: F401
+    except ImportError:
+        parser.exit(2, "error: stable-baselines3 is not installed: pip install -e '.[bench]' -c constraints.txt\n")
+    rows = []
+    for r in range(args.rounds):
+        for role in ("ours", "sb3") if r % 2 == 0 else ("sb3", "ours"):
+            wall, info = spawn(role, args.steps, args.seed + r)
+            rows.append({"round": r, "role": role, "wall": wall, "process_steps_per_sec": args.steps / wall, **info})
+            print(f"round {r} {role:>4}: {wall:6.2f} s wall, {args.steps / wall:7,.0f} env steps/s whole process, "
+                  f"{info['loop_steps_per_sec']:7,.0f} in the training loop", flush=True)
+    ratios = [o["process_steps_per_sec"] / s["process_steps_per_sec"] for o, s in
+              zip([x for x in rows if x["role"] == "ours"], [x for x in rows if x["role"] == "sb3"])]
+    loop_ratios = [o["loop_steps_per_sec"] / s["loop_steps_per_sec"] for o, s in
+                   zip([x for x in rows if x["role"] == "ours"], [x for x in rows if x["role"] == "sb3"])]
+    print(f"\nthroughput ratio single_env / SB3 DQN, whole process: median {statistics.median(ratios):.2f}x "
+          f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
+    print(f"throughput ratio, training loop only:                median {statistics.median(loop_ratios):.2f}x")
+    last = [x for x in rows if x["role"] == "ours"][-1]
+    costs = ", ".join(f"{k} {v:.1f}" for k, v in last["costs_us"].items())
+    print(f"single_env component costs (us per call): {costs}")
+    print(f"component-cost bound {last['bound']:,.0f} env steps/s; the loop reached {last['fraction_of_bound']:.0%} of it")
+
+
+if __name__ == "__main__":
+    main()

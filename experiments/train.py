@@ -1,0 +1,164 @@
+"""The Sacred experiment: one training run of one architecture, tracked.
+
+    python -m experiments.train with architecture=single_env env_id=CartPole-v1 total_env_steps=50000 seed=3 -F results/runs
+    python -m experiments.train with cartpole seed=3            # named config, stored under results/runs
+    python -m experiments.train with cartpole -m mongodb://localhost:27017/dqn   # MongoDB instead
+    python -m experiments.train print_config with minatar_breakout
+
+With no observer flag the run is stored by a FileStorageObserver under results/runs (the
+embedded default). Bad config values stop the command before any run is recorded, with a
+one-line error naming the key and its valid range (exit code 2).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from importlib import metadata
+
+from sacred import SETTINGS, Experiment
+from sacred.host_info import host_info_gatherer
+from sacred.observers import FileStorageObserver
+from sacred.utils import apply_backspaces_and_linefeeds
+
+from architectures import ARCHITECTURES, get_train_fn
+from architectures.config import ConfigError, DQNConfig
+from experiments.configs import NAMED_CONFIGS
+
+# Sacred's default "fd" capture tees the file descriptors through a subprocess and can deadlock
+# with child processes (sacred#705); "sys" capture only swaps sys.stdout/stderr.
+SETTINGS.CAPTURE_MODE = "sys"
+DEFAULT_RUNS_DIR = "results/runs"
+PACKAGES = ("torch", "numpy", "gymnasium", "minatar", "sacred", "pymongo")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TORCH_NUM_THREADS")
+
+
+@host_info_gatherer("cpu_count")
+def _cpu_count() -> int | None:
+    return os.cpu_count()
+
+
+@host_info_gatherer("cpu_model")
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+@host_info_gatherer("packages")
+def _packages() -> dict[str, str]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+@host_info_gatherer("thread_env")
+def _thread_env() -> dict[str, str | None]:
+    return {name: os.environ.get(name) for name in THREAD_VARIABLES}
+
+
+@host_info_gatherer("git")
+def _git() -> dict[str, str | bool | None]:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=5).stdout.strip() or None
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                    capture_output=True, text=True, timeout=5).stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = None, None
+    return {"commit": commit, "dirty": dirty}
+
+
+ex = Experiment("parallel_dqn", save_git_info=False,
+                additional_host_info=[_cpu_count, _cpu_model, _packages, _thread_env, _git])
+ex.captured_out_filter = apply_backspaces_and_linefeeds
+ex.add_config(dict(architecture="single_env", **DQNConfig().to_dict()))
+for _name, _values in NAMED_CONFIGS.items():
+    ex.add_named_config(_name, _values)
+
+
+def build_config(config: dict) -> tuple[str, DQNConfig]:
+    """Sacred's config dict -> (architecture, DQNConfig); raises ConfigError on bad values."""
+    architecture = config.get("architecture")
+    if architecture not in ARCHITECTURES:
+        raise ConfigError(f"architecture: unknown {architecture!r} (valid: {', '.join(ARCHITECTURES)})")
+    return architecture, DQNConfig.from_dict({k: v for k, v in config.items() if k != "architecture"})
+
+
+@ex.config_hook
+def _validate(config: dict, command_name: str, logger) -> dict:
+    # Runs before any observer sees the run: a bad value records nothing.
+    try:
+        build_config(config)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return {}
+
+
+class SacredReporter:
+    """Architecture metrics -> Sacred (main process only), plus a progress bar on stderr."""
+
+    def __init__(self, run, total_env_steps: int):
+        from tqdm import tqdm
+
+        self.run = run
+        self.run.info["holdout"] = []
+        self.bar = tqdm(total=total_env_steps, unit="step", unit_scale=True, dynamic_ncols=True,
+                        mininterval=2.0, file=sys.stderr, desc=f"{run.config['architecture']}")
+        self.last_return: float | None = None
+
+    def scalar(self, name: str, value: float, env_steps: int) -> None:
+        self.run.log_scalar(name, value, env_steps)
+
+    def holdout(self, result: dict) -> None:
+        self.last_return = result["return_mean"]
+        self.run.log_scalar("holdout_return_mean", result["return_mean"], result["env_steps"])
+        self.run.info["holdout"].append(result)  # per-episode returns and lengths
+
+    def progress(self, env_steps: int, total: int, steps_per_sec: float, last_return: float | None) -> None:
+        self.bar.update(env_steps - self.bar.n)
+        last = "-" if last_return is None else f"{last_return:.1f}"
+        self.bar.set_postfix_str(f"{steps_per_sec:,.0f} steps/s, holdout {last}", refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+@ex.main
+def main(_config: dict, _run) -> dict:
+    architecture, cfg = build_config(_config)
+    _run.info["torch_threads"] = cfg.torch_threads
+    reporter = SacredReporter(_run, cfg.total_env_steps)
+    try:
+        result = get_train_fn(architecture)(cfg, reporter)
+    finally:
+        reporter.close()
+    return {"architecture": architecture, **result}
+
+
+OBSERVER_FLAGS = ("-F", "--file_storage", "-m", "--mongo_db", "-s", "--sql", "-t", "--tiny_db", "-u",
+                  "--unobserved", "-S", "--s3")
+
+
+def cli(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv if argv is None else argv)
+    if not any(arg.split("=")[0] in OBSERVER_FLAGS for arg in argv[1:]):
+        ex.observers.append(FileStorageObserver(DEFAULT_RUNS_DIR))
+    ex.run_commandline(argv)
+
+
+if __name__ == "__main__":
+    cli()
