@@ -1,0 +1,80 @@
+import pytest
+
+from architectures.config import ConfigError, DQNConfig, describe
+
+BAD_VALUES = [
+    # (key, value, words the message must contain)
+    ("total_env_steps", 0, ">= 1"),
+    ("total_env_steps", -5, ">= 1"),
+    ("buffer_size", 0, ">= 1"),
+    ("batch_size", -1, ">= 1"),
+    ("n_step", 0, ">= 1"),
+    ("target_update_period", 0, ">= 1"),
+    ("eval_every", 0, ">= 1"),
+    ("num_workers", 0, ">= 1"),
+    ("torch_threads", 0, ">= 1"),
+    ("hidden_sizes", (0, 4), "integers >= 1"),
+    ("hidden_sizes", (), "non-empty"),
+    ("utd", 0.0, "> 0"),
+    ("utd", -0.25, "> 0"),
+    ("lr", 0.0, "> 0"),
+    ("eps_start", 1.5, "[0, 1]"),
+    ("eps_end", -0.1, "[0, 1]"),
+    ("eval_epsilon", 2.0, "[0, 1]"),
+    ("gamma", 1.01, "[0, 1]"),
+    ("target_tau", 0.0, "(0, 1]"),
+    ("max_grad_norm", -1.0, ">= 0"),
+    ("env_step_cost_us", -1.0, ">= 0"),
+    ("loss", "l1", "huber"),
+    ("learning_starts", 10**9, "<= total_env_steps"),
+    ("env_id", "NoSuchEnv-v0", "unknown gymnasium id"),
+    ("env_id", "MinAtar/NoSuchGame-v1", "unknown gymnasium id"),
+    ("device", "tpu", "cpu"),
+]
+
+
+@pytest.mark.parametrize("key,value,words", BAD_VALUES)
+def test_bad_value_names_key_and_range(key, value, words):
+    with pytest.raises(ConfigError) as err:
+        DQNConfig(**{key: value})
+    message = str(err.value)
+    assert message.startswith(f"{key}:"), message
+    assert words in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("values,field,expected", [
+    ({"total_env_steps": 5e4}, "total_env_steps", 50_000),      # Sacred/CLI give floats for 5e4
+    ({"hidden_sizes": [64, 32]}, "hidden_sizes", (64, 32)),     # lists from JSON become tuples
+    ({"hidden_sizes": 64}, "hidden_sizes", (64,)),
+    ({"utd": 1}, "utd", 1.0),
+])
+def test_from_dict_coerces_loose_types(values, field, expected):
+    assert getattr(DQNConfig.from_dict(values), field) == expected
+
+
+@pytest.mark.parametrize("values,words", [
+    ({"total_env_steps": 1.5}, "integer"),
+    ({"double_dqn": 1}, "true or false"),
+    ({"no_such_key": 1}, "unknown config key"),
+    ({"lr": "fast"}, "number"),
+])
+def test_from_dict_rejects_wrong_types(values, words):
+    with pytest.raises(ConfigError, match=words):
+        DQNConfig.from_dict(values)
+
+
+def test_every_field_is_documented():
+    docs = describe()
+    names = list(DQNConfig.__dataclass_fields__)
+    assert sorted(docs) == sorted(names)
+    assert all(len(doc) > 10 for doc in docs.values())
+
+
+def test_minatar_ids_are_registered_on_demand():
+    assert DQNConfig(env_id="MinAtar/Breakout-v1").env_id == "MinAtar/Breakout-v1"
+
+
+def test_round_trip_through_dict():
+    cfg = DQNConfig(hidden_sizes=(8,), utd=2.0)
+    assert DQNConfig.from_dict(cfg.to_dict()) == cfg
