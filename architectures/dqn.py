@@ -86,11 +86,15 @@ class DQNLearner:
         self._online_params = list(self.online.parameters())
         self._target_params = list(self.target.parameters())
         self.version = 0  # learner updates done = parameter version
+        self.last_q_taken: torch.Tensor | None = None
         on_cpu = self.device.type == "cpu"
         self._put = torch.from_numpy if on_cpu else (lambda a: torch.from_numpy(a).to(self.device, non_blocking=True))
 
-    def update(self, batch: dict[str, np.ndarray]) -> tuple[float, float]:
-        """One gradient step on a replay batch; returns (td_loss, mean Q(s, a))."""
+    def update(self, batch: dict[str, np.ndarray]) -> float:
+        """One gradient step on a replay batch; returns the TD loss.
+
+        `last_q_taken` keeps this batch's Q(s, a) as a tensor: reading its mean costs a sync, so
+        callers read it at their logging cadence instead of after every update."""
         cfg, put = self.cfg, self._put
         obs = put(batch["obs"])                                                       # (B, *obs)
         next_obs = put(batch["next_obs"])                                             # (B, *obs)
@@ -102,10 +106,10 @@ class DQNLearner:
             next_q_target = self.target(next_obs)                                     # (B, A)
             if cfg.double_dqn:
                 next_action = self.online(next_obs).argmax(dim=1, keepdim=True)       # (B, 1)
+                bootstrap = next_q_target.gather(1, next_action).squeeze(1)           # (B,)
             else:
-                next_action = next_q_target.argmax(dim=1, keepdim=True)               # (B, 1)
-            bootstrap = next_q_target.gather(1, next_action).squeeze(1)               # (B,)
-            td_target = reward + discount * bootstrap                                 # (B,)
+                bootstrap = next_q_target.max(dim=1).values                           # (B,)
+            td_target = torch.addcmul(reward, discount, bootstrap)                    # (B,) r + discount * boot
 
         q_taken = self.online(obs).gather(1, action).squeeze(1)                       # (B,)
         if cfg.loss == "huber":
@@ -121,7 +125,8 @@ class DQNLearner:
         self.version += 1
         if self.version % cfg.target_update_period == 0:
             self.sync_target()
-        return float(loss.detach()), float(q_taken.detach().mean())
+        self.last_q_taken = q_taken.detach()  # (B,)
+        return float(loss.detach())
 
     @torch.no_grad()
     def sync_target(self) -> None:

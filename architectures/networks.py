@@ -96,7 +96,8 @@ class GreedyPolicy:
             x = np.asarray(obs, dtype=np.float32).reshape(-1)  # (D,)
             for kind, a, b in self._numpy_layers:
                 if kind is _LINEAR:
-                    x = a @ x + b  # (out,)
+                    x = a @ x  # (out,): a fresh array, so the in-place ops below never touch obs
+                    x += b
                 elif kind is _RELU:
                     np.maximum(x, 0.0, out=x)
                 else:  # layer norm, as torch computes it (biased variance)

@@ -41,7 +41,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     ratio = UpdateRatio(cfg.utd, cfg.learning_starts)
     evaluator = HoldoutEvaluator(cfg, learner.online)
     timers, clock = Timers(), Stopwatch()
-    loss_sum = q_sum = 0.0
+    act_s = env_s = add_s = sample_s = update_s = 0.0  # hot-loop timers, folded into `timers` at the end
+    loss_sum = 0.0
     logged_updates = episodes = 0
     episode_return, episode_length = 0.0, 0
     last_holdout: float | None = None
@@ -67,9 +68,9 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         else:
             obs = next_obs
         t3 = perf()
-        timers.add("act", t1 - t0)
-        timers.add("env_step", t2 - t1)
-        timers.add("replay_add", t3 - t2)
+        act_s += t1 - t0
+        env_s += t2 - t1
+        add_s += t3 - t2
 
         # ------------------------------------------------------------------ learning
         owed = ratio.target_updates(env_steps) - learner.version
@@ -77,12 +78,11 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             t4 = perf()
             batch = replay.sample(cfg.batch_size, replay_rng)
             t5 = perf()
-            loss, q_mean = learner.update(batch)  # also syncs the target on its period
+            loss = learner.update(batch)  # also syncs the target on its period
             t6 = perf()
-            timers.add("sample", t5 - t4)
-            timers.add("update", t6 - t5)
+            sample_s += t5 - t4
+            update_s += t6 - t5
             loss_sum += loss
-            q_sum += q_mean
             owed -= 1
 
         # ------------------------------------------------------------------ syncing
@@ -94,9 +94,9 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             reporter.scalar("env_steps_per_sec", steps_per_sec, env_steps)
             fresh = learner.version - logged_updates
             if fresh:
-                reporter.scalar("td_loss", loss_sum / fresh, env_steps)
-                reporter.scalar("q_mean", q_sum / fresh, env_steps)
-                loss_sum = q_sum = 0.0
+                reporter.scalar("td_loss", loss_sum / fresh, env_steps)  # mean since the last log
+                reporter.scalar("q_mean", float(learner.last_q_taken.mean()), env_steps)  # latest batch
+                loss_sum = 0.0
                 logged_updates = learner.version
             reporter.progress(env_steps, cfg.total_env_steps, steps_per_sec, last_holdout)
         if evaluator.due(env_steps):
@@ -109,6 +109,10 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             reporter.holdout(result)
 
     train_seconds = clock.elapsed()
+    steps = cfg.total_env_steps
+    for name, seconds, calls in (("act", act_s, steps), ("env_step", env_s, steps), ("replay_add", add_s, steps),
+                                 ("sample", sample_s, learner.version), ("update", update_s, learner.version)):
+        timers.add(name, seconds, calls)
     env.close()
     evaluator.close()
     return run_result(cfg, env_steps=cfg.total_env_steps, updates=learner.version, episodes=episodes,

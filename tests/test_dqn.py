@@ -78,7 +78,7 @@ def test_update_loss_matches_the_dqn_target(double, loss):
             p.add_(torch.randn_like(p) * 0.5)
     batch = _batch()
     expected = _expected_loss(learner, batch, double, loss)
-    got, _ = learner.update(batch)
+    got = learner.update(batch)
     assert got == pytest.approx(expected, rel=1e-6)
     assert learner.version == 1
 
@@ -108,9 +108,9 @@ def test_gradient_step_reduces_the_loss_on_a_fixed_batch():
     cfg = DQNConfig(lr=1e-2, target_update_period=10_000)
     learner = DQNLearner(_net(), cfg)
     batch = _batch(size=64)
-    first, _ = learner.update(batch)
+    first = learner.update(batch)
     for _ in range(300):
-        last, _ = learner.update(batch)
+        last = learner.update(batch)
     assert last < first * 0.25
 
 
