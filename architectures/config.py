@@ -15,7 +15,7 @@ import ast
 import dataclasses
 import inspect
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -66,6 +66,9 @@ class DQNConfig:
     """Learner updates between target-network syncs (125 updates = 500 env steps at utd 0.25)."""
     target_tau: float = 1.0
     """Target sync weight: 1.0 copies (hard sync), below 1 Polyak-averages at every sync."""
+    mlp_fast_grad: bool = True
+    """MLPs without LayerNorm on CPU: compute the gradient by the hand-derived backward pass
+    (checked against autograd in the tests, ~28% faster update); false always uses autograd."""
     utd: float = 0.25
     """Update-to-data ratio: learner updates per env step (0.25 = one update per 4 steps)."""
 
@@ -139,7 +142,7 @@ def describe() -> dict[str, str]:
 _INT_FIELDS = {"seed", "total_env_steps", "buffer_size", "batch_size", "learning_starts", "n_step",
                "target_update_period", "eps_decay_steps", "eval_every", "eval_episodes",
                "torch_threads", "num_workers", "log_every"}
-_BOOL_FIELDS = {"layer_norm", "double_dqn"}
+_BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad"}
 
 
 def _coerce(key: str, annotation: Any, value: Any) -> Any:

@@ -133,3 +133,29 @@ def test_update_ratio_is_exact(utd, starts, steps, expected):
 
 def test_realised_ratio_counts_steps_after_learning_starts():
     assert UpdateRatio(0.25, 1000).realised(250, 2000) == 0.25
+
+
+@pytest.mark.parametrize("hidden", [(8,), (16, 8), (12, 10, 6)])
+@pytest.mark.parametrize("loss", ["huber", "mse"])
+@pytest.mark.parametrize("double", [True, False])
+@pytest.mark.parametrize("clip", [0.0, 0.5])
+def test_hand_derived_mlp_gradient_matches_autograd(hidden, loss, double, clip):
+    fast_cfg = DQNConfig(loss=loss, double_dqn=double, max_grad_norm=clip, target_update_period=2)
+    slow_cfg = fast_cfg.replace(mlp_fast_grad=False)
+    fast, slow = DQNLearner(_net(hidden=hidden), fast_cfg), DQNLearner(_net(hidden=hidden), slow_cfg)
+    assert fast._mlp_gradient is not None and slow._mlp_gradient is None
+    for step in range(5):
+        batch = _batch(seed=step, size=32)
+        batch["reward"] *= 5  # errors beyond Huber's delta, so both branches of its gradient run
+        loss_fast, loss_slow = fast.update(batch), slow.update(batch)
+        assert loss_fast == pytest.approx(loss_slow, rel=1e-5, abs=1e-7)
+        for p, q in zip(fast.online.parameters(), slow.online.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6)
+            torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(fast.last_q_taken, slow.last_q_taken, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,hidden,layer_norm", [((4,), (8,), True), ((10, 10, 4), (8,), False)])
+def test_autograd_is_used_where_the_hand_derived_gradient_does_not_apply(shape, hidden, layer_norm):
+    learner = DQNLearner(build_q_network(shape, 3, hidden, layer_norm, 0), DQNConfig())
+    assert learner._mlp_gradient is None
