@@ -60,14 +60,16 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             replay.add(transition)
         episode_return += float(reward)
         episode_length += 1
+        t3 = perf()
         if terminated or truncated:
             episodes += 1
             reporter.scalar("train_episode_return", episode_return, env_steps)
+            reporter.scalar("train_episode_length", episode_length, env_steps)
             obs, _ = env.reset(seed=next(episode_seeds))
             episode_return, episode_length = 0.0, 0
+            env_s += perf() - t3  # a reset is env work too
         else:
             obs = next_obs
-        t3 = perf()
         act_s += t1 - t0
         env_s += t2 - t1
         add_s += t3 - t2
