@@ -9,8 +9,9 @@ reported, so drift in machine load hits both sides alike.
     pip install -e '.[bench]' -c constraints.txt
     python -m experiments.bench_sb3 --steps 50000 --rounds 3
 
-It also prints where the suite's time goes: each component's cost per call and the
-component-cost bound 1 / (env step + act + store + utd x (sample + update)).
+It also prints where the suite's time goes: each component's cost per call inside the loop,
+each component's cost alone (warm, in a separate process), and the fraction of the
+component-cost bound 1 / (env step and store + forward + utd x (sample + update)) the loop reaches.
 """
 
 from __future__ import annotations
@@ -45,6 +46,52 @@ def run_ours(steps: int, seed: int) -> dict:
             "bound": result["component_bound_steps_per_sec"], "fraction_of_bound": result["fraction_of_bound"]}
 
 
+def run_components(steps: int, seed: int) -> dict:
+    """Each component's cost alone, warm, in us per call: the inputs of the component-cost bound."""
+    import numpy as np
+    import torch
+
+    from architectures.config import DQNConfig
+    from architectures.dqn import DQNLearner
+    from architectures.envs import make_env
+    from architectures.networks import GreedyPolicy, build_q_network
+    from architectures.replay import ReplayBuffer, Transition
+
+    torch.set_num_threads(1)
+    s = SETTINGS
+    cfg = DQNConfig(hidden_sizes=s["hidden_sizes"], n_step=1, double_dqn=False, max_grad_norm=s["max_grad_norm"],
+                    lr=s["lr"], batch_size=s["batch_size"])
+    env = make_env(s["env_id"])
+    rng = np.random.default_rng(seed)
+    learner = DQNLearner(build_q_network((4,), 2, cfg.hidden_sizes, False, seed), cfg)
+    policy = GreedyPolicy(learner.online, rng)
+    replay = ReplayBuffer(s["buffer_size"], (4,), np.float32)
+
+    def timed(fn, calls: int) -> float:
+        for _ in range(calls // 10):
+            fn()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return 1e6 * (time.perf_counter() - start) / calls
+
+    obs, _ = env.reset(seed=seed)
+
+    def env_step():
+        nonlocal obs
+        nxt, r, term, trunc, _ = env.step(int(rng.integers(2)))
+        replay.add(Transition(obs, nxt, 0, float(r), 0.0 if term else s["gamma"], 0, 0))
+        obs = env.reset()[0] if term or trunc else nxt
+
+    costs = {"env_step_and_store": timed(env_step, 20_000),
+             "forward": timed(lambda: policy.q_values(obs), 20_000),
+             "sample": timed(lambda: replay.sample(s["batch_size"], rng), 5_000)}
+    batch = replay.sample(s["batch_size"], rng)
+    costs["update"] = timed(lambda: learner.update(batch), 3_000)
+    per_step = costs["env_step_and_store"] + costs["forward"] + s["utd"] * (costs["sample"] + costs["update"])
+    return {"costs_us": costs, "bound": 1e6 / per_step}
+
+
 def run_sb3(steps: int, seed: int) -> dict:
     import torch
 
@@ -77,12 +124,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50_000, help="env steps per run (default 50000)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--child", choices=["ours", "sb3"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["ours", "sb3", "components"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.steps < 2_000 or args.rounds < 1:
         parser.error("--steps must be >= 2000 (learning starts at 1000) and --rounds >= 1")
     if args.child:
-        fn = run_ours if args.child == "ours" else run_sb3
+        fn = {"ours": run_ours, "sb3": run_sb3, "components": run_components}[args.child]
         print(json.dumps(fn(args.steps, args.seed)))
         return
 
@@ -105,9 +152,14 @@ def main() -> None:
           f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
     print(f"throughput ratio, training loop only:                median {statistics.median(loop_ratios):.2f}x")
     last = [x for x in rows if x["role"] == "ours"][-1]
-    costs = ", ".join(f"{k} {v:.1f}" for k, v in last["costs_us"].items())
-    print(f"single_env component costs (us per call): {costs}")
-    print(f"component-cost bound {last['bound']:,.0f} env steps/s; the loop reached {last['fraction_of_bound']:.0%} of it")
+    costs = ", ".join(f"{k} {v:.1f}" for k, v in last["costs_us"].items() if k != "eval")
+    print(f"\nsingle_env in-loop cost per call (last round, us): {costs}")
+    _, alone = spawn("components", args.steps, args.seed)
+    costs = ", ".join(f"{k} {v:.1f}" for k, v in alone["costs_us"].items())
+    loop = statistics.median(x["loop_steps_per_sec"] for x in rows if x["role"] == "ours")
+    print(f"each component alone, warm (us per call): {costs}")
+    print(f"component-cost bound 1 / (env step and store + forward + utd x (sample + update)) = {alone['bound']:,.0f} env steps/s;"
+          f" the training loop's median {loop:,.0f} is {loop / alone['bound']:.0%} of it")
 
 
 if __name__ == "__main__":
