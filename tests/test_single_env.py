@@ -82,3 +82,9 @@ def test_registry_names_single_env():
     assert get_train_fn("single_env") is train
     with pytest.raises(KeyError, match="valid: " + ", ".join(ARCHITECTURES)):
         get_train_fn("nope")
+
+
+def test_timed_components_account_for_most_of_the_training_time(tiny_cfg):
+    result = train(tiny_cfg)
+    assert 0.0 < result["timed_fraction"] <= 1.0
+    assert set(result["component_costs_us"]) >= {"act", "env_step", "replay_add", "sample", "update", "eval"}
