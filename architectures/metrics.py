@@ -69,12 +69,20 @@ class NullReporter:
 
 
 class PrintReporter(NullReporter):
-    """Progress lines on stderr, for runs outside Sacred."""
+    """Progress lines on stderr, for runs outside Sacred (at most one every `interval` seconds)."""
+
+    def __init__(self, interval: float = 2.0) -> None:
+        self.interval = interval
+        self._last_print = float("-inf")
 
     def holdout(self, result: dict) -> None:
         print(f"holdout @ {result['env_steps']:>9,} env steps: return {result['return_mean']:.1f}", file=sys.stderr)
 
     def progress(self, env_steps: int, total: int, steps_per_sec: float, last_return: float | None) -> None:
+        now = time.monotonic()
+        if now - self._last_print < self.interval and env_steps < total:
+            return
+        self._last_print = now
         last = "-" if last_return is None else f"{last_return:.1f}"
         print(f"{env_steps:>9,}/{total:,} env steps  {steps_per_sec:,.0f} steps/s  last holdout {last}",
               file=sys.stderr)
