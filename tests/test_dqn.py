@@ -159,3 +159,18 @@ def test_hand_derived_mlp_gradient_matches_autograd(hidden, loss, double, clip):
 def test_autograd_is_used_where_the_hand_derived_gradient_does_not_apply(shape, hidden, layer_norm):
     learner = DQNLearner(build_q_network(shape, 3, hidden, layer_norm, 0), DQNConfig())
     assert learner._mlp_gradient is None
+
+
+def test_learner_state_dict_round_trip_continues_identically():
+    cfg = DQNConfig(target_update_period=2)
+    a = DQNLearner(_net(seed=1), cfg)
+    for i in range(3):
+        a.update(_batch(i))
+    b = DQNLearner(_net(seed=2), cfg)
+    b.load_state_dict(a.state_dict())
+    assert b.version == a.version == 3
+    for i in range(3, 6):
+        assert a.update(_batch(i)) == b.update(_batch(i))
+    for p, q in zip(list(a.online.parameters()) + list(a.target.parameters()),
+                    list(b.online.parameters()) + list(b.target.parameters())):
+        assert torch.equal(p, q)
