@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("runs", help="a FileStorageObserver folder")
     parser.add_argument("--out", help="CSV file to write")
     args = parser.parse_args(argv)
-    rows = load_completed_runs(args.runs)
+    rows = sorted(load_completed_runs(args.runs), key=lambda r: r["seed"])
     if not rows:
         raise SystemExit(f"error: no COMPLETED runs in {args.runs!r}")
     columns = list(COLUMNS) + sorted({k for r in rows for k in r if k.startswith("holdout@")},
@@ -63,11 +63,11 @@ def main(argv: list[str] | None = None) -> None:
         with open(args.out, "w", newline="") as f:
             writer = csv.DictWriter(f, columns)
             writer.writeheader()
-            writer.writerows(sorted(rows, key=lambda r: r["seed"]))
+            writer.writerows(rows)
     shown = ["seed", "final_holdout_return", "env_steps_per_sec", "realised_utd"]
     print("| " + " | ".join(shown) + " |")
     print("|" + "---|" * len(shown))
-    for r in sorted(rows, key=lambda r: r["seed"]):
+    for r in rows:
         print("| " + " | ".join(str(r[c]) for c in shown) + " |")
 
 

@@ -117,11 +117,11 @@ class MLPGradient:
         d_taken = err.clamp_(-1.0, 1.0) if self.loss == "huber" else err.mul_(2.0)
         grad = torch.zeros_like(x).scatter_(1, action, d_taken.div_(len(err)).unsqueeze(1))  # (B, A)
         for i in range(last, -1, -1):
-            w, _ = self.layers[i]
+            w, b = self.layers[i]
             grad_w, grad_b = self.grads[i]
             torch.mm(grad.t(), inputs[i], out=grad_w)                                 # (out_i, in_i)
             torch.sum(grad, 0, out=grad_b)                                            # (out_i,)
-            w.grad, self.layers[i][1].grad = grad_w, grad_b
+            w.grad, b.grad = grad_w, grad_b
             if i > 0:
                 # Back through the ReLU: inputs[i] = relu(pre), and pre > 0 exactly where it is > 0.
                 grad = torch.ops.aten.threshold_backward(grad.mm(w), inputs[i], 0.0)  # (B, in_i)

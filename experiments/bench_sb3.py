@@ -143,19 +143,18 @@ def main() -> None:
             rows.append({"round": r, "role": role, "wall": wall, "process_steps_per_sec": args.steps / wall, **info})
             print(f"round {r} {role:>4}: {wall:6.2f} s wall, {args.steps / wall:7,.0f} env steps/s whole process, "
                   f"{info['loop_steps_per_sec']:7,.0f} in the training loop", flush=True)
-    ratios = [o["process_steps_per_sec"] / s["process_steps_per_sec"] for o, s in
-              zip([x for x in rows if x["role"] == "ours"], [x for x in rows if x["role"] == "sb3"])]
-    loop_ratios = [o["loop_steps_per_sec"] / s["loop_steps_per_sec"] for o, s in
-                   zip([x for x in rows if x["role"] == "ours"], [x for x in rows if x["role"] == "sb3"])]
+    pairs = list(zip([x for x in rows if x["role"] == "ours"], [x for x in rows if x["role"] == "sb3"]))
+    ratios = [o["process_steps_per_sec"] / s["process_steps_per_sec"] for o, s in pairs]
+    loop_ratios = [o["loop_steps_per_sec"] / s["loop_steps_per_sec"] for o, s in pairs]
     print(f"\nthroughput ratio single_env / SB3 DQN, whole process: median {statistics.median(ratios):.2f}x "
           f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
     print(f"throughput ratio, training loop only:                median {statistics.median(loop_ratios):.2f}x")
-    last = [x for x in rows if x["role"] == "ours"][-1]
+    last = pairs[-1][0]
     costs = ", ".join(f"{k} {v:.1f}" for k, v in last["costs_us"].items() if k != "eval")
     print(f"\nsingle_env in-loop cost per call (last round, us): {costs}")
     _, alone = spawn("components", args.steps, args.seed)
     costs = ", ".join(f"{k} {v:.1f}" for k, v in alone["costs_us"].items())
-    loop = statistics.median(x["loop_steps_per_sec"] for x in rows if x["role"] == "ours")
+    loop = statistics.median(o["loop_steps_per_sec"] for o, _ in pairs)
     print(f"each component alone, warm (us per call): {costs}")
     print(f"component-cost bound 1 / (env step and store + forward + utd x (sample + update)) = {alone['bound']:,.0f} env steps/s;"
           f" the training loop's median {loop:,.0f} is {loop / alone['bound']:.0%} of it")
