@@ -12,6 +12,8 @@ from typing import Callable
 
 ARCHITECTURES: dict[str, str] = {
     "single_env": "architectures.single_env",
+    "actor_learner": "architectures.actor_learner",
+    "vector_env": "architectures.vector_env",
 }
 
 

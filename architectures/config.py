@@ -95,6 +95,24 @@ class DQNConfig:
     """Busy CPU time added to every env step, in microseconds, to emulate an expensive simulator."""
     num_workers: int = 1
     """Actor/worker processes or envs (parallel architectures; single_env ignores it)."""
+    weight_sync_period: int = 10
+    """actor_learner: learner updates between weight publications to the actors."""
+    utd_slack_steps: int = 1_000
+    """actor_learner: env steps the actors may run ahead of the utd target before they wait for
+    the learner (Acme's rate-limiter error buffer); the learner waits whenever it is ahead."""
+    actor_epsilons: str = "schedule"
+    """actor_learner: `schedule` (every actor follows eps_start -> eps_end on the global env step)
+    or `apex` (fixed per-actor epsilons 0.4 ** (1 + 7 i / (N - 1)), Horgan et al. 2018)."""
+    worker_timeout_s: float = 60.0
+    """Seconds a worker may make no progress (no env step, no wait-loop heartbeat) before the
+    run fails naming it as hung; a worker that dies is reported within a fraction of a second."""
+    prioritized: bool = False
+    """Proportional prioritized replay (sum tree, importance weights); in actor_learner the
+    actors compute each transition's initial priority with their local network (Ape-X)."""
+    priority_alpha: float = 0.6
+    """Prioritized replay: priority = (|TD error| + 1e-6) ** priority_alpha."""
+    priority_beta: float = 0.4
+    """Prioritized replay: importance weights (N * P(i)) ** -priority_beta, normalised by their max."""
     device: str = "cpu"
     """Device of the learner's tensors: `cpu` or `cuda`."""
     log_every: int = 1_000
@@ -141,8 +159,9 @@ def describe() -> dict[str, str]:
 # ---------------------------------------------------------------------- validation
 _INT_FIELDS = {"seed", "total_env_steps", "buffer_size", "batch_size", "learning_starts", "n_step",
                "target_update_period", "eps_decay_steps", "eval_every", "eval_episodes",
-               "torch_threads", "num_workers", "log_every"}
-_BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad"}
+               "torch_threads", "num_workers", "log_every", "weight_sync_period",
+               "utd_slack_steps"}
+_BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad", "prioritized"}
 
 
 def _coerce(key: str, annotation: Any, value: Any) -> Any:
@@ -177,10 +196,10 @@ def _validate(c: DQNConfig) -> None:
             raise ConfigError(f"{key}: must be {valid} (got {getattr(c, key)!r})")
 
     for key in ("total_env_steps", "buffer_size", "batch_size", "n_step", "target_update_period",
-                "eval_every", "torch_threads", "num_workers", "log_every"):
+                "eval_every", "torch_threads", "num_workers", "log_every", "weight_sync_period"):
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 1, key, "an integer >= 1")
-    for key in ("learning_starts", "eps_decay_steps", "eval_episodes", "seed"):
+    for key in ("learning_starts", "eps_decay_steps", "eval_episodes", "seed", "utd_slack_steps"):
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 0, key, "an integer >= 0")
     need(c.learning_starts <= c.total_env_steps, "learning_starts",
@@ -198,6 +217,10 @@ def _validate(c: DQNConfig) -> None:
     need(math.isfinite(c.env_step_cost_us) and c.env_step_cost_us >= 0, "env_step_cost_us",
          "a number of microseconds >= 0")
     need(c.loss in ("huber", "mse"), "loss", "one of 'huber', 'mse'")
+    need(c.actor_epsilons in ("schedule", "apex"), "actor_epsilons", "one of 'schedule', 'apex'")
+    need(math.isfinite(c.worker_timeout_s) and c.worker_timeout_s > 0, "worker_timeout_s", "a number of seconds > 0")
+    for key in ("priority_alpha", "priority_beta"):
+        need(0.0 <= getattr(c, key) <= 1.0, key, "in [0, 1]")
     need(c.device == "cpu" or c.device.startswith("cuda"), "device", "'cpu' or 'cuda[:N]'")
     need(isinstance(c.env_id, str) and bool(c.env_id), "env_id", "a gymnasium id")
     from architectures.envs import check_env_id  # local import: keeps config import light

@@ -72,10 +72,15 @@ def clip_grad_norm(params: list[nn.Parameter], max_norm: float) -> torch.Tensor:
     return total
 
 
-def td_loss(q_taken: torch.Tensor, td_target: torch.Tensor, kind: str) -> torch.Tensor:
-    if kind == "huber":
-        return F.smooth_l1_loss(q_taken, td_target)
-    return F.mse_loss(q_taken, td_target)
+def td_loss(q_taken: torch.Tensor, td_target: torch.Tensor, kind: str,
+            weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean Huber (delta 1) or squared TD error; `weights` (B,) are prioritized replay's
+    importance weights (None = uniform, the exact unweighted mean)."""
+    if weights is None:
+        return F.smooth_l1_loss(q_taken, td_target) if kind == "huber" else F.mse_loss(q_taken, td_target)
+    per_sample = (F.smooth_l1_loss(q_taken, td_target, reduction="none") if kind == "huber"
+                  else F.mse_loss(q_taken, td_target, reduction="none"))
+    return (per_sample * weights).mean()
 
 
 class MLPGradient:
@@ -100,8 +105,8 @@ class MLPGradient:
         self.loss = loss
 
     @torch.no_grad()
-    def __call__(self, obs: torch.Tensor, action: torch.Tensor, td_target: torch.Tensor
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(self, obs: torch.Tensor, action: torch.Tensor, td_target: torch.Tensor,
+                 weights: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         x = obs.float().flatten(1)                                                    # (B, D)
         inputs = []  # each layer's input: obs, then post-ReLU activations
         last = len(self.layers) - 1
@@ -111,10 +116,12 @@ class MLPGradient:
             if i < last:
                 x = torch.relu_(x)
         q_taken = x.gather(1, action).squeeze(1)                                      # (B,)
-        loss = td_loss(q_taken, td_target, self.loss)
+        loss = td_loss(q_taken, td_target, self.loss, weights)
         err = q_taken - td_target                                                     # (B,)
         # dLoss/dQ(s,a): mean over the batch of Huber's clipped error, or of 2 x error (MSE).
         d_taken = err.clamp_(-1.0, 1.0) if self.loss == "huber" else err.mul_(2.0)
+        if weights is not None:
+            d_taken.mul_(weights)                                                     # importance weights
         grad = torch.zeros_like(x).scatter_(1, action, d_taken.div_(len(err)).unsqueeze(1))  # (B, A)
         for i in range(last, -1, -1):
             w, b = self.layers[i]
@@ -143,6 +150,7 @@ class DQNLearner:
         self._target_params = list(self.target.parameters())
         self.version = 0  # learner updates done = parameter version
         self.last_q_taken: torch.Tensor | None = None
+        self.last_td_abs: torch.Tensor | None = None  # |TD error| of the last weighted batch
         on_cpu = self.device.type == "cpu"
         self._mlp_gradient = MLPGradient(self.online, cfg.loss) if (
             cfg.mlp_fast_grad and on_cpu and MLPGradient.supports(self.online)) else None
@@ -169,11 +177,13 @@ class DQNLearner:
                 bootstrap = next_q_target.max(dim=1).values                           # (B,)
             td_target = torch.addcmul(reward, discount, bootstrap)                    # (B,) r + discount * boot
 
+        weights = batch.get("weights")  # prioritized replay's importance weights, (B,)
+        weights = None if weights is None else put(weights)
         if self._mlp_gradient is not None:
-            loss, q_taken = self._mlp_gradient(obs, action, td_target)                # sets p.grad
+            loss, q_taken = self._mlp_gradient(obs, action, td_target, weights)       # sets p.grad
         else:
             q_taken = self.online(obs).gather(1, action).squeeze(1)                   # (B,)
-            loss = td_loss(q_taken, td_target, cfg.loss)
+            loss = td_loss(q_taken, td_target, cfg.loss, weights)
             self.optimizer.zero_grad()
             loss.backward()
         if cfg.max_grad_norm > 0:
@@ -183,6 +193,8 @@ class DQNLearner:
         if self.version % cfg.target_update_period == 0:
             self.sync_target()
         self.last_q_taken = q_taken.detach()  # (B,)
+        if weights is not None:  # new priorities for the sampled rows
+            self.last_td_abs = (self.last_q_taken - td_target).abs_()                 # (B,)
         return float(loss.detach())
 
     @torch.no_grad()

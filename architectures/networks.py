@@ -108,6 +108,33 @@ class GreedyPolicy:
         with torch.inference_mode():
             return self.net(torch.as_tensor(obs).unsqueeze(0))[0].numpy()
 
+    def q_values_batch(self, obs: np.ndarray) -> np.ndarray:
+        """obs (N, *obs_shape) -> (N, A): one batched forward pass for N envs."""
+        if self._numpy_layers is not None:
+            x = np.asarray(obs, dtype=np.float32).reshape(len(obs), -1)  # (N, D)
+            for kind, a, b in self._numpy_layers:
+                if kind is _LINEAR:
+                    x = x @ a.T  # (N, out)
+                    x += b
+                elif kind is _RELU:
+                    np.maximum(x, 0.0, out=x)
+                else:
+                    mu = x.mean(axis=1, keepdims=True)
+                    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+                    x = (x - mu) / np.sqrt(var + LAYER_NORM_EPS) * a + b
+            return x  # (N, A)
+        with torch.inference_mode():
+            return self.net(torch.as_tensor(obs)).numpy()
+
+    def act_batch(self, obs: np.ndarray, epsilon: float) -> np.ndarray:
+        """Epsilon-greedy actions (N,) for N observations, each env exploring independently."""
+        actions = self.q_values_batch(obs).argmax(axis=1)  # (N,)
+        if epsilon > 0.0:
+            explore = self.rng.random(len(actions)) < epsilon
+            if explore.any():
+                actions[explore] = self.rng.integers(self.num_actions, size=int(explore.sum()))
+        return actions
+
     def act(self, obs: np.ndarray, epsilon: float) -> int:
         if epsilon > 0.0 and self.rng.random() < epsilon:
             return int(self.rng.integers(self.num_actions))

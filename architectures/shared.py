@@ -1,0 +1,241 @@
+"""Shared-memory plumbing for multi-process architectures: no pickled message per step.
+
+- `SharedBlocks`: named numpy arrays in POSIX shared memory (/dev/shm/pdqn_<pid>_<tag>_<name>),
+  created and unlinked by the main process. close() runs from a finally block, so a normal
+  end, an exception or Ctrl-C leaves nothing behind; if the main process is SIGKILLed, the
+  multiprocessing resource tracker (its own process, shared with spawned children) unlinks
+  what is left.
+- `TransitionRing`: one actor -> learner channel. The actor writes transition records into a
+  fixed ring and then publishes its write counter (and its env-step count) under a lock; the
+  learner reads the counter under the same lock and copies the published rows into the replay
+  in one or two slice copies. The lock is the memory barrier that makes "counter published"
+  imply "rows fully written" on any CPU, so the learner never sees a torn transition
+  (tests/test_actor_learner.py proves it with self-checking rows from several processes).
+- `WeightChannel`: learner -> actors. The online network's parameters and a version number,
+  copied under a lock; actors peek at the version without the lock and copy only when it moved.
+- `STATUS_DTYPE`, `Control`: per-worker counters and run-wide flags the learner reads for its
+  diagnostics and failure checks.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from multiprocessing import shared_memory
+
+import numpy as np
+
+SHM_PREFIX = "pdqn"
+
+# Per-worker counters, written only by that worker. Aligned and padded to 128 bytes so two
+# workers never write to the same cache line.
+STATUS_DTYPE = np.dtype([
+    ("env_steps", np.int64), ("transitions", np.int64), ("episodes", np.int64),
+    ("episode_length_sum", np.int64), ("episode_return_sum", np.float64),
+    ("weights_version", np.int64), ("weight_fetches", np.int64), ("parked", np.int64), ("state", np.int64),
+    ("t_env_step", np.float64), ("t_act", np.float64), ("t_handoff", np.float64), ("t_wait", np.float64),
+    ("t_weight_sync", np.float64), ("pid", np.int64), ("heartbeat", np.int64),
+], align=True)
+STATUS_DTYPE = np.dtype({"names": STATUS_DTYPE.names, "formats": [STATUS_DTYPE.fields[n][0] for n in STATUS_DTYPE.names],
+                         "offsets": [STATUS_DTYPE.fields[n][1] for n in STATUS_DTYPE.names], "itemsize": 128})
+STARTING, READY, RUNNING, DONE, FAILED = range(5)  # values of status["state"]
+
+
+class _Segment(shared_memory.SharedMemory):
+    """A SharedMemory whose close never pulls the mapping from under live numpy views.
+
+    Arrays are built with np.frombuffer, which holds a buffer export: while any view lives,
+    close() cannot unmap (BufferError), so we only close the descriptor and let the mapping go
+    with the last view. (np.ndarray(buffer=...) holds no export, and an unmap under it crashes.)
+    """
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except BufferError:
+            if getattr(self, "_fd", -1) >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+
+def _view(shm: shared_memory.SharedMemory, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    return np.frombuffer(shm.buf, dtype=dtype, count=int(np.prod(shape))).reshape(shape)
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    shm_name: str
+    shape: tuple
+    dtype: np.dtype
+
+
+class SharedBlocks:
+    """Owner of one run's shared arrays. `allocate` matches `replay.Allocator`."""
+
+    def __init__(self) -> None:
+        self.tag = f"{SHM_PREFIX}_{os.getpid()}_{secrets.token_hex(3)}"
+        self.specs: dict[str, BlockSpec] = {}
+        self._segments: list[shared_memory.SharedMemory] = []
+
+    def allocate(self, name: str, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        nbytes = max(1, int(np.prod(shape)) * dtype.itemsize)
+        shm = _Segment(name=f"{self.tag}_{name}", create=True, size=nbytes)
+        self._segments.append(shm)
+        self.specs[name] = BlockSpec(shm.name, tuple(shape), dtype)
+        array = _view(shm, shape, dtype)
+        array[...] = np.zeros((), dtype)  # fresh segments are zeroed by the kernel; be explicit
+        return array
+
+    def close(self) -> None:
+        """Unlink every segment (idempotent). Mappings held by live numpy views stay valid until
+        those views die; the names are gone from /dev/shm at once."""
+        while self._segments:
+            shm = self._segments.pop()
+            try:
+                shm.unlink()
+            except FileNotFoundError:
+                pass
+            shm.close()  # the mapping itself lives on while numpy views need it
+
+
+def attach(specs: dict[str, BlockSpec]) -> tuple[dict[str, np.ndarray], list[shared_memory.SharedMemory]]:
+    """In a worker: map the owner's blocks. Keep the returned segments alive as long as the arrays."""
+    arrays, segments = {}, []
+    for name, spec in specs.items():
+        shm = _Segment(name=spec.shm_name)
+        segments.append(shm)
+        arrays[name] = _view(shm, spec.shape, spec.dtype)
+    return arrays, segments
+
+
+def leaked_segments(pid: int | None = None) -> list[str]:
+    """Names of this suite's segments in /dev/shm (for one owner pid, or all)."""
+    prefix = f"{SHM_PREFIX}_{pid}_" if pid is not None else f"{SHM_PREFIX}_"
+    try:
+        return sorted(n for n in os.listdir("/dev/shm") if n.startswith(prefix))
+    except FileNotFoundError:  # not Linux
+        return []
+
+
+class Control:
+    """Run-wide int64 flags, each on its own cache line: written by the learner, read by actors."""
+
+    GO, STOP, LEARNER_VERSION, EVAL_DONE = range(4)
+
+    def __init__(self, array: np.ndarray):
+        self.array = array  # (4, 8) int64; column 0 used
+
+    @staticmethod
+    def allocate(blocks: SharedBlocks) -> "Control":
+        return Control(blocks.allocate("control", (4, 8), np.int64))
+
+    def __getitem__(self, key: int) -> int:
+        return int(self.array[key, 0])
+
+    def __setitem__(self, key: int, value: int) -> None:
+        self.array[key, 0] = value
+
+
+class TransitionRing:
+    """Single-producer single-consumer ring of transition records (see module docstring).
+
+    Arrays: records (capacity,), priorities (capacity,) float32, counters (2, 8) int64 with
+    [0, 0] = rows published by the writer and [1, 0] = rows consumed by the reader.
+    """
+
+    def __init__(self, records: np.ndarray, priorities: np.ndarray, counters: np.ndarray, lock,
+                 status_row: np.ndarray | None = None):
+        self.records, self.priorities, self.counters, self.lock = records, priorities, counters, lock
+        self.capacity = len(records)
+        self.status_row = status_row  # the writer's status record (env_steps published with the rows)
+        self.written = int(counters[0, 0])  # writer side: rows written (published or not)
+        self._read_seen = int(counters[1, 0])  # writer side: last consumer position seen
+        self.read = int(counters[1, 0])  # reader side
+        self.env_steps_seen = 0  # reader side: the writer's env steps as of the last drain
+
+    @staticmethod
+    def allocate(blocks: SharedBlocks, name: str, capacity: int, dtype: np.dtype) -> dict[str, np.ndarray]:
+        return {"records": blocks.allocate(f"{name}_records", (capacity,), dtype),
+                "priorities": blocks.allocate(f"{name}_priorities", (capacity,), np.float32),
+                "counters": blocks.allocate(f"{name}_counters", (2, 8), np.int64)}
+
+    # ------------------------------------------------------------------ writer (actor)
+    def has_room(self) -> bool:
+        if self.written - self._read_seen < self.capacity:
+            return True
+        with self.lock:
+            self._read_seen = int(self.counters[1, 0])
+        return self.written - self._read_seen < self.capacity
+
+    def write(self, transition: tuple, priority: float = 0.0) -> None:
+        """Write one row (call has_room() first); invisible to the reader until publish()."""
+        slot = self.written % self.capacity
+        self.records[slot] = transition
+        self.priorities[slot] = priority
+        self.written += 1
+
+    def publish(self, env_steps: int) -> None:
+        with self.lock:
+            self.counters[0, 0] = self.written
+            self.status_row["env_steps"] = env_steps
+
+    # ------------------------------------------------------------------ reader (learner)
+    def drain(self, sink) -> int:
+        """Move every published row into `sink(rows, priorities)`; returns the row count."""
+        with self.lock:
+            written = int(self.counters[0, 0])
+            self.env_steps_seen = int(self.status_row["env_steps"])
+        n = written - self.read
+        if n:
+            start = self.read % self.capacity
+            end = start + n
+            if end <= self.capacity:
+                sink(self.records[start:end], self.priorities[start:end])
+            else:
+                sink(self.records[start:], self.priorities[start:])
+                sink(self.records[:end - self.capacity], self.priorities[:end - self.capacity])
+            self.read = written
+            with self.lock:
+                self.counters[1, 0] = written
+        return n
+
+
+class WeightChannel:
+    """Learner -> actors parameter broadcast with a version number (see module docstring)."""
+
+    def __init__(self, flat: np.ndarray, header: np.ndarray, lock, shapes: list[tuple]):
+        self.flat, self.header, self.lock = flat, header, lock  # flat (P,) float32; header (8,) int64
+        self.views: list[np.ndarray] = []
+        offset = 0
+        for shape in shapes:
+            size = int(np.prod(shape))
+            self.views.append(flat[offset:offset + size].reshape(shape))
+            offset += size
+
+    @staticmethod
+    def allocate(blocks: SharedBlocks, shapes: list[tuple]) -> dict[str, np.ndarray]:
+        header = blocks.allocate("weights_header", (8,), np.int64)
+        header[0] = -1  # nothing published yet
+        return {"weights": blocks.allocate("weights", (sum(int(np.prod(s)) for s in shapes),), np.float32),
+                "weights_header": header}
+
+    def publish(self, params: list[np.ndarray], version: int) -> None:
+        with self.lock:
+            for view, p in zip(self.views, params):
+                np.copyto(view, p)
+            self.header[0] = version
+
+    def latest_version(self) -> int:
+        return int(self.header[0])  # an unlocked peek: at worst one step late
+
+    def fetch(self, params: list[np.ndarray], have_version: int) -> int | None:
+        """Copy the published parameters into `params` if newer than `have_version`; returns
+        the version now held, or None when nothing new was published."""
+        if int(self.header[0]) == have_version:
+            return None
+        with self.lock:
+            for p, view in zip(params, self.views):
+                np.copyto(p, view)
+            return int(self.header[0])

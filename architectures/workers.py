@@ -1,0 +1,158 @@
+"""Worker processes: start them safely, notice when one dies or hangs, and always stop them.
+
+Design choices, each answering a known pitfall:
+- `spawn`, never `fork`: forking after torch has started its thread pool can hang (the
+  PyTorch Hogwild example uses spawn for this reason).
+- Workers ignore SIGINT: Ctrl-C reaches the whole process group, and only the main process
+  decides how to stop (it sets the STOP flag, joins, then terminates and kills stragglers).
+- Workers watch their parent: if the main process is killed outright, they exit on their own
+  at their next check (no orphans).
+- A worker's exception travels to the main process as a formatted traceback on a queue; a
+  worker that dies without one (SIGKILL, OOM) is reported by exit code. Either way the run
+  fails with a message naming the worker, within one health check (0.2 s).
+- A worker that makes no progress for `timeout_s` (no env step, no heartbeat in its waits) is
+  reported as hung, so the learner never waits forever.
+- Only the main process talks to Sacred: workers write counters into shared memory.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+import traceback
+from typing import Callable
+
+import numpy as np
+
+from architectures.shared import DONE, FAILED, Control
+
+FAULT_ENV = "PDQN_FAULT"
+"""Test hook: "<worker>:<kind>:<env_step>" makes one worker misbehave on purpose
+(kinds: crash, kill, freeze_weights, hang). Read only by worker processes."""
+
+
+class WorkerFailed(RuntimeError):
+    """A worker process died, raised, hung, or stopped receiving weights."""
+
+
+class Stopped(Exception):
+    """Raised inside a worker when the main process asked it to stop, or disappeared."""
+
+
+def worker_fault(index: int) -> tuple[str, int] | None:
+    spec = os.environ.get(FAULT_ENV, "")
+    if not spec:
+        return None
+    worker, kind, step = spec.split(":")
+    return (kind, int(step)) if int(worker) == index else None
+
+
+def run_worker(role: str, index: int, body: Callable[[], None], status_row, errors, parent_pid: int) -> None:
+    """Call `body` in a worker process with the signal and error handling described above."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        body()
+    except Stopped:
+        pass
+    except BaseException:  # noqa: BLE001 - report everything, then exit non-zero
+        status_row["state"] = FAILED
+        errors.put((index, f"{role} {index} (pid {os.getpid()}) raised:\n{traceback.format_exc()}"))
+        raise SystemExit(1)
+
+
+class Waiter:
+    """A worker's polite wait: sleeps in short slices, beats its heartbeat, and gives up when
+    the main process sets STOP or is gone."""
+
+    def __init__(self, control: Control, status_row, parent_pid: int, poll_s: float = 2e-4):
+        self.control, self.status_row, self.parent_pid, self.poll_s = control, status_row, parent_pid, poll_s
+
+    def check(self) -> None:
+        if self.control[Control.STOP] or os.getppid() != self.parent_pid:
+            raise Stopped
+
+    def until(self, condition: Callable[[], bool]) -> float:
+        """Block until condition() holds; returns the seconds spent waiting."""
+        if condition():
+            return 0.0
+        began = time.perf_counter()
+        while not condition():
+            self.status_row["heartbeat"] += 1
+            self.check()
+            time.sleep(self.poll_s)
+        return time.perf_counter() - began
+
+
+class WorkerPool:
+    """Starts `count` spawn processes running `target(index, *args)` and supervises them."""
+
+    def __init__(self, role: str, status: np.ndarray, control: Control, timeout_s: float):
+        self.role, self.status, self.control, self.timeout_s = role, status, control, timeout_s
+        self.ctx = mp.get_context("spawn")
+        self.errors = self.ctx.SimpleQueue()
+        self.procs: list[mp.process.BaseProcess] = []
+        self._progress = np.zeros((len(status), 2), dtype=np.int64)
+        self._progress_time = np.zeros(len(status))
+
+    def start(self, target: Callable, args_for: Callable[[int], tuple]) -> None:
+        for index in range(len(self.status)):
+            proc = self.ctx.Process(target=target, args=(index, *args_for(index)), name=f"{self.role}-{index}",
+                                    daemon=True)
+            proc.start()
+            self.procs.append(proc)
+        self._progress_time[:] = time.monotonic()
+
+    def wait_until(self, condition: Callable[[], bool], what: str, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            self.check()
+            if time.monotonic() > deadline:
+                raise WorkerFailed(f"{self.role}s: timed out after {timeout_s:.0f} s waiting for {what}")
+            time.sleep(0.01)
+
+    def check(self) -> None:
+        """Raise WorkerFailed naming the first worker that died, raised or hung."""
+        now = time.monotonic()
+        for index, proc in enumerate(self.procs):
+            row = self.status[index]
+            if proc.exitcode is not None and int(row["state"]) != DONE:
+                raise WorkerFailed(self._death_message(index, proc))
+            progress = (int(row["env_steps"]), int(row["heartbeat"]))
+            if int(row["state"]) == DONE or progress != tuple(self._progress[index]):
+                self._progress[index] = progress
+                self._progress_time[index] = now
+            elif now - self._progress_time[index] > self.timeout_s:
+                raise WorkerFailed(f"{self.role} {index} (pid {proc.pid}) made no progress for "
+                                   f"{self.timeout_s:.0f} s at {progress[0]:,} env steps: hung (worker_timeout_s)")
+
+    def _death_message(self, index: int, proc) -> str:
+        time.sleep(0.05)  # let a raising worker's traceback reach the queue
+        reports = {}
+        while not self.errors.empty():
+            worker, text = self.errors.get()
+            reports[worker] = text
+        code = proc.exitcode
+        how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+        steps = int(self.status[index]["env_steps"])
+        message = f"{self.role} {index} (pid {proc.pid}) {how} after {steps:,} env steps"
+        return message + (f"\n{reports[index]}" if index in reports else "")
+
+    def stop(self, grace_s: float = 3.0) -> None:
+        """Ask every worker to stop, then terminate and kill whatever is left. Idempotent."""
+        self.control[Control.STOP] = 1
+        deadline = time.monotonic() + grace_s
+        for proc in self.procs:
+            proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        for proc in self.procs:
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=1.0)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        for proc in self.procs:
+            proc.close()
+        self.procs = []
+        self.errors.close()

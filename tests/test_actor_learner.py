@@ -1,0 +1,254 @@
+"""actor_learner and vector_env: behaviour, diagnostics, and what happens when things go wrong.
+
+Each run here is real: spawned actor processes, shared memory, a learner. Sizes are tiny so the
+whole file takes well under a minute on 2 cores.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+
+import pytest
+
+from architectures import actor_learner, vector_env
+from architectures.config import DQNConfig
+from architectures.shared import leaked_segments
+from architectures.workers import FAULT_ENV, WorkerFailed
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def small_cfg(**changes) -> DQNConfig:
+    base = dict(env_id="CartPole-v1", seed=3, total_env_steps=6_000, hidden_sizes=(32, 32), buffer_size=5_000,
+                batch_size=32, learning_starts=500, eps_decay_steps=2_000, eval_every=2_000, eval_episodes=2,
+                target_update_period=50, log_every=1_000, num_workers=2, weight_sync_period=5,
+                worker_timeout_s=20.0)
+    return DQNConfig(**{**base, **changes})
+
+
+def descendants(pid: int) -> list[int]:
+    """Live processes below `pid`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            out.append(child)
+            stack.append(child)
+    return out
+
+
+def alive(pids: list[int]) -> list[int]:
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    out.append(pid)
+        except OSError:
+            pass
+    return out
+
+
+def assert_clean() -> None:
+    """No shared-memory segment of this process and no live worker process is left."""
+    assert leaked_segments(os.getpid()) == []
+    deadline = time.monotonic() + 5
+    while alive([p for p in descendants(os.getpid()) if "resource_tracker" not in _cmdline(p)]) and (
+            time.monotonic() < deadline):
+        time.sleep(0.1)
+    assert alive([p for p in descendants(os.getpid()) if "resource_tracker" not in _cmdline(p)]) == []
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@pytest.fixture(scope="module")
+def two_worker_run():
+    # The replay holds the whole run, so its share counts every transition each actor handed
+    # off; with a smaller buffer it is a window whose share swings with scheduling bursts.
+    result = actor_learner.train(small_cfg(buffer_size=6_000))
+    assert_clean()
+    return result
+
+
+def test_utd_holds_on_the_global_step_count(two_worker_run):
+    r = two_worker_run
+    assert r["env_steps"] == 6_000
+    assert r["updates"] == (6_000 - 500) // 4
+    assert r["realised_utd"] == pytest.approx(0.25, rel=0.02)
+
+
+def test_every_worker_keeps_receiving_weights(two_worker_run):
+    r = two_worker_run
+    publishes = r["updates"] // 5
+    assert r["weight_publishes"] == publishes
+    for version, fetches in zip(r["worker_weights_versions"], r["worker_weight_fetches"]):
+        # Each actor picked weights up many times, and ends on a publication about as old as the
+        # rate limiter's slack (the learner catches up the owed updates after the actors stop):
+        # 250 updates of slack, plus the limiter's 16-step check cadence and the publish period.
+        slack_updates = DQNConfig().utd_slack_steps // 4
+        assert version >= r["updates"] - slack_updates - 40 and fetches >= publishes // 4
+
+
+def test_symmetric_workers_share_the_data_evenly(two_worker_run):
+    shares = two_worker_run["worker_shares"]
+    for kind in ("env_steps", "replay", "sampled"):
+        assert len(shares[kind]) == 2
+        for share in shares[kind]:
+            assert abs(share - 0.5) <= 0.05, (kind, shares[kind])  # within 10% of 1/N
+    assert all(n > 0 for n in two_worker_run["worker_episodes"])
+
+
+def test_holdout_checkpoints_are_exact_and_off_the_clock(two_worker_run):
+    r = two_worker_run
+    assert [c["env_steps"] for c in r["holdout_curve"]] == [2_000, 4_000, 6_000]
+    assert r["eval_seconds"] > 0
+    assert r["env_steps_per_sec"] == pytest.approx(r["env_steps"] / r["train_seconds"])
+
+
+def test_diagnostics_name_lag_handoff_and_bottleneck(two_worker_run):
+    r = two_worker_run
+    lag = r["policy_lag"]
+    assert 0 <= lag["p50"] <= lag["p95"] <= lag["max"] and lag["mean"] > 0
+    assert r["handoff_us_per_transition"]["total"] > 0
+    assert r["bottleneck"]["role"] in ("learner", "actors")
+    assert r["bottleneck"]["summary"].startswith(r["bottleneck"]["role"])
+    for role in ("env_step", "act", "handoff", "weight_sync", "wait"):
+        assert r["actor_time_breakdown"][role]["seconds_per_actor"] >= 0
+    assert {"actor_env_step", "actor_act", "actor_handoff", "update"} <= set(r["component_costs_us"])
+
+
+def test_apex_epsilons_and_prioritized_replay_run():
+    r = actor_learner.train(small_cfg(total_env_steps=2_000, eval_every=2_000, actor_epsilons="apex",
+                                      prioritized=True, learning_starts=300))
+    assert r["updates"] == (2_000 - 300) // 4
+    assert r["realised_utd"] == pytest.approx(0.25, rel=0.02)
+    assert_clean()
+
+
+def test_apex_epsilons_spread_over_actors():
+    cfg = small_cfg(num_workers=4, actor_epsilons="apex")
+    eps = [actor_learner.actor_epsilon(cfg, i)(0) for i in range(4)]
+    assert eps[0] == pytest.approx(0.4) and eps[-1] == pytest.approx(0.4 ** 8)
+    assert eps == sorted(eps, reverse=True)
+    sched = actor_learner.actor_epsilon(small_cfg(num_workers=4), 2)
+    assert sched(500) == pytest.approx(DQNConfig().eps_start + (0.02 - 1.0) * 2_000 / 2_000)  # global = 4 x 500
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("1:crash:700", "actor 1 (pid"),
+    ("0:kill:700", "actor 0 (pid"),
+    ("1:freeze_weights:900", "actor 1 (pid"),
+    ("0:hang:900", "actor 0 (pid"),
+])
+def test_a_failing_worker_fails_the_run_fast_and_cleanly(monkeypatch, fault, message):
+    monkeypatch.setenv(FAULT_ENV, fault)
+    start = time.monotonic()
+    with pytest.raises(WorkerFailed) as info:
+        actor_learner.train(small_cfg(total_env_steps=20_000, worker_timeout_s=3.0))
+    text = str(info.value)
+    assert message in text
+    expected = {"crash": "injected crash", "kill": "SIGKILL", "freeze_weights": "stopped receiving weights",
+                "hang": "made no progress"}[fault.split(":")[1]]
+    assert expected in text
+    assert time.monotonic() - start < 25
+    assert_clean()
+
+
+def _start_cli(extra: list[str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "architectures.actor_learner", "--num_workers", "2",
+                             "--total_env_steps", "2000000", "--eval_episodes", "0", "--hidden_sizes", "[16]",
+                             *extra], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True, text=True)
+
+
+def _wait_running(proc: subprocess.Popen) -> list[int]:
+    line = proc.stderr.readline()  # the first progress line: actors are running
+    assert "env steps" in line, line
+    return descendants(proc.pid)
+
+
+def test_ctrl_c_stops_everything_and_leaves_no_shared_memory():
+    proc = _start_cli(["--log_every", "2000"])
+    try:
+        workers = _wait_running(proc)
+        assert len(workers) >= 2
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode != 0
+    deadline = time.monotonic() + 5
+    while alive(workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert alive(workers) == []
+    assert leaked_segments(proc.pid) == []
+
+
+def test_a_killed_learner_leaves_no_orphans_and_no_shared_memory():
+    proc = _start_cli(["--log_every", "2000"])
+    try:
+        workers = _wait_running(proc)
+        os.kill(proc.pid, signal.SIGKILL)  # the learner dies without any cleanup of its own
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while (alive(workers) or leaked_segments(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert alive(workers) == []  # actors notice their parent is gone
+    assert leaked_segments(proc.pid) == []  # the resource tracker unlinks what the learner left
+
+
+def test_too_many_workers_warns_naming_the_cores(monkeypatch):
+    monkeypatch.setattr(actor_learner, "available_cores", lambda: 2)
+    with pytest.warns(RuntimeWarning, match="num_workers=3 .* on 2 CPU cores"):
+        actor_learner.warn_if_oversubscribed(3, "actor processes plus one learner")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        actor_learner.warn_if_oversubscribed(2, "actor processes plus one learner")
+
+
+@pytest.mark.parametrize("total, workers", [(10, 3), (6_000, 2), (7, 7), (5, 8)])
+def test_worker_quotas_sum_to_the_total(total, workers):
+    quotas = [actor_learner.worker_quota(total, workers, i) for i in range(workers)]
+    assert sum(quotas) == total and max(quotas) - min(quotas) <= 1
+
+
+# ---------------------------------------------------------------------- vector_env
+def test_vector_env_paces_updates_and_shares_evenly():
+    result = vector_env.train(small_cfg())
+    assert result["env_steps"] == 6_000
+    assert result["realised_utd"] == pytest.approx(0.25, rel=0.02)
+    assert [c["env_steps"] for c in result["holdout_curve"]] == [2_000, 4_000, 6_000]
+    for kind in ("replay", "sampled"):
+        assert all(abs(s - 0.5) <= 0.05 for s in result["worker_shares"][kind])
+    assert result["bottleneck"]["role"] in ("learner", "envs")
+    assert_clean()
+
+
+def test_vector_env_overshoots_a_checkpoint_by_less_than_one_vector_step():
+    with pytest.warns(RuntimeWarning, match="CPU cores") if actor_learner.available_cores() < 3 else (
+            warnings.catch_warnings()):
+        result = vector_env.train(small_cfg(num_workers=3, total_env_steps=2_000, eval_every=1_000))
+    steps = [c["env_steps"] for c in result["holdout_curve"]]
+    assert len(steps) == 2 and all(0 <= s - c < 3 for s, c in zip(steps, [1_000, 2_000]))
+    assert_clean()
