@@ -137,7 +137,7 @@ class SumTree:
     """Binary sum tree over `capacity` leaves, vectorised: set and search a whole batch at once."""
 
     def __init__(self, capacity: int):
-        self.leaves = 1 << max(0, (capacity - 1).bit_length())
+        self.leaves = max(2, 1 << (capacity - 1).bit_length())  # >= 2: the root is never a leaf
         self.tree = np.zeros(2 * self.leaves)  # node 1 is the root; leaf i is node leaves + i
 
     @property

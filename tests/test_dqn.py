@@ -174,3 +174,31 @@ def test_learner_state_dict_round_trip_continues_identically():
     for p, q in zip(list(a.online.parameters()) + list(a.target.parameters()),
                     list(b.online.parameters()) + list(b.target.parameters())):
         assert torch.equal(p, q)
+
+
+@pytest.mark.parametrize("loss", ["huber", "mse"])
+@pytest.mark.parametrize("fast_grad", [True, False])
+def test_importance_weights_scale_each_sample_and_ones_change_nothing(loss, fast_grad):
+    cfg = DQNConfig(loss=loss, mlp_fast_grad=fast_grad, max_grad_norm=0.0)
+    plain, ones, weighted = (DQNLearner(_net(seed=4), cfg) for _ in range(3))
+    batch = _batch(seed=9, size=32)
+    batch["reward"] *= 5
+    w = np.random.default_rng(1).uniform(0.1, 1.0, 32).astype(np.float32)
+    assert plain.update(batch) == pytest.approx(ones.update({**batch, "weights": np.ones(32, np.float32)}), rel=1e-6)
+    for p, q in zip(plain.online.parameters(), ones.online.parameters()):
+        torch.testing.assert_close(p, q)
+    # The weighted loss and its gradient, against autograd on the explicitly weighted mean.
+    ref = copy.deepcopy(weighted.online)
+    obs, nxt = torch.from_numpy(batch["obs"]), torch.from_numpy(batch["next_obs"])
+    with torch.no_grad():
+        target = torch.from_numpy(batch["reward"]) + torch.from_numpy(batch["discount"]) * weighted.target(nxt).gather(
+            1, weighted.online(nxt).argmax(1, keepdim=True)).squeeze(1)
+    q = ref(obs).gather(1, torch.from_numpy(batch["action"]).unsqueeze(1)).squeeze(1)
+    per = torch.nn.functional.smooth_l1_loss(q, target, reduction="none") if loss == "huber" else (q - target) ** 2
+    expected = (per * torch.from_numpy(w)).mean()
+    expected.backward()
+    got = weighted.update({**batch, "weights": w})
+    assert got == pytest.approx(float(expected.detach()), rel=1e-5)
+    for p, r in zip(weighted.online.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, r.grad, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(weighted.last_td_abs, (q.detach() - target).abs(), rtol=1e-5, atol=1e-6)

@@ -63,3 +63,16 @@ def test_epsilon_greedy(epsilon, expect_random):
     obs = np.ones(4, np.float32)
     actions = {policy.act(obs, epsilon) for _ in range(200)}
     assert (len(actions) > 1) == expect_random
+
+
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_batched_acting_matches_one_observation_at_a_time(layer_norm):
+    net = build_q_network((4,), 3, (16, 8), layer_norm, 0)
+    policy = GreedyPolicy(net, np.random.default_rng(0))
+    obs = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
+    batched = policy.q_values_batch(obs)
+    for i in range(5):
+        np.testing.assert_allclose(batched[i], policy.q_values(obs[i]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(policy.act_batch(obs, 0.0), batched.argmax(1))
+    explore = GreedyPolicy(net, np.random.default_rng(2)).act_batch(np.repeat(obs[:1], 2000, 0), 1.0)
+    assert set(np.unique(explore)) == {0, 1, 2}  # epsilon 1: uniform over actions, per env

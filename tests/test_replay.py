@@ -89,3 +89,59 @@ def test_n_step_adder_emits_nothing_until_n_steps():
     assert adder.step(o, 0, 1.0, o, False, False, 0) == []
     assert adder.step(o, 0, 1.0, o, False, False, 0) == []
     assert len(adder.step(o, 0, 1.0, o, False, False, 0)) == 1
+
+
+# ---------------------------------------------------------------------- prioritized replay
+from architectures.replay import PrioritizedReplayBuffer, SumTree  # noqa: E402
+
+
+@pytest.mark.parametrize("capacity", [1, 5, 8, 13])
+def test_sum_tree_total_and_search(capacity):
+    tree = SumTree(capacity)
+    values = np.arange(1, capacity + 1, dtype=float)
+    tree.set(np.arange(capacity), values)
+    assert tree.total == values.sum()
+    edges = np.concatenate([[0], np.cumsum(values)])
+    for i in range(capacity):  # the start and the last point of each leaf's interval
+        assert tree.find(np.array([edges[i], edges[i + 1] - 1e-9]))[0] == i
+        assert tree.find(np.array([edges[i + 1] - 1e-9]))[0] == i
+    tree.set(np.array([0, 0]), np.array([5.0, 7.0]))  # repeated index: the last write wins
+    assert tree.total == values.sum() - 1 + 7
+
+
+def _filled_per(n=4, alpha=1.0, beta=1.0):
+    buf = PrioritizedReplayBuffer(8, (2,), np.float32, alpha=alpha, beta=beta)
+    for k in range(n):
+        buf.add(Transition(np.full(2, k, np.float32), np.zeros(2, np.float32), 0, float(k), 1.0, 0, k),
+                priority=float(k + 1))
+    return buf
+
+
+def test_prioritized_sampling_follows_priorities_and_weights_correct_the_bias():
+    buf = _filled_per(alpha=1.0, beta=1.0)  # priorities 1..4 (+1e-6)
+    rng = np.random.default_rng(0)
+    counts = np.zeros(4)
+    for _ in range(500):
+        batch = buf.sample(32, rng)
+        counts += np.bincount(batch["indices"], minlength=4)
+        assert (batch["obs"][:, 0] == batch["indices"]).all()  # rows match their indices
+    np.testing.assert_allclose(counts / counts.sum(), np.arange(1, 5) / 10, atol=0.01)
+    batch = buf.sample(32, rng)
+    # With beta 1 the weight is 1 / (N P(i)), normalised by the batch max: the rarest row weighs 1.
+    expected = (1.0 / (batch["indices"] + 1.0)) / (1.0 / (batch["indices"].min() + 1.0))
+    np.testing.assert_allclose(batch["weights"], expected, rtol=1e-4)
+
+
+def test_priority_updates_and_new_rows_take_the_max_priority():
+    buf = _filled_per(alpha=0.5)
+    buf.update_priorities(np.array([0, 1]), np.array([15.0, 0.0]))
+    assert buf.tree.tree[buf.tree.leaves + 0] == pytest.approx((15.0 + 1e-6) ** 0.5)
+    assert buf.tree.tree[buf.tree.leaves + 1] == pytest.approx(1e-6 ** 0.5)
+    rows = np.zeros(3, buf.dtype)
+    buf.extend(rows)  # no priorities given: the largest seen so far
+    for slot in range(4, 7):
+        assert buf.tree.tree[buf.tree.leaves + slot] == pytest.approx((15.0 + 1e-6) ** 0.5)
+    state = buf.state_dict()
+    other = PrioritizedReplayBuffer(8, (2,), np.float32, alpha=0.5, beta=0.4)
+    other.load_state_dict(state)
+    assert other.tree.total == buf.tree.total and other.max_priority == buf.max_priority
