@@ -43,7 +43,7 @@ RING_CAPACITY = 4096
 """Transitions an actor may hand off before the learner drains them (then the actor waits)."""
 WEIGHTS_STALE_STEPS = 1_000
 """Env steps an actor may take after a publication without picking it up before the run fails."""
-ACTOR_ROLES = ("env_step", "act", "handoff", "weight_sync", "wait")
+ACTOR_ROLES = ("env_step", "act", "n_step", "handoff", "weight_sync", "wait")
 
 
 def available_cores() -> int:
@@ -115,7 +115,7 @@ def _act(index, cfg, arrays, ring_lock, weight_lock, parent_pid, param_shapes) -
     waiter.until(lambda: control[Control.GO] == 1)
     status["state"] = RUNNING
     perf = time.perf_counter
-    env_s = act_s = handoff_s = sync_s = wait_s = 0.0
+    env_s = act_s = n_step_s = handoff_s = sync_s = wait_s = 0.0
     steps, episode_return, episode_length = 0, 0.0, 0
     obs, _ = env.reset(seed=next(episode_seeds))
     for checkpoint, stop_at in enumerate(stops):
@@ -145,7 +145,9 @@ def _act(index, cfg, arrays, ring_lock, weight_lock, parent_pid, param_shapes) -
             episode_length += 1
             t4 = perf()
             # -------------------------------------------------------------- hand-off
-            for transition in adder.step(obs, action, reward, next_obs, terminated, truncated, version):
+            transitions = adder.step(obs, action, reward, next_obs, terminated, truncated, version)
+            t4b = perf()
+            for transition in transitions:
                 if not ring.has_room():
                     wait_s += waiter.until(ring.has_room)
                 ring.write(transition, _priority(policy, transition, cfg) if cfg.prioritized else 0.0)
@@ -162,19 +164,23 @@ def _act(index, cfg, arrays, ring_lock, weight_lock, parent_pid, param_shapes) -
                 obs = next_obs
             act_s += t3 - t2
             env_s += t4 - t3
-            handoff_s += t5 - t4
+            n_step_s += t4b - t4
+            handoff_s += t5 - t4b
             if steps % 256 == 0:
                 waiter.check()
-                status["t_env_step"], status["t_act"], status["t_handoff"] = env_s, act_s, handoff_s
-                status["t_weight_sync"], status["t_wait"] = sync_s, wait_s
+                _publish_times(status, env_s, act_s, n_step_s, handoff_s, sync_s, wait_s)
         # ------------------------------------------------------------------ park at the checkpoint
-        status["t_env_step"], status["t_act"], status["t_handoff"] = env_s, act_s, handoff_s
-        status["t_weight_sync"], status["t_wait"] = sync_s, wait_s
+        _publish_times(status, env_s, act_s, n_step_s, handoff_s, sync_s, wait_s)
         status["parked"] = checkpoint + 1
         if checkpoint + 1 < len(stops):  # parked time is evaluation time: off every clock
             waiter.until(lambda: control[Control.EVAL_DONE] > checkpoint)
     env.close()
     status["state"] = DONE
+
+
+def _publish_times(status, env_s, act_s, n_step_s, handoff_s, sync_s, wait_s) -> None:
+    status["t_env_step"], status["t_act"], status["t_n_step"] = env_s, act_s, n_step_s
+    status["t_handoff"], status["t_weight_sync"], status["t_wait"] = handoff_s, sync_s, wait_s
 
 
 def _priority(policy: GreedyPolicy, t, cfg: DQNConfig) -> float:
@@ -232,8 +238,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         control[Control.GO] = 1
         clock = Stopwatch()
         perf = time.perf_counter
-        drain_s = sample_s = update_s = publish_s = wait_s = 0.0
-        drained = publishes = logged_updates = 0
+        drain_s = sample_s = diag_s = update_s = publish_s = wait_s = 0.0
+        drained = publishes = logged_updates = waits = 0
         loss_sum, last_holdout = 0.0, None
         next_log, last_check = cfg.log_every, time.monotonic()
         pending_publish = np.full(n, -1, dtype=np.int64)  # per actor: version not yet picked up
@@ -253,15 +259,17 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 for _ in range(min(owed, 8)):  # then drain again, so the rings never fill up
                     t2 = perf()
                     batch = replay.sample(cfg.batch_size, replay_rng)
+                    t2b = perf()
                     lag.record(learner.version, batch["version"])
                     sampled += np.bincount(batch["source"], minlength=n)
                     t3 = perf()
+                    diag_s += t3 - t2b
                     loss_sum += learner.update(batch)
                     if cfg.prioritized:
                         replay.update_priorities(batch["indices"], learner.last_td_abs.cpu().numpy())
                     control[Control.LEARNER_VERSION] = learner.version
                     t4 = perf()
-                    sample_s += t3 - t2
+                    sample_s += t2b - t2
                     update_s += t4 - t3
                     # ------------------------------------------------------ syncing (publish weights)
                     if learner.version % cfg.weight_sync_period == 0:
@@ -289,6 +297,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 t6 = perf()
                 time.sleep(2e-4)  # the learner is ahead of the data: wait for the actors
                 wait_s += perf() - t6
+                waits += 1
             # -------------------------------------------------------------- health and logging
             if time.monotonic() - last_check > 0.2:
                 last_check = time.monotonic()
@@ -320,7 +329,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         final = status.copy()
         for name, seconds, calls in (("handoff_drain", drain_s, drained), ("sample", sample_s, learner.version),
                                      ("update", update_s, learner.version), ("weight_publish", publish_s, publishes),
-                                     ("wait", wait_s, 1)):
+                                     ("diagnostics", diag_s, learner.version), ("wait", wait_s, waits)):
             timers.add(name, seconds, calls)
     finally:
         if pool is not None:
@@ -372,7 +381,7 @@ def _summary(cfg, learner, replay, evaluator, ratio, timers, final, lag, sampled
                                    "total": handoff_write + handoff_drain},
         bottleneck=name_bottleneck(train_seconds, {"learner": learner_parts, "actors": actor_seconds}),
     )
-    for role in ("env_step", "act", "handoff", "weight_sync"):
+    for role in ("env_step", "act", "n_step", "handoff", "weight_sync"):
         result["component_costs_us"][f"actor_{role}"] = result["actor_time_breakdown"][role]["us_per_env_step"] / n
     return result
 

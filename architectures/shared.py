@@ -28,17 +28,18 @@ import numpy as np
 
 SHM_PREFIX = "pdqn"
 
-# Per-worker counters, written only by that worker. Aligned and padded to 128 bytes so two
-# workers never write to the same cache line.
+# Per-worker counters, written only by that worker. Padded to whole 64-byte cache lines so
+# two workers never write to the same line.
 STATUS_DTYPE = np.dtype([
     ("env_steps", np.int64), ("transitions", np.int64), ("episodes", np.int64),
     ("episode_length_sum", np.int64), ("episode_return_sum", np.float64),
     ("weights_version", np.int64), ("weight_fetches", np.int64), ("parked", np.int64), ("state", np.int64),
-    ("t_env_step", np.float64), ("t_act", np.float64), ("t_handoff", np.float64), ("t_wait", np.float64),
-    ("t_weight_sync", np.float64), ("pid", np.int64), ("heartbeat", np.int64),
+    ("t_env_step", np.float64), ("t_act", np.float64), ("t_n_step", np.float64), ("t_handoff", np.float64),
+    ("t_wait", np.float64), ("t_weight_sync", np.float64), ("pid", np.int64), ("heartbeat", np.int64),
 ], align=True)
 STATUS_DTYPE = np.dtype({"names": STATUS_DTYPE.names, "formats": [STATUS_DTYPE.fields[n][0] for n in STATUS_DTYPE.names],
-                         "offsets": [STATUS_DTYPE.fields[n][1] for n in STATUS_DTYPE.names], "itemsize": 128})
+                         "offsets": [STATUS_DTYPE.fields[n][1] for n in STATUS_DTYPE.names],
+                         "itemsize": -(-STATUS_DTYPE.itemsize // 64) * 64})
 STARTING, READY, RUNNING, DONE, FAILED = range(5)  # values of status["state"]
 
 

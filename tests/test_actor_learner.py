@@ -99,11 +99,10 @@ def test_every_worker_keeps_receiving_weights(two_worker_run):
     publishes = r["updates"] // 5
     assert r["weight_publishes"] == publishes
     for version, fetches in zip(r["worker_weights_versions"], r["worker_weight_fetches"]):
-        # Each actor picked weights up many times, and ends on a publication about as old as the
-        # rate limiter's slack (the learner catches up the owed updates after the actors stop):
-        # 250 updates of slack, plus the limiter's 16-step check cadence and the publish period.
-        slack_updates = DQNConfig().utd_slack_steps // 4
-        assert version >= r["updates"] - slack_updates - 40 and fetches >= publishes // 4
+        # Each actor picked weights up many times and ended on recent ones. (How recent depends
+        # on when it finished its quota: the learner catches up its owed updates, up to
+        # utd_slack_steps worth, after the actors stop; the freeze test covers a stalled actor.)
+        assert version >= 0.7 * r["updates"] and fetches >= publishes // 4
 
 
 def test_symmetric_workers_share_the_data_evenly(two_worker_run):
@@ -129,7 +128,7 @@ def test_diagnostics_name_lag_handoff_and_bottleneck(two_worker_run):
     assert r["handoff_us_per_transition"]["total"] > 0
     assert r["bottleneck"]["role"] in ("learner", "actors")
     assert r["bottleneck"]["summary"].startswith(r["bottleneck"]["role"])
-    for role in ("env_step", "act", "handoff", "weight_sync", "wait"):
+    for role in ("env_step", "act", "n_step", "handoff", "weight_sync", "wait"):
         assert r["actor_time_breakdown"][role]["seconds_per_actor"] >= 0
     assert {"actor_env_step", "actor_act", "actor_handoff", "update"} <= set(r["component_costs_us"])
 

@@ -1,0 +1,90 @@
+"""Side-by-side throughput of the parallel architectures against single_env, on this machine.
+
+    python -m experiments.bench_parallel                      # env_step_cost_us 1000 and 0, 3 rounds
+    python -m experiments.bench_parallel --costs 1000 --rounds 5 --steps 30000
+
+Every run is a fresh process (`python -m architectures.<name>`), the contenders alternate
+within each round so drifting machine load hits all of them alike, and the speed-ups are
+ratios taken within a round. Throughput is env steps per second of training time (start-up
+and evaluation excluded; evaluation is off). Each parallel run also reports where its time
+went, the bottleneck, the policy lag and the hand-off cost per transition.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The cartpole named config's learner (128-128 MLP, batch 128, one update per 4 env steps).
+COMMON = dict(env_id="CartPole-v1", hidden_sizes=[128, 128], batch_size=128, buffer_size=50_000,
+              learning_starts=1_000, utd=0.25, n_step=3, eval_episodes=0, log_every=5_000)
+
+
+def run(arch: str, steps: int, cost: float, workers: int, seed: int) -> dict:
+    values = {**COMMON, "total_env_steps": steps, "eval_every": steps, "env_step_cost_us": cost,
+              "num_workers": workers, "seed": seed}
+    cmd = [sys.executable, "-m", f"architectures.{arch}"]
+    for key, value in values.items():
+        cmd += [f"--{key}", json.dumps(value) if not isinstance(value, str) else value]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{arch} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout)
+
+
+def describe(arch: str, r: dict) -> str:
+    line = f"{arch:>14}: {r['env_steps_per_sec']:8,.0f} env steps/s  {r['updates_per_sec']:7,.0f} updates/s"
+    if "bottleneck" in r:
+        line += f"  bottleneck: {r['bottleneck']['summary']}"
+    if "handoff_us_per_transition" in r:
+        h = r["handoff_us_per_transition"]
+        line += (f"\n{'':>16}hand-off {h['total']:.1f} us/transition (actor write {h['actor_write']:.1f}, "
+                 f"learner drain {h['learner_drain']:.1f}); policy lag mean {r['policy_lag']['mean']:.0f} updates")
+    return line
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--costs", type=float, nargs="+", default=[1000.0, 0.0],
+                        help="env_step_cost_us regimes (busy CPU us added to every env step)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=20_000, help="env steps per run at cost > 0")
+    parser.add_argument("--cheap-steps", type=int, default=50_000, help="env steps per run at cost 0")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--archs", nargs="+", default=["single_env", "actor_learner", "vector_env"])
+    parser.add_argument("--json", help="write every run's result here")
+    args = parser.parse_args(argv)
+    if "single_env" not in args.archs:
+        parser.error("--archs must include single_env (the baseline of every ratio)")
+    print(f"{os.cpu_count()} CPUs; {args.workers} workers; utd {COMMON['utd']}; rounds {args.rounds}", flush=True)
+    everything = []
+    for cost in args.costs:
+        steps = args.steps if cost > 0 else args.cheap_steps
+        print(f"\n== env_step_cost_us={cost:g}, {steps:,} env steps per run", flush=True)
+        ratios: dict[str, list[float]] = {a: [] for a in args.archs if a != "single_env"}
+        for round_index in range(args.rounds):
+            order = args.archs if round_index % 2 == 0 else list(reversed(args.archs))
+            results = {}
+            for arch in order:
+                results[arch] = run(arch, steps, cost, 1 if arch == "single_env" else args.workers, round_index + 1)
+                print(describe(arch, results[arch]), flush=True)
+                everything.append({"cost_us": cost, "round": round_index, "arch": arch, **results[arch]})
+            base = results["single_env"]["env_steps_per_sec"]
+            for arch in ratios:
+                ratios[arch].append(results[arch]["env_steps_per_sec"] / base)
+            print(f"  round {round_index + 1}: " + ", ".join(f"{a} {r[-1]:.2f}x" for a, r in ratios.items()), flush=True)
+        for arch, values in ratios.items():
+            print(f"  {arch} / single_env at cost {cost:g} us: median {statistics.median(values):.2f}x "
+                  f"(rounds: {', '.join(f'{v:.2f}' for v in values)})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(everything, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
