@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-COLUMNS = ("run_id", "architecture", "env_id", "seed", "total_env_steps", "final_holdout_return",
+COLUMNS = ("run_id", "architecture", "num_workers", "env_id", "seed", "total_env_steps", "final_holdout_return",
            "env_steps_per_sec", "realised_utd", "train_seconds", "cpu_model", "git_commit")
 
 
@@ -36,7 +36,8 @@ def load_completed_runs(folder: str) -> list[dict]:
             print(f"skipping run {run_id}: status {run.get('status')}", file=sys.stderr)
             continue
         result = run["result"]
-        row = {"run_id": run_id, "architecture": result.get("architecture"), "env_id": config["env_id"],
+        row = {"run_id": run_id, "architecture": result.get("architecture"),
+               "num_workers": config.get("num_workers", 1), "env_id": config["env_id"],
                "seed": config["seed"], "total_env_steps": result["env_steps"],
                "final_holdout_return": result["final_holdout_return"],
                "env_steps_per_sec": round(result["env_steps_per_sec"], 1),

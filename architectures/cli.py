@@ -20,6 +20,9 @@ def parse_config(argv: list[str] | None = None) -> DQNConfig:
     for key, raw in vars(args).items():
         if raw is None:
             continue
+        if raw.lower() in ("true", "false"):  # YAML/JSON spelling, as Sacred accepts it
+            values[key] = raw.lower() == "true"
+            continue
         try:
             values[key] = ast.literal_eval(raw)
         except (ValueError, SyntaxError):

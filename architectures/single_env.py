@@ -20,7 +20,7 @@ from architectures.envs import make_env, training_episode_seeds
 from architectures.evaluation import HoldoutEvaluator
 from architectures.metrics import NullReporter, Reporter, Stopwatch, Timers
 from architectures.networks import GreedyPolicy, build_q_network
-from architectures.replay import NStepAdder, ReplayBuffer
+from architectures.replay import NStepAdder, make_replay
 from architectures.results import run_result
 
 
@@ -34,7 +34,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     obs_shape, num_actions = env.observation_space.shape, int(env.action_space.n)
     learner = DQNLearner(build_q_network(obs_shape, num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed), cfg)
     policy = GreedyPolicy(learner.online, np.random.default_rng(act_seed))
-    replay = ReplayBuffer(cfg.buffer_size, obs_shape, env.observation_space.dtype)
+    replay = make_replay(cfg, obs_shape, env.observation_space.dtype)  # uniform, or prioritized
     replay_rng = np.random.default_rng(replay_seed)
     adder = NStepAdder(cfg.n_step, cfg.gamma, source=0)
     epsilon = EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
@@ -81,6 +81,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             batch = replay.sample(cfg.batch_size, replay_rng)
             t5 = perf()
             loss = learner.update(batch)  # also syncs the target on its period
+            if cfg.prioritized:
+                replay.update_priorities(batch["indices"], learner.last_td_abs.cpu().numpy())
             t6 = perf()
             sample_s += t5 - t4
             update_s += t6 - t5

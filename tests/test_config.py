@@ -30,6 +30,12 @@ BAD_VALUES = [
     ("env_id", "NoSuchEnv-v0", "unknown gymnasium id"),
     ("env_id", "MinAtar/NoSuchGame-v1", "unknown gymnasium id"),
     ("device", "tpu", "cpu"),
+    ("weight_sync_period", 0, ">= 1"),
+    ("utd_slack_steps", -1, ">= 0"),
+    ("actor_epsilons", "greedy", "'schedule', 'apex'"),
+    ("worker_timeout_s", 0.0, "> 0"),
+    ("priority_alpha", 1.5, "[0, 1]"),
+    ("priority_beta", -0.1, "[0, 1]"),
 ]
 
 

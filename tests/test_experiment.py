@@ -65,6 +65,8 @@ BAD_INPUT = [
     (["eps_start=1.5"], "eps_start: must be in [0, 1]"),
     (["eps_end=-0.1"], "eps_end: must be in [0, 1]"),
     (["learning_starts=5000", "total_env_steps=1000"], "learning_starts: must be <= total_env_steps"),
+    (["architecture=actor_learner", "num_workers=0"], "num_workers: must be an integer >= 1"),
+    (["actor_learner", "weight_sync_period=0"], "weight_sync_period: must be an integer >= 1"),
 ]
 
 
@@ -83,9 +85,12 @@ def test_named_configs_are_valid():
     from architectures.config import DQNConfig
     from experiments.configs import NAMED_CONFIGS
 
+    from architectures import ARCHITECTURES
+
     for name, values in NAMED_CONFIGS.items():
-        DQNConfig.from_dict(values)  # raises on a bad value
-    assert {"cartpole", "minatar_breakout"} <= set(NAMED_CONFIGS)
+        DQNConfig.from_dict({k: v for k, v in values.items() if k != "architecture"})  # raises on a bad value
+        assert values.get("architecture", "single_env") in ARCHITECTURES
+    assert {"cartpole", "minatar_breakout", "actor_learner", "vector_env"} <= set(NAMED_CONFIGS)
 
 
 def _run_in_process(observer, **updates):

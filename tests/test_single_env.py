@@ -88,3 +88,15 @@ def test_timed_components_account_for_most_of_the_training_time(tiny_cfg):
     result = train(tiny_cfg)
     assert 0.0 < result["timed_fraction"] <= 1.0
     assert set(result["component_costs_us"]) >= {"act", "env_step", "replay_add", "sample", "update", "eval"}
+
+
+def test_prioritized_replay_runs_and_keeps_the_update_ratio(tiny_cfg):
+    result = train(tiny_cfg.replace(prioritized=True))
+    assert result["updates"] == (tiny_cfg.total_env_steps - tiny_cfg.learning_starts) // 4
+    assert np.isfinite(result["final_holdout_return"])
+
+
+def test_cli_accepts_lowercase_booleans():
+    from architectures.cli import parse_config
+
+    assert parse_config(["--prioritized", "true", "--layer_norm", "False"]).prioritized is True
