@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 
 import numpy as np
 import torch
@@ -37,24 +36,12 @@ from architectures.replay import NStepAdder, make_replay, transition_dtype
 from architectures.results import run_result
 from architectures.shared import (DONE, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks, TransitionRing,
                                   WeightChannel, attach)
-from architectures.workers import Stopped, Waiter, WorkerFailed, WorkerPool, run_worker, worker_fault
+from architectures.workers import (Waiter, WorkerPool, check_weights_flow, run_worker,
+                                   warn_if_oversubscribed, worker_fault)
 
 RING_CAPACITY = 4096
 """Transitions an actor may hand off before the learner drains them (then the actor waits)."""
-WEIGHTS_STALE_STEPS = 1_000
-"""Env steps an actor may take after a publication without picking it up before the run fails."""
 ACTOR_ROLES = ("env_step", "act", "n_step", "handoff", "weight_sync", "wait")
-
-
-def available_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def warn_if_oversubscribed(num_workers: int, what: str) -> None:
-    cores = available_cores()
-    if num_workers > cores:
-        warnings.warn(f"num_workers={num_workers} {what} on {cores} CPU cores: they will time-share the "
-                      f"cores, so throughput cannot scale past {cores}", RuntimeWarning, stacklevel=3)
 
 
 def worker_quota(env_steps: int, num_workers: int, index: int) -> int:
@@ -302,9 +289,9 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             if time.monotonic() - last_check > 0.2:
                 last_check = time.monotonic()
                 pool.check()
-                _check_weights_flow(status, pending_publish, pending_since, weights.latest_version())
+                check_weights_flow(status, pending_publish, pending_since, weights.latest_version())
             if global_steps >= next_log:
-                next_log += cfg.log_every
+                next_log = (global_steps // cfg.log_every + 1) * cfg.log_every
                 steps_per_sec = global_steps / clock.elapsed()
                 reporter.scalar("env_steps_per_sec", steps_per_sec, global_steps)
                 if learner.version > logged_updates:
@@ -338,20 +325,6 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         evaluator.close()
     return _summary(cfg, learner, replay, evaluator, ratio, timers, final, lag, sampled, drained, publishes,
                     global_steps, train_seconds, startup_seconds)
-
-
-def _check_weights_flow(status: np.ndarray, pending: np.ndarray, since: np.ndarray, latest: int) -> None:
-    """Fail loudly if an actor keeps acting but stops picking up published weights (the silent
-    failure TorchRL once had for one worker, pytorch/rl#3587)."""
-    for i in range(len(status)):
-        if pending[i] < 0:
-            continue
-        if status[i]["weights_version"] >= pending[i]:
-            pending[i] = -1
-        elif status[i]["env_steps"] - since[i] > WEIGHTS_STALE_STEPS:
-            raise WorkerFailed(f"actor {i} (pid {status[i]['pid']}) stopped receiving weights: it acts with "
-                               f"version {status[i]['weights_version']} after {WEIGHTS_STALE_STEPS:,} env steps "
-                               f"since version {pending[i]} was published (latest {latest})")
 
 
 def _summary(cfg, learner, replay, evaluator, ratio, timers, final, lag, sampled, drained, publishes,

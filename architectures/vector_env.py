@@ -22,7 +22,6 @@ import numpy as np
 import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 
-from architectures.actor_learner import warn_if_oversubscribed
 from architectures.config import DQNConfig
 from architectures.diagnostics import PolicyLag, name_bottleneck, shares
 from architectures.dqn import DQNLearner, EpsilonSchedule, UpdateRatio
@@ -32,6 +31,7 @@ from architectures.metrics import NullReporter, Reporter, Stopwatch, Timers
 from architectures.networks import GreedyPolicy, build_q_network
 from architectures.replay import NStepAdder, make_replay
 from architectures.results import run_result
+from architectures.workers import warn_if_oversubscribed
 
 
 def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:

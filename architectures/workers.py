@@ -22,6 +22,7 @@ import os
 import signal
 import time
 import traceback
+import warnings
 from typing import Callable
 
 import numpy as np
@@ -31,6 +32,10 @@ from architectures.shared import DONE, FAILED, Control
 FAULT_ENV = "PDQN_FAULT"
 """Test hook: "<worker>:<kind>:<env_step>" makes one worker misbehave on purpose
 (kinds: crash, kill, freeze_weights, hang). Read only by worker processes."""
+
+
+WEIGHTS_STALE_STEPS = 1_000
+"""Env steps an actor may take after a publication without picking it up before the run fails."""
 
 
 class WorkerFailed(RuntimeError):
@@ -156,3 +161,28 @@ class WorkerPool:
             proc.close()
         self.procs = []
         self.errors.close()
+
+
+def available_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def warn_if_oversubscribed(num_workers: int, what: str) -> None:
+    cores = available_cores()
+    if num_workers > cores:
+        warnings.warn(f"num_workers={num_workers} {what} on {cores} CPU cores: they will time-share the "
+                      f"cores, so throughput cannot scale past {cores}", RuntimeWarning, stacklevel=3)
+
+
+def check_weights_flow(status: np.ndarray, pending: np.ndarray, since: np.ndarray, latest: int) -> None:
+    """Fail loudly if an actor keeps acting but stops picking up published weights (the silent
+    failure TorchRL once had for one worker, pytorch/rl#3587)."""
+    for i in range(len(status)):
+        if pending[i] < 0:
+            continue
+        if status[i]["weights_version"] >= pending[i]:
+            pending[i] = -1
+        elif status[i]["env_steps"] - since[i] > WEIGHTS_STALE_STEPS:
+            raise WorkerFailed(f"actor {i} (pid {status[i]['pid']}) stopped receiving weights: it acts with "
+                               f"version {status[i]['weights_version']} after {WEIGHTS_STALE_STEPS:,} env steps "
+                               f"since version {pending[i]} was published (latest {latest})")
