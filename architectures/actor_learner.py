@@ -200,7 +200,15 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     learner = DQNLearner(build_q_network(obs_shape, num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed), cfg)
     params = [p.detach().numpy() for p in learner.online.parameters()]
     replay = make_replay(cfg, obs_shape, obs_dtype)
-    sink = (lambda rows, prios: replay.extend(rows, prios)) if cfg.prioritized else (lambda rows, _: replay.extend(rows))
+    staleness = PolicyLag(seed=cfg.seed + 1)  # learner version at hand-off minus the acting version
+
+    def sink(rows: np.ndarray, priorities: np.ndarray) -> None:
+        staleness.record(learner.version, rows["version"])
+        if cfg.prioritized:
+            replay.extend(rows, priorities)  # the actors' initial priorities travel with the rows
+        else:
+            replay.extend(rows)
+
     replay_rng = np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(2)[1])
     ratio = UpdateRatio(cfg.utd, cfg.learning_starts)
     evaluator = HoldoutEvaluator(cfg, learner.online)
@@ -324,11 +332,11 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         blocks.close()
         evaluator.close()
     return _summary(cfg, learner, replay, evaluator, ratio, timers, final, lag, sampled, drained, publishes,
-                    global_steps, train_seconds, startup_seconds)
+                    global_steps, train_seconds, startup_seconds, staleness)
 
 
 def _summary(cfg, learner, replay, evaluator, ratio, timers, final, lag, sampled, drained, publishes,
-             global_steps, train_seconds, startup_seconds) -> dict:
+             global_steps, train_seconds, startup_seconds, staleness) -> dict:
     n = cfg.num_workers
     actor_seconds = {role: float(final[f"t_{role}"].mean()) for role in ACTOR_ROLES}
     steps = final["env_steps"].astype(float)
@@ -342,6 +350,8 @@ def _summary(cfg, learner, replay, evaluator, ratio, timers, final, lag, sampled
         worker_weights_versions=final["weights_version"].tolist(),
         worker_weight_fetches=final["weight_fetches"].tolist(),
         policy_lag=lag.summary(),
+        # How stale the acting weights were when a transition reached the learner (no replay age).
+        acting_staleness=staleness.summary(),
         worker_shares={"env_steps": (steps / steps.sum()).tolist(),
                        "replay": shares(replay.data["source"][:replay.size], n),
                        "sampled": (sampled / max(1, sampled.sum())).tolist()},
