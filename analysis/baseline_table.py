@@ -22,7 +22,10 @@ def load_completed_runs(folder: str) -> list[dict]:
     if not os.path.isdir(folder):
         raise SystemExit(f"error: no runs folder at {folder!r}")
     rows = []
-    for run_id in sorted((d for d in os.listdir(folder) if d.isdigit()), key=int):
+    # Numeric ids from plain runs, `<sweep>-<hash>` ids from sweeps; `_sources`, `_logs` and
+    # `_incomplete` are not runs.
+    names = [d for d in os.listdir(folder) if not d.startswith(("_", ".")) and os.path.isdir(os.path.join(folder, d))]
+    for run_id in sorted(names, key=lambda d: (not d.isdigit(), int(d) if d.isdigit() else 0, d)):
         path = os.path.join(folder, run_id, "run.json")
         try:
             with open(path) as f:

@@ -153,9 +153,36 @@ OBSERVER_FLAGS = ("-F", "--file_storage", "-m", "--mongo_db", "-s", "--sql", "-t
                   "--unobserved", "-S", "--s3")
 
 
+DEFAULT_MONGO_DB = "parallel_dqn"
+
+
+def mongo_target(url: str) -> tuple[str, str]:
+    """A mongodb:// URL -> (url, database name); the database defaults to parallel_dqn."""
+    from pymongo.errors import InvalidURI
+    from pymongo.uri_parser import parse_uri
+
+    if not url.startswith(("mongodb://", "mongodb+srv://")):
+        raise SystemExit(f"error: --mongo: expected a mongodb:// URL (got {url!r})")
+    try:
+        database = parse_uri(url).get("database")
+    except (InvalidURI, ValueError) as err:
+        raise SystemExit(f"error: --mongo: {err} (got {url!r})") from None
+    return url, database or DEFAULT_MONGO_DB
+
+
 def cli(argv: list[str] | None = None) -> None:
+    """Sacred's command line, plus `--mongo URL` (Sacred's own -m takes HOST:PORT:DB only)."""
     argv = list(sys.argv if argv is None else argv)
-    if not any(arg.split("=")[0] in OBSERVER_FLAGS for arg in argv[1:]):
+    if "--mongo" in argv:
+        at = argv.index("--mongo")
+        if at + 1 >= len(argv):
+            raise SystemExit("error: --mongo needs a URL, e.g. mongodb://localhost:27017/dqn")
+        url, database = mongo_target(argv[at + 1])
+        del argv[at:at + 2]
+        from sacred.observers import MongoObserver
+
+        ex.observers.append(MongoObserver(url=url, db_name=database))
+    elif not any(arg.split("=")[0] in OBSERVER_FLAGS for arg in argv[1:]):
         ex.observers.append(FileStorageObserver(DEFAULT_RUNS_DIR))
     ex.run_commandline(argv)
 

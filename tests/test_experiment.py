@@ -135,3 +135,23 @@ def test_mongo_observer_with_a_real_server():
         assert observer.runs.find_one({"_id": run._id})["status"] == "COMPLETED"
     finally:
         observer.runs.database.client.drop_database(db_name)
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("mongodb://localhost:27017/dqn", ("mongodb://localhost:27017/dqn", "dqn")),
+    ("mongodb://localhost:27017", ("mongodb://localhost:27017", "parallel_dqn")),
+    ("mongodb://user:pw@db.example.org:27017/runs?authSource=admin",
+     ("mongodb://user:pw@db.example.org:27017/runs?authSource=admin", "runs")),
+])
+def test_mongo_urls_name_their_database(url, expected):
+    from experiments.train import mongo_target
+
+    assert mongo_target(url) == expected
+
+
+@pytest.mark.parametrize("url", ["localhost:27017:dqn", "http://localhost/dqn"])
+def test_a_mongo_flag_that_is_not_a_url_fails_clearly(url):
+    from experiments.train import mongo_target
+
+    with pytest.raises(SystemExit, match="expected a mongodb:// URL"):
+        mongo_target(url)

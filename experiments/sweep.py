@@ -1,0 +1,251 @@
+"""Run a named sweep end to end, resumably: `python -m experiments.sweep NAME [options]`.
+
+    python -m experiments.sweep smoke                  # every landed architecture, ~2 minutes
+    python -m experiments.sweep scaling --dry-run      # list the runs and the estimate, run nothing
+    python -m experiments.sweep architectures --seeds 5 --mongo mongodb://localhost:27017/dqn
+
+Every run is one Sacred run (`experiments.train`) in its own process, with a deterministic id
+derived from its config (`<sweep>-<hash>`), stored under `--out` (files, the default) or in
+MongoDB (`--mongo`). Started again after a kill, a sweep skips COMPLETED runs and reruns
+everything else; an incomplete run's folder is moved to `<out>/_incomplete/` first, so no
+half-written run is ever counted. Runs go one at a time unless `--jobs` says otherwise, so
+throughput numbers are not polluted by each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from experiments.sweeps import SCALES, SWEEPS, Sweep
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARCHITECTURE_CONFIGS = ("single_env", "actor_learner", "vector_env", "hogwild", "high_utd")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    run_id: str
+    architecture: str
+    named: tuple[str, ...]
+    updates: dict
+    seed: int
+
+    def sacred_args(self) -> list[str]:
+        return ["with", *self.named, *(f"{k}={json.dumps(v)}" for k, v in sorted(self.updates.items())),
+                f"seed={self.seed}"]
+
+    def label(self) -> str:
+        extra = " ".join(f"{k}={v}" for k, v in sorted(self.updates.items()) if k not in _QUIET_KEYS)
+        return f"{' '.join(self.named)} seed={self.seed} {extra}".strip()
+
+
+_QUIET_KEYS = {"eval_episodes", "log_every", "eval_every", "learning_starts", "eps_decay_steps", "buffer_size"}
+
+
+def expand(sweep: Sweep, scale: str, seeds: int | None) -> list[RunSpec]:
+    runs = []
+    for cell in sweep.cells[scale]:
+        architecture = next((n for n in cell.named if n in ARCHITECTURE_CONFIGS), cell.updates.get("architecture",
+                                                                                                  "single_env"))
+        for seed in range(1, (seeds or sweep.seeds[scale]) + 1):
+            key = json.dumps({"named": cell.named, "updates": cell.updates, "seed": seed}, sort_keys=True)
+            run_id = f"{sweep.name}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
+            runs.append(RunSpec(run_id, architecture, cell.named, dict(cell.updates), seed))
+    return runs
+
+
+# ---------------------------------------------------------------------- stores
+class FileStore:
+    def __init__(self, out: str):
+        self.out = out
+
+    def check(self) -> None:
+        try:
+            os.makedirs(self.out, exist_ok=True)
+            probe = os.path.join(self.out, f".write-probe-{os.getpid()}")
+            with open(probe, "w") as f:
+                f.write("ok")
+            os.remove(probe)
+        except OSError as err:
+            raise SystemExit(f"error: --out {self.out!r} is not writable: {err.strerror or err}") from None
+
+    def status(self, run_id: str) -> str | None:
+        try:
+            with open(os.path.join(self.out, run_id, "run.json")) as f:
+                return json.load(f).get("status")
+        except FileNotFoundError:
+            return None if not os.path.exists(os.path.join(self.out, run_id)) else "INCOMPLETE"
+        except (OSError, json.JSONDecodeError):
+            return "INCOMPLETE"
+
+    def result(self, run_id: str) -> dict:
+        with open(os.path.join(self.out, run_id, "run.json")) as f:
+            return json.load(f).get("result") or {}
+
+    def clear_incomplete(self, run_id: str) -> None:
+        path = os.path.join(self.out, run_id)
+        if os.path.exists(path):
+            aside = os.path.join(self.out, "_incomplete")
+            os.makedirs(aside, exist_ok=True)
+            shutil.move(path, os.path.join(aside, f"{run_id}-{time.strftime('%Y%m%dT%H%M%S')}"))
+
+    def observer_args(self) -> list[str]:
+        return ["-F", self.out]
+
+
+class MongoStore(FileStore):
+    """Runs in MongoDB (`runs` collection); per-run logs still go under --out."""
+
+    def __init__(self, url: str, out: str):
+        super().__init__(out)
+        from experiments.train import mongo_target
+
+        self.url, self.db_name = mongo_target(url)
+
+    def check(self) -> None:
+        super().check()
+        import pymongo
+
+        try:
+            self.client = pymongo.MongoClient(self.url, serverSelectionTimeoutMS=3000)
+            self.client.admin.command("ping")
+        except Exception as err:  # noqa: BLE001 - any failure to reach the server stops us here
+            raise SystemExit(f"error: --mongo {self.url!r} is unreachable: {err}") from None
+        self.runs = self.client[self.db_name]["runs"]
+
+    def status(self, run_id: str) -> str | None:
+        doc = self.runs.find_one({"_id": run_id}, {"status": 1})
+        return doc["status"] if doc else None
+
+    def result(self, run_id: str) -> dict:
+        return (self.runs.find_one({"_id": run_id}, {"result": 1}) or {}).get("result") or {}
+
+    def clear_incomplete(self, run_id: str) -> None:
+        self.runs.delete_one({"_id": run_id, "status": {"$ne": "COMPLETED"}})
+
+    def observer_args(self) -> list[str]:
+        return ["--mongo", self.url]
+
+
+# ---------------------------------------------------------------------- running
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGKILL when the sweep dies, so a killed sweep leaves no
+    run going on alone (Linux only; elsewhere the run finishes on its own)."""
+    try:
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def launch(run: RunSpec, store: FileStore, log_dir: str, quiet: bool) -> int:
+    cmd = [sys.executable, "-m", "experiments.train", *run.sacred_args(), "--id", run.run_id, "-l", "WARNING",
+           *store.observer_args()]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore:pkg_resources is deprecated"}
+    os.makedirs(log_dir, exist_ok=True)
+    with open(os.path.join(log_dir, f"{run.run_id}.log"), "w") as log:
+        log.write(" ".join(cmd) + "\n")
+        log.flush()
+        # The run's own progress bar goes to the terminal when runs go one at a time.
+        stderr = log if quiet else None
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=stderr, env=env, preexec_fn=_die_with_parent)
+        return proc.wait()
+
+
+def summary_line(run: RunSpec, status: str | None, result: dict) -> str:
+    speed = f"{result['env_steps_per_sec']:>9,.0f}" if "env_steps_per_sec" in result else f"{'-':>9}"
+    ret = result.get("final_holdout_return")
+    ret_text = f"{ret:>8.1f}" if isinstance(ret, (int, float)) and ret == ret else f"{'-':>8}"
+    return f"{run.run_id:<24} {str(status or 'not run'):<11} {speed} {ret_text}  {run.label()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("name", help=f"one of: {', '.join(SWEEPS)}")
+    parser.add_argument("--seeds", type=int, help="seeds per grid cell (default: the sweep's, per scale)")
+    parser.add_argument("--out", help="run store and logs (default: results/sweeps/NAME)")
+    parser.add_argument("--mongo", metavar="URL", help="store runs in MongoDB, e.g. mongodb://localhost:27017/dqn")
+    parser.add_argument("--dry-run", action="store_true", help="list the runs and the estimate; run nothing")
+    parser.add_argument("--nice", action="store_true", help="run below normal priority (os.nice 10)")
+    parser.add_argument("--scale", choices=SCALES, default="small", help="budgets: small (default) or paper")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once (learning-only sweeps; pollutes timing)")
+    args = parser.parse_args(argv)
+
+    if args.name not in SWEEPS:
+        parser.exit(2, f"error: unknown sweep {args.name!r}; valid sweeps: {', '.join(SWEEPS)}\n")
+    if args.seeds is not None and args.seeds < 1:
+        parser.exit(2, f"error: --seeds must be >= 1 (got {args.seeds})\n")
+    if args.jobs < 1:
+        parser.exit(2, f"error: --jobs must be >= 1 (got {args.jobs})\n")
+    sweep = SWEEPS[args.name]
+    out = args.out or os.path.join(ROOT, "results", "sweeps", sweep.name)
+    store = MongoStore(args.mongo, out) if args.mongo else FileStore(out)
+    store.check()  # an unwritable --out or unreachable --mongo stops us before any run
+    from architectures import ARCHITECTURES
+
+    runs = expand(sweep, args.scale, args.seeds)
+    landed = [r for r in runs if r.architecture in ARCHITECTURES]
+    skipped = sorted({r.architecture for r in runs if r.architecture not in ARCHITECTURES})
+    status = {r.run_id: store.status(r.run_id) for r in landed}
+    todo = [r for r in landed if status[r.run_id] != "COMPLETED"]
+    minutes = sweep.minutes[args.scale] * len(landed) / max(1, len(runs))
+    print(f"sweep {sweep.name} ({args.scale}): {sweep.description}", file=sys.stderr)
+    print(f"{len(landed)} runs, {len(landed) - len(todo)} already completed, {len(todo)} to run; "
+          f"estimated {minutes * len(todo) / max(1, len(landed)):.1f} min on a 2-core machine; store: "
+          f"{args.mongo or out}", file=sys.stderr)
+    if skipped:
+        print(f"not landed yet, skipped: {', '.join(skipped)}", file=sys.stderr)
+    if args.dry_run:
+        for r in landed:
+            print(summary_line(r, status[r.run_id], {}))
+        return 0
+    if args.nice:
+        os.nice(10)
+    if args.jobs > 1:
+        print(f"warning: --jobs {args.jobs} runs share the CPU; their throughput numbers are not comparable "
+              f"with runs made one at a time", file=sys.stderr)
+    log_dir = os.path.join(out, "_logs")
+    started = time.monotonic()
+    failed: list[str] = []
+
+    def run_one(index_run: tuple[int, RunSpec]) -> None:
+        index, run = index_run
+        done = index
+        eta = (time.monotonic() - started) / done * (len(todo) - done) if done else minutes * 60 * len(todo) / max(
+            1, len(landed))
+        print(f"[{index + 1}/{len(todo)}] {run.run_id}: {run.label()}  (ETA {eta / 60:.1f} min)", file=sys.stderr,
+              flush=True)
+        store.clear_incomplete(run.run_id)
+        code = launch(run, store, log_dir, quiet=args.jobs > 1)
+        if code != 0:
+            failed.append(run.run_id)
+            print(f"run {run.run_id} failed (exit {code}); log: {os.path.join(log_dir, run.run_id + '.log')}",
+                  file=sys.stderr, flush=True)
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        list(pool.map(run_one, enumerate(todo)))
+
+    print(f"\n{'run':<24} {'status':<11} {'steps/s':>9} {'return':>8}  config")
+    for r in landed:
+        s = store.status(r.run_id)
+        print(summary_line(r, s, store.result(r.run_id) if s == "COMPLETED" else {}))
+    print(f"\n{len(todo) - len(failed)} of {len(todo)} runs completed in {(time.monotonic() - started) / 60:.1f} min",
+          file=sys.stderr)
+    if failed:
+        print(f"failed: {', '.join(failed)} (rerun the same command to retry them)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

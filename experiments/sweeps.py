@@ -1,0 +1,93 @@
+"""Named sweeps as data: a grid of config overrides x seeds, a description, a time estimate.
+
+Each grid cell is (named configs, config overrides); the runner crosses it with the seeds and
+gives every run a deterministic id from its config, so a restarted sweep knows what is done.
+Budgets come in two scales: `small` (this 2-core machine, minutes to an hour) and `paper`
+(the writeup's numbers, hours). Cells naming an architecture that has not landed yet are
+listed and skipped until it does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCALES = ("small", "paper")
+
+
+@dataclass(frozen=True)
+class Cell:
+    named: tuple[str, ...]
+    """Named configs applied first, in order (experiments/configs.py)."""
+    updates: dict
+    """Config overrides applied after them."""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    name: str
+    description: str
+    minutes: dict[str, float]
+    """Estimated wall-clock minutes on a 2-core machine, per scale."""
+    cells: dict[str, list[Cell]]
+    """Grid per scale."""
+    seeds: dict[str, int] = field(default_factory=lambda: {"small": 1, "paper": 1})
+    """Seeds per cell, per scale (`--seeds` overrides)."""
+
+
+def _grid(named_list, updates_list) -> list[Cell]:
+    return [Cell(tuple(named), dict(updates)) for named in named_list for updates in updates_list]
+
+
+_TINY = dict(total_env_steps=5_000, eval_every=2_500, eval_episodes=3, learning_starts=500, log_every=1_000,
+             eps_decay_steps=2_000, buffer_size=5_000)
+_ARCHS = ("single_env", "actor_learner", "vector_env", "hogwild", "high_utd")
+_NO_EVAL = dict(eval_episodes=0, log_every=5_000)
+
+
+def _scaling(steps_by_cost: dict[float, int], workers: list[int]) -> list[Cell]:
+    cells = []
+    for cost, steps in steps_by_cost.items():
+        budget = dict(_NO_EVAL, env_step_cost_us=cost, total_env_steps=steps, eval_every=steps)
+        cells.append(Cell(("cartpole", "single_env"), dict(budget)))
+        for arch in ("actor_learner", "vector_env", "hogwild"):
+            cells += [Cell(("cartpole", arch), dict(budget, num_workers=n)) for n in workers]
+    return cells
+
+
+def _utd_grid(steps: int) -> list[Cell]:
+    mitigations = {"none": {}, "layer_norm": {"layer_norm": True}, "resets": {"reset_period": 2_000},
+                   "both": {"layer_norm": True, "reset_period": 2_000}}
+    return [Cell(("cartpole", "high_utd"), dict(utd=utd, total_env_steps=steps, eval_every=5_000, **m))
+            for utd in (1.0, 4.0, 16.0) for m in mitigations.values()]
+
+
+SWEEPS: dict[str, Sweep] = {s.name: s for s in [
+    Sweep("smoke", "every landed architecture on CartPole with tiny budgets: checks the whole pipeline",
+          minutes={"small": 1.5, "paper": 1.5},
+          cells={scale: [Cell(("cartpole", arch), dict(_TINY)) for arch in _ARCHS] for scale in SCALES}),
+    Sweep("architectures", "the headline: every architecture at equal env steps, holdout curves and "
+          "throughput in the same runs, on CartPole and MinAtar Breakout",
+          minutes={"small": 45, "paper": 900},
+          cells={"small": _grid([("cartpole", a) for a in _ARCHS], [{}])
+                 + _grid([("minatar_breakout", a) for a in _ARCHS], [{"total_env_steps": 100_000,
+                                                                       "eval_every": 25_000}]),
+                 "paper": _grid([("cartpole", a) for a in _ARCHS], [{}])
+                 + _grid([("minatar_breakout", a) for a in _ARCHS], [{}])},
+          seeds={"small": 3, "paper": 10}),
+    Sweep("scaling", "env steps/s and updates/s against workers at utd 0.25, cheap and 1 ms env steps, "
+          "with every component's cost recorded for the bound",
+          minutes={"small": 25, "paper": 120},
+          cells={"small": _scaling({0.0: 30_000, 1000.0: 10_000}, [1, 2, 3, 4]),
+                 "paper": _scaling({0.0: 100_000, 1000.0: 30_000}, [1, 2, 3, 4, 6, 8])}),
+    Sweep("utd", "high_utd: utd 1, 4, 16 x mitigations none, LayerNorm, resets, both on CartPole",
+          minutes={"small": 240, "paper": 600},
+          cells={"small": _utd_grid(50_000), "paper": _utd_grid(100_000)},
+          seeds={"small": 3, "paper": 5}),
+    Sweep("hogwild", "hogwild with and without the lock at 2 workers, beside single_env and actor_learner",
+          minutes={"small": 20, "paper": 60},
+          cells={scale: [Cell(("cartpole", "hogwild"), {"num_workers": 2, "hogwild_lock": lock})
+                         for lock in (False, True)]
+                 + [Cell(("cartpole", "single_env"), {}), Cell(("cartpole", "actor_learner"), {"num_workers": 2})]
+                 for scale in SCALES},
+          seeds={"small": 3, "paper": 5}),
+]}

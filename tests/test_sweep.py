@@ -1,0 +1,158 @@
+"""Named sweeps: listing, bad input, resuming after SIGKILL, and the MongoDB store."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from experiments import sweep as sweep_mod
+from experiments.sweeps import SWEEPS, Cell, Sweep
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = dict(total_env_steps=2_000, eval_every=1_000, eval_episodes=2, learning_starts=300, hidden_sizes=[16],
+            buffer_size=2_000, batch_size=16, log_every=500)
+# A three-run sweep, registered in the child process that runs it.
+TINY_SWEEP = (
+    "import sys; from experiments.sweeps import SWEEPS, Sweep, Cell; "
+    "SWEEPS['tiny'] = Sweep('tiny', 'three tiny single_env runs', {'small': 0.3, 'paper': 0.3}, "
+    f"{{'small': [Cell(('cartpole', 'single_env'), {TINY!r})], 'paper': []}}, {{'small': 3, 'paper': 1}}); "
+    "from experiments.sweep import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def _sweep(args, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "experiments.sweep", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=kw.get("timeout", 120))
+
+
+def _statuses(out) -> dict:
+    found = {}
+    for name in os.listdir(out):
+        path = os.path.join(out, name, "run.json")
+        if os.path.isfile(path):
+            with open(path) as f:
+                found[name] = json.load(f)
+    return found
+
+
+def test_every_sweep_expands_to_unique_deterministic_ids():
+    for sweep in SWEEPS.values():
+        for scale in ("small", "paper"):
+            runs = sweep_mod.expand(sweep, scale, None)
+            ids = [r.run_id for r in runs]
+            assert len(ids) == len(set(ids)) and runs, (sweep.name, scale)
+            assert ids == [r.run_id for r in sweep_mod.expand(sweep, scale, None)]
+            assert all(r.run_id.startswith(f"{sweep.name}-") for r in runs)
+    # More seeds keep the first seeds' ids: a sweep can be extended without rerunning.
+    smoke1 = {r.run_id for r in sweep_mod.expand(SWEEPS["smoke"], "small", 1)}
+    assert smoke1 < {r.run_id for r in sweep_mod.expand(SWEEPS["smoke"], "small", 2)}
+
+
+def test_dry_run_lists_runs_and_estimate_and_runs_nothing(tmp_path):
+    proc = _sweep(["smoke", "--dry-run", "--out", str(tmp_path / "out")])
+    assert proc.returncode == 0, proc.stderr
+    assert "estimated" in proc.stderr and "min" in proc.stderr
+    for arch in ("single_env", "actor_learner", "vector_env"):
+        assert arch in proc.stdout
+    assert "not run" in proc.stdout
+    assert _statuses(tmp_path / "out") == {}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nope"], "unknown sweep 'nope'; valid sweeps: smoke, architectures"),
+    (["smoke", "--seeds", "0"], "--seeds must be >= 1"),
+    (["smoke", "--mongo", "mongodb://127.0.0.1:1/dqn"], "--mongo 'mongodb://127.0.0.1:1/dqn' is unreachable"),
+    (["smoke", "--mongo", "localhost:27017"], "expected a mongodb:// URL"),
+])
+def test_bad_input_fails_before_any_run(tmp_path, args, message):
+    proc = _sweep([*args, "--out", str(tmp_path / "out")])
+    assert proc.returncode != 0
+    assert message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert _statuses(tmp_path / "out") == {} if (tmp_path / "out").exists() else True
+
+
+def test_an_unwritable_out_fails_clearly(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    proc = _sweep(["smoke", "--out", str(blocker / "runs")])
+    assert proc.returncode != 0 and "is not writable" in proc.stderr and str(blocker) in proc.stderr
+
+
+def test_a_sweep_killed_mid_run_resumes_and_counts_every_run_once(tmp_path):
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-c", TINY_SWEEP, "tiny", "--out", str(out)]
+    first = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 90
+    # Wait until one run is COMPLETED and the next one has started, then kill the sweep outright.
+    while time.monotonic() < deadline:
+        found = _statuses(out) if out.exists() else {}
+        if sum(r["status"] == "COMPLETED" for r in found.values()) >= 1 and any(
+                r["status"] == "RUNNING" for r in found.values()):
+            break
+        time.sleep(0.05)
+    else:
+        first.kill()
+        pytest.fail("the sweep did not get to its second run")
+    completed_before = {k: v["start_time"] for k, v in _statuses(out).items() if v["status"] == "COMPLETED"}
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    time.sleep(0.5)  # the orphaned run dies with its parent (PR_SET_PDEATHSIG)
+    second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr[-2000:]
+    found = _statuses(out)
+    assert len(found) == 3 and all(r["status"] == "COMPLETED" for r in found.values())
+    for run_id, start in completed_before.items():
+        assert found[run_id]["start_time"] == start  # completed runs were not run again
+    assert len(os.listdir(out / "_incomplete")) == 1  # the killed run, set aside, not counted
+
+
+class _FakeMongoStore(sweep_mod.MongoStore):
+    def __init__(self, collection):
+        self.url, self.db_name, self.runs = "mongodb://mock", "dqn", collection
+
+
+def test_mongo_store_counts_only_completed_runs_and_clears_the_rest():
+    mongomock = pytest.importorskip("mongomock")
+    runs = mongomock.MongoClient().db.runs
+    runs.insert_many([{"_id": "a", "status": "COMPLETED", "result": {"env_steps_per_sec": 5.0}},
+                      {"_id": "b", "status": "RUNNING"}, {"_id": "c", "status": "FAILED"}])
+    store = _FakeMongoStore(runs)
+    assert [store.status(i) for i in "abcd"] == ["COMPLETED", "RUNNING", "FAILED", None]
+    for run_id in "abc":
+        store.clear_incomplete(run_id)
+    assert [doc["_id"] for doc in runs.find()] == ["a"]
+    assert store.result("a") == {"env_steps_per_sec": 5.0}
+    assert store.observer_args() == ["--mongo", "mongodb://mock"]
+
+
+@pytest.mark.skipif(not os.environ.get("MONGO_URL"), reason="MONGO_URL not set: no real MongoDB server to test "
+                                                              "the sweep's --mongo path against")
+def test_tiny_sweep_against_a_real_mongodb(tmp_path):
+    url = os.environ["MONGO_URL"].rstrip("/") + f"/pdqn_sweep_test_{os.getpid()}"
+    proc = subprocess.run([sys.executable, "-c", TINY_SWEEP, "tiny", "--seeds", "1", "--mongo", url, "--out",
+                           str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import pymongo
+
+    client = pymongo.MongoClient(url)
+    db = client.get_default_database()
+    try:
+        assert [d["status"] for d in db.runs.find()] == ["COMPLETED"]
+    finally:
+        client.drop_database(db.name)
+
+
+def test_sweeps_name_only_known_named_configs():
+    from experiments.configs import NAMED_CONFIGS
+
+    for sweep in SWEEPS.values():
+        for scale, cells in sweep.cells.items():
+            for cell in cells:
+                assert isinstance(cell, Cell) and isinstance(sweep, Sweep)
+                for name in cell.named:
+                    assert name in NAMED_CONFIGS or name in sweep_mod.ARCHITECTURE_CONFIGS, (sweep.name, name)
