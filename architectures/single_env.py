@@ -43,7 +43,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     timers, clock = Timers(), Stopwatch()
     act_s = env_s = add_s = sample_s = update_s = 0.0  # hot-loop timers, folded into `timers` at the end
     loss_sum = 0.0
-    logged_updates = episodes = 0
+    logged_updates = episodes = logged_episodes = length_sum = logged_length_sum = 0
+    return_sum = logged_return_sum = 0.0
     episode_return, episode_length = 0.0, 0
     last_holdout: float | None = None
     perf = time.perf_counter
@@ -63,8 +64,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         t3 = perf()
         if terminated or truncated:
             episodes += 1
-            reporter.scalar("train_episode_return", episode_return, env_steps)
-            reporter.scalar("train_episode_length", episode_length, env_steps)
+            return_sum += episode_return
+            length_sum += episode_length
             obs, _ = env.reset(seed=next(episode_seeds))
             episode_return, episode_length = 0.0, 0
             env_s += perf() - t3  # a reset is env work too
@@ -102,6 +103,11 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 reporter.scalar("q_mean", float(learner.last_q_taken.mean()), env_steps)  # latest batch
                 loss_sum = 0.0
                 logged_updates = learner.version
+            if episodes > logged_episodes:  # means over the episodes finished since the last log
+                finished = episodes - logged_episodes
+                reporter.scalar("train_episode_return", (return_sum - logged_return_sum) / finished, env_steps)
+                reporter.scalar("train_episode_length", (length_sum - logged_length_sum) / finished, env_steps)
+                logged_episodes, logged_return_sum, logged_length_sum = episodes, return_sum, length_sum
             reporter.progress(env_steps, cfg.total_env_steps, steps_per_sec, last_holdout)
         if evaluator.due(env_steps):
             clock.pause()  # evaluation is off the throughput clock

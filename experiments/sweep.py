@@ -40,14 +40,20 @@ class RunSpec:
     named: tuple[str, ...]
     updates: dict
     seed: int
+    experiment: str = "train"
 
     def sacred_args(self) -> list[str]:
-        return ["with", *self.named, *(f"{k}={json.dumps(v)}" for k, v in sorted(self.updates.items())),
+        return ["with", *self.named, *(f"{k}={_sacred_value(v)}" for k, v in sorted(self.updates.items())),
                 f"seed={self.seed}"]
 
     def label(self) -> str:
         extra = " ".join(f"{k}={v}" for k, v in sorted(self.updates.items()) if k not in _QUIET_KEYS)
         return f"{' '.join(self.named)} seed={self.seed} {extra}".strip()
+
+
+def _sacred_value(value) -> str:
+    """A value as Sacred's `with key=value` parses it (strings must not be JSON-quoted twice)."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 _QUIET_KEYS = {"eval_episodes", "log_every", "eval_every", "learning_starts", "eps_decay_steps", "buffer_size"}
@@ -56,12 +62,15 @@ _QUIET_KEYS = {"eval_episodes", "log_every", "eval_every", "learning_starts", "e
 def expand(sweep: Sweep, scale: str, seeds: int | None) -> list[RunSpec]:
     runs = []
     for cell in sweep.cells[scale]:
-        architecture = next((n for n in cell.named if n in ARCHITECTURE_CONFIGS), cell.updates.get("architecture",
-                                                                                                  "single_env"))
+        if sweep.experiment != "train":
+            architecture = sweep.experiment  # not an architecture: always available
+        else:
+            architecture = next((n for n in cell.named if n in ARCHITECTURE_CONFIGS),
+                                cell.updates.get("architecture", "single_env"))
         for seed in range(1, (seeds or sweep.seeds[scale]) + 1):
             key = json.dumps({"named": cell.named, "updates": cell.updates, "seed": seed}, sort_keys=True)
             run_id = f"{sweep.name}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
-            runs.append(RunSpec(run_id, architecture, cell.named, dict(cell.updates), seed))
+            runs.append(RunSpec(run_id, architecture, cell.named, dict(cell.updates), seed, sweep.experiment))
     return runs
 
 
@@ -149,7 +158,7 @@ def _die_with_parent() -> None:
 
 
 def launch(run: RunSpec, store: FileStore, log_dir: str, quiet: bool) -> int:
-    cmd = [sys.executable, "-m", "experiments.train", *run.sacred_args(), "--id", run.run_id, "-l", "WARNING",
+    cmd = [sys.executable, "-m", f"experiments.{run.experiment}", *run.sacred_args(), "--id", run.run_id, "-l", "WARNING",
            *store.observer_args()]
     env = {**os.environ, "PYTHONWARNINGS": "ignore:pkg_resources is deprecated"}
     os.makedirs(log_dir, exist_ok=True)
@@ -163,7 +172,10 @@ def launch(run: RunSpec, store: FileStore, log_dir: str, quiet: bool) -> int:
 
 
 def summary_line(run: RunSpec, status: str | None, result: dict) -> str:
-    speed = f"{result['env_steps_per_sec']:>9,.0f}" if "env_steps_per_sec" in result else f"{'-':>9}"
+    if "update_us_median" in result:  # a timing run: one gradient step, median microseconds
+        speed = f"{result['update_us_median']:>6,.0f} us"
+    else:
+        speed = f"{result['env_steps_per_sec']:>9,.0f}" if "env_steps_per_sec" in result else f"{'-':>9}"
     ret = result.get("final_holdout_return")
     ret_text = f"{ret:>8.1f}" if isinstance(ret, (int, float)) and ret == ret else f"{'-':>8}"
     return f"{run.run_id:<24} {str(status or 'not run'):<11} {speed} {ret_text}  {run.label()}"
@@ -194,8 +206,15 @@ def main(argv: list[str] | None = None) -> int:
     from architectures import ARCHITECTURES
 
     runs = expand(sweep, args.scale, args.seeds)
-    landed = [r for r in runs if r.architecture in ARCHITECTURES]
-    skipped = sorted({r.architecture for r in runs if r.architecture not in ARCHITECTURES})
+    available = set(ARCHITECTURES) | {"timing"}
+    landed = [r for r in runs if r.architecture in available]
+    skipped = sorted({r.architecture for r in runs if r.architecture not in available})
+    if any(str(r.updates.get("device", "cpu")).startswith("cuda") for r in landed):
+        import torch
+
+        if not torch.cuda.is_available():
+            print("no CUDA on this machine: the cuda runs are skipped", file=sys.stderr)
+            landed = [r for r in landed if not str(r.updates.get("device", "cpu")).startswith("cuda")]
     status = {r.run_id: store.status(r.run_id) for r in landed}
     todo = [r for r in landed if status[r.run_id] != "COMPLETED"]
     minutes = sweep.minutes[args.scale] * len(landed) / max(1, len(runs))
@@ -235,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         list(pool.map(run_one, enumerate(todo)))
 
-    print(f"\n{'run':<24} {'status':<11} {'steps/s':>9} {'return':>8}  config")
+    print(f"\n{'run':<24} {'status':<11} {'speed':>9} {'return':>8}  config")
     for r in landed:
         s = store.status(r.run_id)
         print(summary_line(r, s, store.result(r.run_id) if s == "COMPLETED" else {}))

@@ -9,6 +9,7 @@ listed and skipped until it does.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 SCALES = ("small", "paper")
@@ -32,6 +33,9 @@ class Sweep:
     """Grid per scale."""
     seeds: dict[str, int] = field(default_factory=lambda: {"small": 1, "paper": 1})
     """Seeds per cell, per scale (`--seeds` overrides)."""
+    experiment: str = "train"
+    """The Sacred experiment each run is: `train` (experiments/train.py) or `timing`
+    (experiments/timing.py, one gradient step timed)."""
 
 
 def _grid(named_list, updates_list) -> list[Cell]:
@@ -59,6 +63,17 @@ def _utd_grid(steps: int) -> list[Cell]:
                    "both": {"layer_norm": True, "reset_period": 2_000}}
     return [Cell(("cartpole", "high_utd"), dict(utd=utd, total_env_steps=steps, eval_every=5_000, **m))
             for utd in (1.0, 4.0, 16.0) for m in mitigations.values()]
+
+
+_NETWORKS = ("cartpole_mlp", "minatar_conv", "wide_mlp")
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _timing_grid(budget: dict, **axes) -> list[Cell]:
+    cells = [dict(budget)]
+    for key, values in axes.items():
+        cells = [dict(c, **{key: v}) for c in cells for v in values]
+    return [Cell((), c) for c in cells]
 
 
 SWEEPS: dict[str, Sweep] = {s.name: s for s in [
@@ -90,4 +105,19 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
                  + [Cell(("cartpole", "single_env"), {}), Cell(("cartpole", "actor_learner"), {"num_workers": 2})]
                  for scale in SCALES},
           seeds={"small": 3, "paper": 5}),
+    Sweep("threads", "time per gradient step against torch threads 1..cores, per network and batch size "
+          "(median over many updates after warm-up)",
+          minutes={"small": 2 + 0.1 * 9 * _CORES, "paper": 5 + 0.5 * 9 * _CORES},
+          cells={"small": _timing_grid(dict(updates=300, warmup=50), network=_NETWORKS, batch_size=(32, 128, 512),
+                                       torch_threads=tuple(range(1, _CORES + 1))),
+                 "paper": _timing_grid(dict(updates=2_000, warmup=200), network=_NETWORKS,
+                                       batch_size=(32, 128, 512), torch_threads=tuple(range(1, _CORES + 1)))},
+          experiment="timing"),
+    Sweep("device", "time per gradient step on CPU against CUDA (host-to-device copy included), per network "
+          "and batch size; the CUDA runs are skipped where CUDA is absent",
+          minutes={"small": 3, "paper": 10},
+          cells={scale: _timing_grid(dict(updates=300 if scale == "small" else 2_000, warmup=50),
+                                     network=_NETWORKS, batch_size=(32, 128, 512), device=("cpu", "cuda"))
+                 for scale in SCALES},
+          experiment="timing"),
 ]}

@@ -170,9 +170,10 @@ def mongo_target(url: str) -> tuple[str, str]:
     return url, database or DEFAULT_MONGO_DB
 
 
-def cli(argv: list[str] | None = None) -> None:
-    """Sacred's command line, plus `--mongo URL` (Sacred's own -m takes HOST:PORT:DB only)."""
-    argv = list(sys.argv if argv is None else argv)
+def attach_observers(experiment: Experiment, argv: list[str], default_dir: str = DEFAULT_RUNS_DIR) -> list[str]:
+    """Handle `--mongo URL` (Sacred's own -m takes HOST:PORT:DB only) and the default file store;
+    returns the argv left for Sacred."""
+    argv = list(argv)
     if "--mongo" in argv:
         at = argv.index("--mongo")
         if at + 1 >= len(argv):
@@ -181,10 +182,14 @@ def cli(argv: list[str] | None = None) -> None:
         del argv[at:at + 2]
         from sacred.observers import MongoObserver
 
-        ex.observers.append(MongoObserver(url=url, db_name=database))
+        experiment.observers.append(MongoObserver(url=url, db_name=database))
     elif not any(arg.split("=")[0] in OBSERVER_FLAGS for arg in argv[1:]):
-        ex.observers.append(FileStorageObserver(DEFAULT_RUNS_DIR))
-    ex.run_commandline(argv)
+        experiment.observers.append(FileStorageObserver(default_dir))
+    return argv
+
+
+def cli(argv: list[str] | None = None) -> None:
+    ex.run_commandline(attach_observers(ex, list(sys.argv if argv is None else argv)))
 
 
 if __name__ == "__main__":

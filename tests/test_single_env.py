@@ -100,3 +100,13 @@ def test_cli_accepts_lowercase_booleans():
     from architectures.cli import parse_config
 
     assert parse_config(["--prioritized", "true", "--layer_norm", "False"]).prioritized is True
+
+
+def test_training_episodes_are_logged_as_window_means_on_the_log_cadence(tiny_cfg):
+    rec = Recorder()
+    train(tiny_cfg, rec)
+    returns = [(v, s) for n, v, s in rec.scalars if n == "train_episode_return"]
+    # At most one value per log_every window, whatever the number of episodes (MongoDB keeps
+    # each metric in one document, capped at 16 MB).
+    assert 0 < len(returns) <= tiny_cfg.total_env_steps // tiny_cfg.log_every
+    assert all(s % tiny_cfg.log_every == 0 and v >= 1 for v, s in returns)

@@ -156,3 +156,34 @@ def test_sweeps_name_only_known_named_configs():
                 assert isinstance(cell, Cell) and isinstance(sweep, Sweep)
                 for name in cell.named:
                     assert name in NAMED_CONFIGS or name in sweep_mod.ARCHITECTURE_CONFIGS, (sweep.name, name)
+
+
+def test_timing_experiment_times_the_learner_update(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "experiments.timing", "with", "network=minatar_conv", "batch_size=8",
+                           "updates=20", "warmup=2", "torch_threads=1", "-F", str(tmp_path), "-l", "WARNING"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (run,) = _statuses(tmp_path).values()
+    r = run["result"]
+    assert run["status"] == "COMPLETED" and r["updates"] == 20 and r["threads_in_effect"] == 1
+    assert 0 < r["update_us_p10"] <= r["update_us_median"] <= r["update_us_p90"]
+    assert r["hand_derived_gradient"] is False  # the conv net goes through autograd
+
+
+@pytest.mark.parametrize("arg, message", [("network=nope", "network: must be one of"),
+                                          ("torch_threads=0", "torch_threads: must be an integer >= 1")])
+def test_timing_bad_input_fails_fast(tmp_path, arg, message):
+    proc = subprocess.run([sys.executable, "-m", "experiments.timing", "with", arg, "-F", str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and f"error: {message}" in proc.stderr
+    assert _statuses(tmp_path) == {}
+
+
+def test_device_sweep_skips_cuda_runs_without_cuda(tmp_path):
+    import torch
+
+    proc = _sweep(["device", "--dry-run", "--out", str(tmp_path)])
+    assert proc.returncode == 0
+    if not torch.cuda.is_available():
+        assert "no CUDA on this machine" in proc.stderr and "device=cuda" not in proc.stdout
+    assert "device=cpu" in proc.stdout

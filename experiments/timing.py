@@ -1,0 +1,113 @@
+"""The Sacred experiment behind the `threads` and `device` sweeps: time one DQN gradient step.
+
+    python -m experiments.timing with network=cartpole_mlp batch_size=128 torch_threads=2
+    python -m experiments.timing with network=wide_mlp device=cuda
+
+It answers the reporting user's first question properly: how long one update of THE learner
+(`DQNLearner.update`, the same code every architecture runs) takes, per torch thread count,
+network and batch size, as the median over many updates after a warm-up. The batch comes from
+a fixed replay of random transitions and is sampled fresh each update, so its host-to-device
+copy is inside the timed step on CUDA (synchronised before the clock stops).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from sacred import SETTINGS, Experiment
+
+from experiments.train import _cpu_count, _cpu_model, _git, _packages, _thread_env
+
+SETTINGS.CAPTURE_MODE = "sys"
+NETWORKS = {
+    # name: (observation shape, actions, hidden sizes) -- the suite's Q-networks, by size
+    "cartpole_mlp": ((4,), 2, (128, 128)),
+    "minatar_conv": ((10, 10, 4), 6, (128,)),
+    "wide_mlp": ((64,), 18, (1024, 1024)),
+}
+
+ex = Experiment("update_timing", save_git_info=False,
+                additional_host_info=[_cpu_count, _cpu_model, _packages, _thread_env, _git])
+
+
+@ex.config
+def _config():
+    network = "cartpole_mlp"  # one of NETWORKS
+    batch_size = 128  # transitions per update
+    torch_threads = 1  # torch intra-op threads
+    device = "cpu"  # cpu or cuda
+    updates = 500  # timed updates
+    warmup = 100  # untimed updates first (allocator, caches, lazy init)
+    seed = 1
+
+
+@ex.config_hook
+def _validate(config: dict, command_name: str, logger) -> dict:
+    problems = []
+    if config["network"] not in NETWORKS:
+        problems.append(f"network: must be one of {', '.join(NETWORKS)} (got {config['network']!r})")
+    for key in ("batch_size", "torch_threads", "updates"):
+        if not isinstance(config[key], int) or config[key] < 1:
+            problems.append(f"{key}: must be an integer >= 1 (got {config[key]!r})")
+    if not isinstance(config["warmup"], int) or config["warmup"] < 0:
+        problems.append(f"warmup: must be an integer >= 0 (got {config['warmup']!r})")
+    if config["device"] != "cpu" and not str(config["device"]).startswith("cuda"):
+        problems.append(f"device: must be 'cpu' or 'cuda[:N]' (got {config['device']!r})")
+    if problems:
+        print(f"error: {problems[0]}", file=sys.stderr)
+        raise SystemExit(2)
+    return {}
+
+
+@ex.main
+def main(network: str, batch_size: int, torch_threads: int, device: str, updates: int, warmup: int,
+         seed: int, _run) -> dict:
+    import numpy as np
+    import torch
+
+    from architectures.config import DQNConfig
+    from architectures.dqn import DQNLearner
+    from architectures.networks import build_q_network
+    from architectures.replay import ReplayBuffer, Transition
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit(f"error: device: {device!r} requested but torch.cuda.is_available() is False")
+    torch.set_num_threads(torch_threads)
+    obs_shape, actions, hidden = NETWORKS[network]
+    cfg = DQNConfig(hidden_sizes=hidden, batch_size=batch_size, torch_threads=torch_threads, device=device)
+    learner = DQNLearner(build_q_network(obs_shape, actions, hidden, False, seed), cfg)
+    rng = np.random.default_rng(seed)
+    replay = ReplayBuffer(4_096, obs_shape, np.float32)
+    for _ in range(replay.capacity):
+        replay.add(Transition(rng.standard_normal(obs_shape).astype(np.float32),
+                              rng.standard_normal(obs_shape).astype(np.float32), int(rng.integers(actions)),
+                              float(rng.standard_normal()), 0.99, 0, 0))
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    for _ in range(warmup):
+        learner.update(replay.sample(batch_size, rng))
+    sync()
+    times = np.empty(updates)
+    for i in range(updates):
+        batch = replay.sample(batch_size, rng)
+        start = time.perf_counter()
+        learner.update(batch)
+        sync()
+        times[i] = time.perf_counter() - start
+    us = times * 1e6
+    p10, p50, p90 = np.percentile(us, [10, 50, 90])
+    return {"network": network, "batch_size": batch_size, "device": device, "torch_threads": torch_threads,
+            "threads_in_effect": torch.get_num_threads(), "hand_derived_gradient": learner._mlp_gradient is not None,
+            "update_us_median": float(p50), "update_us_p10": float(p10), "update_us_p90": float(p90),
+            "update_us_mean": float(us.mean()), "updates": updates, "warmup": warmup}
+
+
+def cli(argv: list[str] | None = None) -> None:
+    from experiments.train import attach_observers
+
+    argv = list(sys.argv if argv is None else argv)
+    ex.run_commandline(attach_observers(ex, argv, default_dir="results/timing"))
+
+
+if __name__ == "__main__":
+    cli()
