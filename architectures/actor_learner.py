@@ -37,7 +37,7 @@ from architectures.results import run_result
 from architectures.shared import (DONE, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks, TransitionRing,
                                   WeightChannel, attach)
 from architectures.workers import (Waiter, WorkerPool, check_weights_flow, run_worker,
-                                   warn_if_oversubscribed, worker_fault)
+                                   warn_if_not_checkpointing, warn_if_oversubscribed, worker_fault)
 
 RING_CAPACITY = 4096
 """Transitions an actor may hand off before the learner drains them (then the actor waits)."""
@@ -189,6 +189,7 @@ def _misbehave(kind: str, status) -> None:
 # ============================================================================== the learner (main process)
 def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     reporter = reporter or NullReporter()
+    warn_if_not_checkpointing(cfg, "actor_learner")
     warn_if_oversubscribed(cfg.num_workers, "actor processes plus one learner")
     # ------------------------------------------------------------------ setup
     torch.set_num_threads(cfg.torch_threads)

@@ -118,6 +118,14 @@ class DQNConfig:
     log_every: int = 1_000
     """Env steps between logged training scalars (keeps metric volume small)."""
 
+    # --- checkpointing (single_env)
+    checkpoint_every: int = 0
+    """single_env: env steps between checkpoints, each taken at the next episode end; 0 disables."""
+    checkpoint_path: str = ""
+    """single_env: checkpoint file; a run started with an existing file resumes from it."""
+    checkpoint_replay: bool = True
+    """single_env: include the replay buffer in checkpoints (needed for an exact resume)."""
+
     def __post_init__(self) -> None:
         _validate(self)
 
@@ -160,8 +168,8 @@ def describe() -> dict[str, str]:
 _INT_FIELDS = {"seed", "total_env_steps", "buffer_size", "batch_size", "learning_starts", "n_step",
                "target_update_period", "eps_decay_steps", "eval_every", "eval_episodes",
                "torch_threads", "num_workers", "log_every", "weight_sync_period",
-               "utd_slack_steps"}
-_BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad", "prioritized"}
+               "utd_slack_steps", "checkpoint_every"}
+_BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad", "prioritized", "checkpoint_replay"}
 
 
 def _coerce(key: str, annotation: Any, value: Any) -> Any:
@@ -199,7 +207,7 @@ def _validate(c: DQNConfig) -> None:
                 "eval_every", "torch_threads", "num_workers", "log_every", "weight_sync_period"):
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 1, key, "an integer >= 1")
-    for key in ("learning_starts", "eps_decay_steps", "eval_episodes", "seed", "utd_slack_steps"):
+    for key in ("learning_starts", "eps_decay_steps", "eval_episodes", "seed", "utd_slack_steps", "checkpoint_every"):
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 0, key, "an integer >= 0")
     need(c.learning_starts <= c.total_env_steps, "learning_starts",
@@ -217,6 +225,8 @@ def _validate(c: DQNConfig) -> None:
     need(math.isfinite(c.env_step_cost_us) and c.env_step_cost_us >= 0, "env_step_cost_us",
          "a number of microseconds >= 0")
     need(c.loss in ("huber", "mse"), "loss", "one of 'huber', 'mse'")
+    need(c.checkpoint_every == 0 or bool(c.checkpoint_path), "checkpoint_every",
+         "0 unless checkpoint_path names a file")
     need(c.actor_epsilons in ("schedule", "apex"), "actor_epsilons", "one of 'schedule', 'apex'")
     need(math.isfinite(c.worker_timeout_s) and c.worker_timeout_s > 0, "worker_timeout_s", "a number of seconds > 0")
     for key in ("priority_alpha", "priority_beta"):

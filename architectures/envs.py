@@ -8,8 +8,6 @@ disjoint by construction, and every run of every architecture evaluates on the s
 from __future__ import annotations
 
 import time
-from typing import Iterator
-
 import gymnasium as gym
 import numpy as np
 
@@ -79,11 +77,33 @@ def make_env(env_id: str, env_step_cost_us: float = 0.0) -> gym.Env:
     return env
 
 
-def training_episode_seeds(run_seed: int, env_index: int) -> Iterator[int]:
-    """Endless, reproducible stream of reset seeds for one training env (never a holdout seed)."""
-    rng = np.random.default_rng(np.random.SeedSequence([run_seed, env_index, 0x5EED]))
-    while True:
-        yield int(rng.integers(0, TRAIN_SEED_LIMIT))
+class EpisodeSeeds:
+    """Endless, reproducible stream of reset seeds for one training env (never a holdout seed).
+
+    An iterator whose position can be saved and restored (`state`), so a resumed run draws
+    the same episode seeds an uninterrupted one would."""
+
+    def __init__(self, run_seed: int, env_index: int):
+        self.rng = np.random.default_rng(np.random.SeedSequence([run_seed, env_index, 0x5EED]))
+
+    def __iter__(self) -> "EpisodeSeeds":
+        return self
+
+    def __next__(self) -> int:
+        return int(self.rng.integers(0, TRAIN_SEED_LIMIT))
+
+    @property
+    def state(self) -> dict:
+        return self.rng.bit_generator.state
+
+    @state.setter
+    def state(self, value: dict) -> None:
+        self.rng.bit_generator.state = value
+
+
+def training_episode_seeds(run_seed: int, env_index: int) -> EpisodeSeeds:
+    """The reset seeds of training env `env_index` in run `run_seed`."""
+    return EpisodeSeeds(run_seed, env_index)
 
 
 def holdout_seeds(episodes: int) -> list[int]:

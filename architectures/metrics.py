@@ -33,8 +33,9 @@ class Timers:
 class Stopwatch:
     """Wall-clock time with pauses: throughput is computed on the unpaused time only."""
 
-    def __init__(self) -> None:
-        self._start = time.perf_counter()
+    def __init__(self, already: float = 0.0) -> None:
+        """`already`: seconds counted before (a resumed run continues its clock)."""
+        self._start = time.perf_counter() - already
         self._paused = 0.0
         self._pause_began: float | None = None
 

@@ -13,7 +13,7 @@ def run_result(cfg: DQNConfig, *, env_steps: int, updates: int, episodes: int, t
     breakdown = timers.summary()
     costs_us = {name: row["us_per_call"] for name, row in breakdown.items()}
     steps_per_sec = env_steps / train_seconds
-    timed = sum(row["seconds"] for name, row in breakdown.items() if name != "eval")
+    timed = sum(row["seconds"] for name, row in breakdown.items() if name not in ("eval", "checkpoint"))
     curve = [{"env_steps": r["env_steps"], "return_mean": r["return_mean"]} for r in evaluator.results]
     return {
         "env_steps": env_steps,
@@ -21,6 +21,7 @@ def run_result(cfg: DQNConfig, *, env_steps: int, updates: int, episodes: int, t
         "episodes": episodes,
         "train_seconds": train_seconds,
         "eval_seconds": breakdown.get("eval", {}).get("seconds", 0.0),
+        "checkpoint_seconds": breakdown.get("checkpoint", {}).get("seconds", 0.0),
         "env_steps_per_sec": steps_per_sec,
         "updates_per_sec": updates / train_seconds,
         "target_utd": cfg.utd,

@@ -14,6 +14,7 @@ import time
 import numpy as np
 import torch
 
+from architectures.checkpoint import load_checkpoint, remove_checkpoint, save_checkpoint
 from architectures.config import DQNConfig
 from architectures.dqn import DQNLearner, EpsilonSchedule, UpdateRatio
 from architectures.envs import make_env, training_episode_seeds
@@ -48,9 +49,30 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     episode_return, episode_length = 0.0, 0
     last_holdout: float | None = None
     perf = time.perf_counter
+    start_step, next_checkpoint, episode_ended = 0, cfg.checkpoint_every, False
 
-    obs, _ = env.reset(seed=next(episode_seeds))
-    for env_steps in range(1, cfg.total_env_steps + 1):
+    saved = load_checkpoint(cfg.checkpoint_path)
+    if saved is None:
+        episode_seed = next(episode_seeds)
+    else:  # resume: everything the loop reads, as it was at the end of step `env_steps`
+        learner.load_state_dict(saved["learner"])
+        learner.last_q_taken = saved["last_q_taken"]
+        if saved["replay"] is not None:
+            replay.load_state_dict(saved["replay"])
+        policy.rng.bit_generator.state = saved["policy_rng"]
+        replay_rng.bit_generator.state = saved["replay_rng"]
+        episode_seeds.state, episode_seed = saved["episode_seeds"], saved["episode_seed"]
+        evaluator.results = saved["holdout"]
+        for result in evaluator.results:
+            reporter.holdout(result)
+        last_holdout = evaluator.results[-1]["return_mean"] if evaluator.results else None
+        (loss_sum, logged_updates, episodes, logged_episodes, length_sum, logged_length_sum, return_sum,
+         logged_return_sum, act_s, env_s, add_s, sample_s, update_s) = saved["tally"]
+        start_step = saved["env_steps"]
+        next_checkpoint = start_step + cfg.checkpoint_every
+        clock = Stopwatch(already=saved["train_seconds"])
+    obs, _ = env.reset(seed=episode_seed)
+    for env_steps in range(start_step + 1, cfg.total_env_steps + 1):
         # ------------------------------------------------------------------ acting
         t0 = perf()
         action = policy.act(obs, epsilon(env_steps - 1))
@@ -66,8 +88,10 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             episodes += 1
             return_sum += episode_return
             length_sum += episode_length
-            obs, _ = env.reset(seed=next(episode_seeds))
+            episode_seed = next(episode_seeds)
+            obs, _ = env.reset(seed=episode_seed)
             episode_return, episode_length = 0.0, 0
+            episode_ended = True
             env_s += perf() - t3  # a reset is env work too
         else:
             obs = next_obs
@@ -118,6 +142,25 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             last_holdout = result["return_mean"]
             reporter.holdout(result)
 
+        # ------------------------------------------------------------------ checkpointing
+        if episode_ended:
+            episode_ended = False  # checkpoints fall on episode ends: nothing in flight in the env or adder
+            if cfg.checkpoint_every and env_steps >= next_checkpoint and env_steps < cfg.total_env_steps:
+                next_checkpoint = env_steps + cfg.checkpoint_every
+                clock.pause()
+                t8 = perf()
+                save_checkpoint(cfg.checkpoint_path, {
+                    "env_steps": env_steps, "train_seconds": clock.elapsed(), "learner": learner.state_dict(),
+                    "last_q_taken": learner.last_q_taken,
+                    "replay": replay.state_dict() if cfg.checkpoint_replay else None,
+                    "policy_rng": policy.rng.bit_generator.state, "replay_rng": replay_rng.bit_generator.state,
+                    "episode_seeds": episode_seeds.state, "episode_seed": episode_seed,
+                    "holdout": evaluator.results,
+                    "tally": (loss_sum, logged_updates, episodes, logged_episodes, length_sum, logged_length_sum,
+                              return_sum, logged_return_sum, act_s, env_s, add_s, sample_s, update_s)})
+                timers.add("checkpoint", perf() - t8)
+                clock.resume()
+
     train_seconds = clock.elapsed()
     steps = cfg.total_env_steps
     for name, seconds, calls in (("act", act_s, steps), ("env_step", env_s, steps), ("replay_add", add_s, steps),
@@ -125,8 +168,10 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         timers.add(name, seconds, calls)
     env.close()
     evaluator.close()
+    remove_checkpoint(cfg.checkpoint_path)  # finished: a rerun starts afresh
     return run_result(cfg, env_steps=cfg.total_env_steps, updates=learner.version, episodes=episodes,
-                      train_seconds=train_seconds, ratio=ratio, timers=timers, evaluator=evaluator)
+                      train_seconds=train_seconds, ratio=ratio, timers=timers, evaluator=evaluator,
+                      resumed_from_env_steps=start_step)
 
 
 if __name__ == "__main__":

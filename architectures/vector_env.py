@@ -31,11 +31,12 @@ from architectures.metrics import NullReporter, Reporter, Stopwatch, Timers
 from architectures.networks import GreedyPolicy, build_q_network
 from architectures.replay import NStepAdder, make_replay
 from architectures.results import run_result
-from architectures.workers import warn_if_oversubscribed
+from architectures.workers import warn_if_not_checkpointing, warn_if_oversubscribed
 
 
 def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     reporter = reporter or NullReporter()
+    warn_if_not_checkpointing(cfg, "vector_env")
     warn_if_oversubscribed(cfg.num_workers, "env processes plus the acting/learning process")
     # ------------------------------------------------------------------ setup
     torch.set_num_threads(cfg.torch_threads)

@@ -174,6 +174,12 @@ def warn_if_oversubscribed(num_workers: int, what: str) -> None:
                       f"cores, so throughput cannot scale past {cores}", RuntimeWarning, stacklevel=3)
 
 
+def warn_if_not_checkpointing(cfg, architecture: str) -> None:
+    if cfg.checkpoint_every:
+        warnings.warn(f"checkpoint_every={cfg.checkpoint_every}: {architecture} does not checkpoint yet (only "
+                      f"single_env does); a killed run starts again from the beginning", RuntimeWarning, stacklevel=3)
+
+
 def check_weights_flow(status: np.ndarray, pending: np.ndarray, since: np.ndarray, latest: int) -> None:
     """Fail loudly if an actor keeps acting but stops picking up published weights (the silent
     failure TorchRL once had for one worker, pytorch/rl#3587)."""

@@ -158,7 +158,10 @@ def _die_with_parent() -> None:
 
 
 def launch(run: RunSpec, store: FileStore, log_dir: str, quiet: bool) -> int:
-    cmd = [sys.executable, "-m", f"experiments.{run.experiment}", *run.sacred_args(), "--id", run.run_id, "-l", "WARNING",
+    args = run.sacred_args()
+    if run.experiment == "train":  # a killed run resumes from here (architectures that checkpoint)
+        args.append(f"checkpoint_path={os.path.join(store.out, '_checkpoints', run.run_id + '.pt')}")
+    cmd = [sys.executable, "-m", f"experiments.{run.experiment}", *args, "--id", run.run_id, "-l", "WARNING",
            *store.observer_args()]
     env = {**os.environ, "PYTHONWARNINGS": "ignore:pkg_resources is deprecated"}
     os.makedirs(log_dir, exist_ok=True)

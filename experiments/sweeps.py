@@ -87,7 +87,8 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
                  + _grid([("minatar_breakout", a) for a in _ARCHS], [{"total_env_steps": 100_000,
                                                                        "eval_every": 25_000}]),
                  "paper": _grid([("cartpole", a) for a in _ARCHS], [{}])
-                 + _grid([("minatar_breakout", a) for a in _ARCHS], [{}])},
+                 + [Cell(("minatar_breakout", a), {"checkpoint_every": 100_000} if a == "single_env" else {})
+                    for a in _ARCHS]},
           seeds={"small": 3, "paper": 10}),
     Sweep("scaling", "env steps/s and updates/s against workers at utd 0.25, cheap and 1 ms env steps, "
           "with every component's cost recorded for the bound",

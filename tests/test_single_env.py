@@ -110,3 +110,43 @@ def test_training_episodes_are_logged_as_window_means_on_the_log_cadence(tiny_cf
     # each metric in one document, capped at 16 MB).
     assert 0 < len(returns) <= tiny_cfg.total_env_steps // tiny_cfg.log_every
     assert all(s % tiny_cfg.log_every == 0 and v >= 1 for v, s in returns)
+
+
+class _Killed(Exception):
+    pass
+
+
+class KillAt(Recorder):
+    """Stops the run from inside, as a kill would, once it has passed `step`."""
+
+    def __init__(self, step):
+        super().__init__()
+        self.step = step
+
+    def progress(self, env_steps, *args):
+        if env_steps >= self.step:
+            raise _Killed
+
+
+def test_a_resumed_run_ends_exactly_as_an_uninterrupted_one(tiny_cfg, tmp_path):
+    import os
+
+    cfg = tiny_cfg.replace(total_env_steps=2_000, eval_every=500, checkpoint_every=300,
+                           checkpoint_path=str(tmp_path / "run.pt"))
+    whole = Recorder()
+    expected = train(cfg.replace(checkpoint_path=str(tmp_path / "other.pt")), whole)
+    with pytest.raises(_Killed):
+        train(cfg, KillAt(1_400))
+    assert os.path.exists(cfg.checkpoint_path)
+    resumed = Recorder()
+    got = train(cfg, resumed)
+    for key in ("env_steps", "updates", "episodes", "holdout_curve", "final_holdout_return"):
+        assert got[key] == expected[key], key
+    # Per-episode holdout returns at every checkpoint, and every TD loss logged after the resume,
+    # are identical: same weights, same batches, same exploration.
+    assert resumed.holdouts == whole.holdouts
+    resumed_losses = [(s, v) for n, v, s in resumed.scalars if n == "td_loss"]
+    whole_losses = dict((s, v) for n, v, s in whole.scalars if n == "td_loss")
+    assert resumed_losses and all(whole_losses[s] == v for s, v in resumed_losses)
+    assert resumed_losses[0][0] < 2_000 and len(resumed_losses) < len(whole_losses)  # it did resume mid-run
+    assert not os.path.exists(cfg.checkpoint_path)  # a finished run leaves no checkpoint behind

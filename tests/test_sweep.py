@@ -14,7 +14,7 @@ from experiments.sweeps import SWEEPS, Cell, Sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(total_env_steps=2_000, eval_every=1_000, eval_episodes=2, learning_starts=300, hidden_sizes=[16],
-            buffer_size=2_000, batch_size=16, log_every=500)
+            buffer_size=2_000, batch_size=16, log_every=500, checkpoint_every=300)
 # A three-run sweep, registered in the child process that runs it.
 TINY_SWEEP = (
     "import sys; from experiments.sweeps import SWEEPS, Sweep, Cell; "
@@ -88,11 +88,13 @@ def test_a_sweep_killed_mid_run_resumes_and_counts_every_run_once(tmp_path):
     cmd = [sys.executable, "-c", TINY_SWEEP, "tiny", "--out", str(out)]
     first = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 90
-    # Wait until one run is COMPLETED and the next one has started, then kill the sweep outright.
+    # Wait until one run is COMPLETED and the next one has written a checkpoint, then kill the
+    # sweep outright.
     while time.monotonic() < deadline:
         found = _statuses(out) if out.exists() else {}
-        if sum(r["status"] == "COMPLETED" for r in found.values()) >= 1 and any(
-                r["status"] == "RUNNING" for r in found.values()):
+        running = [k for k, r in found.items() if r["status"] == "RUNNING"]
+        if sum(r["status"] == "COMPLETED" for r in found.values()) >= 1 and running and (
+                out / "_checkpoints" / f"{running[0]}.pt").exists():
             break
         time.sleep(0.05)
     else:
@@ -108,7 +110,10 @@ def test_a_sweep_killed_mid_run_resumes_and_counts_every_run_once(tmp_path):
     assert len(found) == 3 and all(r["status"] == "COMPLETED" for r in found.values())
     for run_id, start in completed_before.items():
         assert found[run_id]["start_time"] == start  # completed runs were not run again
+    resumed = [r for k, r in found.items() if k == running[0]][0]
+    assert resumed["result"]["resumed_from_env_steps"] >= 300  # it continued from its checkpoint
     assert len(os.listdir(out / "_incomplete")) == 1  # the killed run, set aside, not counted
+    assert os.listdir(out / "_checkpoints") == []  # finished runs leave no checkpoint behind
 
 
 class _FakeMongoStore(sweep_mod.MongoStore):
