@@ -245,10 +245,16 @@ def main(argv: list[str] | None = None) -> int:
         done = index
         eta = (time.monotonic() - started) / done * (len(todo) - done) if done else minutes * 60 * len(todo) / max(
             1, len(landed))
-        print(f"[{index + 1}/{len(todo)}] {run.run_id}: {run.label()}  (ETA {eta / 60:.1f} min)", file=sys.stderr,
-              flush=True)
-        store.clear_incomplete(run.run_id)
-        code = launch(run, store, log_dir, quiet=args.jobs > 1)
+        filled = round(20 * done / max(1, len(todo)))
+        print(f"[{'#' * filled}{'.' * (20 - filled)}] run {index + 1}/{len(todo)}, ETA {eta / 60:.1f} min: "
+              f"{run.run_id} {run.label()}", file=sys.stderr, flush=True)
+        try:
+            store.clear_incomplete(run.run_id)
+            code = launch(run, store, log_dir, quiet=args.jobs > 1)
+        except OSError as err:  # e.g. the disk filled up between runs
+            print(f"run {run.run_id} could not start: {err}", file=sys.stderr, flush=True)
+            failed.append(run.run_id)
+            return
         if code != 0:
             failed.append(run.run_id)
             print(f"run {run.run_id} failed (exit {code}); log: {os.path.join(log_dir, run.run_id + '.log')}",

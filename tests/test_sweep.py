@@ -192,3 +192,45 @@ def test_device_sweep_skips_cuda_runs_without_cuda(tmp_path):
     if not torch.cuda.is_available():
         assert "no CUDA on this machine" in proc.stderr and "device=cuda" not in proc.stdout
     assert "device=cpu" in proc.stdout
+
+
+def test_a_full_disk_fails_clearly_and_leaves_completed_runs_intact(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8M", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root): no full-disk test")
+    try:
+        out = disk / "out"
+        cmd = [sys.executable, "-c", TINY_SWEEP, "tiny", "--out", str(out)]
+        first = subprocess.run([*cmd, "--seeds", "1"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert first.returncode == 0, first.stderr[-2000:]
+        (run_id,) = _statuses(out)
+        before = (out / run_id / "run.json").read_bytes()
+        with open(disk / "filler", "wb") as f:  # fill the disk to the last byte
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError:
+                pass
+        second = subprocess.run([*cmd, "--seeds", "2"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert second.returncode != 0 and "No space left on device" in second.stderr, second.stderr[-2000:]
+        assert "Traceback" not in second.stderr
+        assert (out / run_id / "run.json").read_bytes() == before  # the completed run is untouched
+        assert list(_statuses(out)) == [run_id]
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_a_failing_run_is_named_and_the_others_still_complete(tmp_path):
+    code = TINY_SWEEP.replace(
+        "'small': [Cell(('cartpole', 'single_env'), {TINY!r})]".format(TINY=TINY),
+        "'small': [Cell(('cartpole', 'single_env'), {TINY!r}), Cell(('cartpole',), dict({TINY!r}, lr=-1.0))]".format(
+            TINY=TINY))
+    assert code != TINY_SWEEP
+    proc = subprocess.run([sys.executable, "-c", code, "tiny", "--seeds", "1", "--out", str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "failed (exit 2)" in proc.stderr and "_logs" in proc.stderr and "rerun the same command" in proc.stderr
+    assert [r["status"] for r in _statuses(tmp_path).values()] == ["COMPLETED"]
