@@ -14,6 +14,7 @@ ARCHITECTURES: dict[str, str] = {
     "single_env": "architectures.single_env",
     "actor_learner": "architectures.actor_learner",
     "vector_env": "architectures.vector_env",
+    "hogwild": "architectures.hogwild",
 }
 
 

@@ -37,7 +37,8 @@ from architectures.results import run_result
 from architectures.shared import (DONE, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks, TransitionRing,
                                   WeightChannel, attach)
 from architectures.workers import (Waiter, WorkerPool, check_weights_flow, run_worker,
-                                   warn_if_not_checkpointing, warn_if_oversubscribed, worker_fault)
+                                   misbehave, warn_if_not_checkpointing, warn_if_oversubscribed,
+                                   worker_fault)
 
 RING_CAPACITY = 4096
 """Transitions an actor may hand off before the learner drains them (then the actor waits)."""
@@ -112,7 +113,7 @@ def _act(index, cfg, arrays, ring_lock, weight_lock, parent_pid, param_shapes) -
                 wait_s += waiter.until(lambda: ratio.target_updates(int(all_steps.sum()))
                                        - control[Control.LEARNER_VERSION] <= slack_updates)
             if fault and steps >= fault[1]:
-                _misbehave(fault[0], status)
+                misbehave(fault[0])
             # -------------------------------------------------------------- syncing (pull weights, after any wait)
             t1 = perf()
             if not (fault and fault[0] == "freeze_weights" and steps >= fault[1]):
@@ -174,16 +175,6 @@ def _priority(policy: GreedyPolicy, t, cfg: DQNConfig) -> float:
     """Ape-X's initial priority: |n-step TD error| under the actor's local network."""
     bootstrap = float(policy.q_values(t.next_obs).max()) if t.discount > 0 else 0.0
     return abs(t.reward + t.discount * bootstrap - float(policy.q_values(t.obs)[t.action]))
-
-
-def _misbehave(kind: str, status) -> None:
-    """Fault injection for the failure-handling tests (see workers.FAULT_ENV)."""
-    if kind == "crash":
-        raise RuntimeError("injected crash (PDQN_FAULT)")
-    if kind == "kill":
-        os.kill(os.getpid(), 9)
-    if kind == "hang":
-        time.sleep(3600)
 
 
 # ============================================================================== the learner (main process)

@@ -103,6 +103,12 @@ class DQNConfig:
     actor_epsilons: str = "schedule"
     """actor_learner: `schedule` (every actor follows eps_start -> eps_end on the global env step)
     or `apex` (fixed per-actor epsilons 0.4 ** (1 + 7 i / (N - 1)), Horgan et al. 2018)."""
+    hogwild_lock: bool = False
+    """hogwild: wrap every optimizer step in one cross-process lock (the comparison for
+    "do workers' updates overwrite each other?"); false is lock-free Hogwild!."""
+    optimizer_state: str = "shared"
+    """hogwild: `shared` (one Adam state in shared memory, created before the workers start) or
+    `per_worker` (each worker keeps its own Adam moments for the shared parameters)."""
     worker_timeout_s: float = 60.0
     """Seconds a worker may make no progress (no env step, no wait-loop heartbeat) before the
     run fails naming it as hung; a worker that dies is reported within a fraction of a second."""
@@ -169,7 +175,7 @@ _INT_FIELDS = {"seed", "total_env_steps", "buffer_size", "batch_size", "learning
                "target_update_period", "eps_decay_steps", "eval_every", "eval_episodes",
                "torch_threads", "num_workers", "log_every", "weight_sync_period",
                "utd_slack_steps", "checkpoint_every"}
-_BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad", "prioritized", "checkpoint_replay"}
+_BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad", "prioritized", "checkpoint_replay", "hogwild_lock"}
 
 
 def _coerce(key: str, annotation: Any, value: Any) -> Any:
@@ -227,6 +233,7 @@ def _validate(c: DQNConfig) -> None:
     need(c.loss in ("huber", "mse"), "loss", "one of 'huber', 'mse'")
     need(c.checkpoint_every == 0 or bool(c.checkpoint_path), "checkpoint_every",
          "0 unless checkpoint_path names a file")
+    need(c.optimizer_state in ("shared", "per_worker"), "optimizer_state", "one of 'shared', 'per_worker'")
     need(c.actor_epsilons in ("schedule", "apex"), "actor_epsilons", "one of 'schedule', 'apex'")
     need(math.isfinite(c.worker_timeout_s) and c.worker_timeout_s > 0, "worker_timeout_s", "a number of seconds > 0")
     for key in ("priority_alpha", "priority_beta"):

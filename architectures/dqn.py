@@ -138,14 +138,20 @@ class MLPGradient:
 class DQNLearner:
     """Owns the online and target networks and the optimizer; `version` counts updates."""
 
-    def __init__(self, online: nn.Module, cfg: DQNConfig):
+    def __init__(self, online: nn.Module, cfg: DQNConfig, target: nn.Module | None = None,
+                 optimizer_state: dict | None = None):
+        """`target` and `optimizer_state` (FusedAdam's exp_avgs, exp_avg_sqs, steps) let several
+        processes share one target network and one Adam state (hogwild); by default each is new."""
         self.cfg = cfg
         self.device = torch.device(cfg.device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise ValueError("device: 'cuda' requested but torch.cuda.is_available() is False")
         self.online = online.to(self.device)
-        self.target = copy.deepcopy(online).requires_grad_(False)
+        self.target = copy.deepcopy(online).requires_grad_(False) if target is None else target
         self.optimizer = FusedAdam(list(self.online.parameters()), lr=cfg.lr, eps=cfg.adam_eps)
+        if optimizer_state is not None:  # use the given tensors themselves, not copies
+            for key in ("exp_avgs", "exp_avg_sqs", "steps"):
+                setattr(self.optimizer, key, list(optimizer_state[key]))
         self._online_params = list(self.online.parameters())
         self._target_params = list(self.target.parameters())
         self.version = 0  # learner updates done = parameter version
@@ -161,6 +167,12 @@ class DQNLearner:
 
         `last_q_taken` keeps this batch's Q(s, a) as a tensor: reading its mean costs a sync, so
         callers read it at their logging cadence instead of after every update."""
+        loss = self.compute_gradient(batch)
+        self.apply_gradient()
+        return loss
+
+    def compute_gradient(self, batch: dict[str, np.ndarray]) -> float:
+        """Set every parameter's .grad for the TD loss on `batch` (reads the parameters only)."""
         cfg, put = self.cfg, self._put
         obs = put(batch["obs"])                                                       # (B, *obs)
         next_obs = put(batch["next_obs"])                                             # (B, *obs)
@@ -188,14 +200,18 @@ class DQNLearner:
             loss.backward()
         if cfg.max_grad_norm > 0:
             clip_grad_norm(self._online_params, cfg.max_grad_norm)
-        self.optimizer.step()
-        self.version += 1
-        if self.version % cfg.target_update_period == 0:
-            self.sync_target()
         self.last_q_taken = q_taken.detach()  # (B,)
         if weights is not None:  # new priorities for the sampled rows
             self.last_td_abs = (self.last_q_taken - td_target).abs_()                 # (B,)
         return float(loss.detach())
+
+    def apply_gradient(self, sync_target: bool = True) -> None:
+        """Adam step with the gradient `compute_gradient` left (the only parameter write); the
+        target syncs every target_update_period versions unless the caller schedules it."""
+        self.optimizer.step()
+        self.version += 1
+        if sync_target and self.version % self.cfg.target_update_period == 0:
+            self.sync_target()
 
     @torch.no_grad()
     def sync_target(self) -> None:

@@ -36,6 +36,10 @@ STATUS_DTYPE = np.dtype([
     ("weights_version", np.int64), ("weight_fetches", np.int64), ("parked", np.int64), ("state", np.int64),
     ("t_env_step", np.float64), ("t_act", np.float64), ("t_n_step", np.float64), ("t_handoff", np.float64),
     ("t_wait", np.float64), ("t_weight_sync", np.float64), ("pid", np.int64), ("heartbeat", np.int64),
+    # hogwild workers: their updates, how many overlapped another worker's write, the updates
+    # other workers applied while this one computed its gradient, loss sum, learner time
+    ("updates", np.int64), ("overlaps", np.int64), ("version_gap_sum", np.int64), ("loss_sum", np.float64),
+    ("t_sample", np.float64), ("t_gradient", np.float64), ("t_apply", np.float64), ("adam_steps", np.float64),
 ], align=True)
 STATUS_DTYPE = np.dtype({"names": STATUS_DTYPE.names, "formats": [STATUS_DTYPE.fields[n][0] for n in STATUS_DTYPE.names],
                          "offsets": [STATUS_DTYPE.fields[n][1] for n in STATUS_DTYPE.names],

@@ -38,6 +38,16 @@ WEIGHTS_STALE_STEPS = 1_000
 """Env steps an actor may take after a publication without picking it up before the run fails."""
 
 
+def misbehave(kind: str) -> None:
+    """Fault injection for the failure-handling tests (see workers.FAULT_ENV)."""
+    if kind == "crash":
+        raise RuntimeError("injected crash (PDQN_FAULT)")
+    if kind == "kill":
+        os.kill(os.getpid(), 9)
+    if kind == "hang":
+        time.sleep(3600)
+
+
 class WorkerFailed(RuntimeError):
     """A worker process died, raised, hung, or stopped receiving weights."""
 

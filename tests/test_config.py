@@ -31,6 +31,7 @@ BAD_VALUES = [
     ("env_id", "MinAtar/NoSuchGame-v1", "unknown gymnasium id"),
     ("device", "tpu", "cpu"),
     ("weight_sync_period", 0, ">= 1"),
+    ("optimizer_state", "global", "'shared', 'per_worker'"),
     ("utd_slack_steps", -1, ">= 0"),
     ("actor_epsilons", "greedy", "'schedule', 'apex'"),
     ("worker_timeout_s", 0.0, "> 0"),

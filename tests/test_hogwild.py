@@ -1,0 +1,44 @@
+"""hogwild: shared parameters, the lock switch, which Adam state is in force, and failures."""
+
+import pytest
+
+from architectures import hogwild, workers
+from architectures.workers import FAULT_ENV, WorkerFailed
+from tests.test_actor_learner import assert_clean, small_cfg
+
+
+def test_lock_free_workers_share_one_network_and_their_writes_overlap():
+    r = hogwild.train(small_cfg(total_env_steps=8_000, eval_every=4_000))
+    assert r["env_steps"] == 8_000 and r["hogwild_lock"] is False
+    assert r["realised_utd"] == pytest.approx(0.25, rel=0.02)
+    assert sum(r["worker_updates"]) == r["updates"] and min(r["worker_updates"]) > 0
+    assert [c["env_steps"] for c in r["holdout_curve"]] == [4_000, 8_000]
+    if workers.available_cores() >= 2:  # two workers really run at once only with two cores
+        assert r["overlap_fraction"] > 0
+    assert r["mean_version_gap"] > 0  # the other worker's updates land while one computes
+    # One shared Adam state: it counted every worker's steps (a racy counter may lose a few), and
+    # the last worker to finish saw more steps than it took itself.
+    assert 0.9 * r["updates"] <= r["shared_adam_steps"] <= r["updates"]
+    assert max(r["worker_adam_steps"]) > max(r["worker_updates"])
+    assert_clean()
+
+
+def test_the_lock_removes_every_overlap():
+    r = hogwild.train(small_cfg(total_env_steps=4_000, eval_every=4_000, hogwild_lock=True))
+    assert r["overlap_fraction"] == 0.0
+    assert r["shared_adam_steps"] == r["updates"]  # under the lock no step is lost
+    assert_clean()
+
+
+def test_per_worker_optimizer_state_is_private_to_each_worker():
+    r = hogwild.train(small_cfg(total_env_steps=4_000, eval_every=4_000, optimizer_state="per_worker"))
+    assert r["shared_adam_steps"] is None
+    assert r["worker_adam_steps"] == [float(u) for u in r["worker_updates"]]  # each counted only its own
+    assert_clean()
+
+
+def test_a_crashing_worker_fails_the_run_naming_it(monkeypatch):
+    monkeypatch.setenv(FAULT_ENV, "1:crash:500")
+    with pytest.raises(WorkerFailed, match=r"worker 1 \(pid \d+\)"):
+        hogwild.train(small_cfg(total_env_steps=20_000, worker_timeout_s=5.0))
+    assert_clean()
