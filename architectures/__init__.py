@@ -15,6 +15,7 @@ ARCHITECTURES: dict[str, str] = {
     "actor_learner": "architectures.actor_learner",
     "vector_env": "architectures.vector_env",
     "hogwild": "architectures.hogwild",
+    "high_utd": "architectures.high_utd",
 }
 
 

@@ -103,6 +103,11 @@ class DQNConfig:
     actor_epsilons: str = "schedule"
     """actor_learner: `schedule` (every actor follows eps_start -> eps_end on the global env step)
     or `apex` (fixed per-actor epsilons 0.4 ** (1 + 7 i / (N - 1)), Horgan et al. 2018)."""
+    reset_period: int = 0
+    """high_utd: learner updates between parameter resets (Nikishin et al. 2022); 0 disables."""
+    reset_layers: str = "last"
+    """high_utd: what a reset re-initialises, online and target alike, with its Adam moments:
+    `last` (the output layer) or `all` (the whole network)."""
     hogwild_lock: bool = False
     """hogwild: wrap every optimizer step in one cross-process lock (the comparison for
     "do workers' updates overwrite each other?"); false is lock-free Hogwild!."""
@@ -174,7 +179,7 @@ def describe() -> dict[str, str]:
 _INT_FIELDS = {"seed", "total_env_steps", "buffer_size", "batch_size", "learning_starts", "n_step",
                "target_update_period", "eps_decay_steps", "eval_every", "eval_episodes",
                "torch_threads", "num_workers", "log_every", "weight_sync_period",
-               "utd_slack_steps", "checkpoint_every"}
+               "utd_slack_steps", "checkpoint_every", "reset_period"}
 _BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad", "prioritized", "checkpoint_replay", "hogwild_lock"}
 
 
@@ -213,7 +218,8 @@ def _validate(c: DQNConfig) -> None:
                 "eval_every", "torch_threads", "num_workers", "log_every", "weight_sync_period"):
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 1, key, "an integer >= 1")
-    for key in ("learning_starts", "eps_decay_steps", "eval_episodes", "seed", "utd_slack_steps", "checkpoint_every"):
+    for key in ("learning_starts", "eps_decay_steps", "eval_episodes", "seed", "utd_slack_steps", "checkpoint_every",
+                "reset_period"):
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 0, key, "an integer >= 0")
     need(c.learning_starts <= c.total_env_steps, "learning_starts",
@@ -233,6 +239,7 @@ def _validate(c: DQNConfig) -> None:
     need(c.loss in ("huber", "mse"), "loss", "one of 'huber', 'mse'")
     need(c.checkpoint_every == 0 or bool(c.checkpoint_path), "checkpoint_every",
          "0 unless checkpoint_path names a file")
+    need(c.reset_layers in ("last", "all"), "reset_layers", "one of 'last', 'all'")
     need(c.optimizer_state in ("shared", "per_worker"), "optimizer_state", "one of 'shared', 'per_worker'")
     need(c.actor_epsilons in ("schedule", "apex"), "actor_epsilons", "one of 'schedule', 'apex'")
     need(math.isfinite(c.worker_timeout_s) and c.worker_timeout_s > 0, "worker_timeout_s", "a number of seconds > 0")

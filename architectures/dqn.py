@@ -157,6 +157,8 @@ class DQNLearner:
         self.version = 0  # learner updates done = parameter version
         self.last_q_taken: torch.Tensor | None = None
         self.last_td_abs: torch.Tensor | None = None  # |TD error| of the last weighted batch
+        self.last_grad_norm: torch.Tensor | None = None  # global gradient norm before clipping
+        self.resets = 0
         on_cpu = self.device.type == "cpu"
         self._mlp_gradient = MLPGradient(self.online, cfg.loss) if (
             cfg.mlp_fast_grad and on_cpu and MLPGradient.supports(self.online)) else None
@@ -199,7 +201,7 @@ class DQNLearner:
             self.optimizer.zero_grad()
             loss.backward()
         if cfg.max_grad_norm > 0:
-            clip_grad_norm(self._online_params, cfg.max_grad_norm)
+            self.last_grad_norm = clip_grad_norm(self._online_params, cfg.max_grad_norm)  # before clipping
         self.last_q_taken = q_taken.detach()  # (B,)
         if weights is not None:  # new priorities for the sampled rows
             self.last_td_abs = (self.last_q_taken - td_target).abs_()                 # (B,)
@@ -220,6 +222,21 @@ class DQNLearner:
         else:
             torch._foreach_lerp_(self._target_params, self._online_params, self.cfg.target_tau)
 
+    @torch.no_grad()
+    def reset_parameters(self, layers: str, seed: int) -> None:
+        """Re-initialise the output layer (`last`) or every layer (`all`) of the online and target
+        networks to a fresh draw, and zero those parameters' Adam moments (primacy-bias resets).
+        The draw is seeded, so a run with resets is reproducible."""
+        fresh = list(_fresh_like(self.online, seed).parameters())
+        online, target = list(self.online.parameters()), list(self.target.parameters())
+        chosen = range(len(online)) if layers == "all" else range(len(online) - 2, len(online))  # last weight, bias
+        for i in chosen:
+            online[i].copy_(fresh[i])
+            target[i].copy_(fresh[i])
+            self.optimizer.exp_avgs[i].zero_()
+            self.optimizer.exp_avg_sqs[i].zero_()
+        self.resets += 1
+
     def state_dict(self) -> dict:
         return {"online": self.online.state_dict(), "target": self.target.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "version": self.version}
@@ -230,6 +247,18 @@ class DQNLearner:
         self.target.load_state_dict(state["target"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.version = state["version"]
+
+
+def _fresh_like(net: nn.Module, seed: int) -> nn.Module:
+    """A newly initialised copy of `net`'s architecture, drawn from torch's RNG seeded `seed`."""
+    state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    fresh = copy.deepcopy(net)
+    for module in fresh.modules():
+        if hasattr(module, "reset_parameters") and module is not fresh:
+            module.reset_parameters()
+    torch.random.set_rng_state(state)
+    return fresh
 
 
 class EpsilonSchedule:

@@ -31,6 +31,7 @@ NAMED_CONFIGS["single_env"] = dict(architecture="single_env", num_workers=1)
 NAMED_CONFIGS["actor_learner"] = dict(architecture="actor_learner", num_workers=2, weight_sync_period=10,
                                       utd_slack_steps=1_000, actor_epsilons="schedule")
 NAMED_CONFIGS["vector_env"] = dict(architecture="vector_env", num_workers=2)
+NAMED_CONFIGS["high_utd"] = dict(architecture="high_utd", num_workers=1)
 NAMED_CONFIGS["hogwild"] = dict(architecture="hogwild", num_workers=2, hogwild_lock=False, optimizer_state="shared")
 NAMED_CONFIGS["minatar_asterix"] = {**NAMED_CONFIGS["minatar_breakout"], "env_id": "MinAtar/Asterix-v1"}
 NAMED_CONFIGS["minatar_freeway"] = {**NAMED_CONFIGS["minatar_breakout"], "env_id": "MinAtar/Freeway-v1"}

@@ -52,8 +52,13 @@ class RunSpec:
 
 
 def _sacred_value(value) -> str:
-    """A value as Sacred's `with key=value` parses it (strings must not be JSON-quoted twice)."""
-    return value if isinstance(value, str) else json.dumps(value)
+    """A value as Sacred's `with key=value` parses it: Python literals (True, not JSON's true),
+    strings as they are."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return repr(value)
+    return json.dumps(value)
 
 
 _QUIET_KEYS = {"eval_episodes", "log_every", "eval_every", "learning_starts", "eps_decay_steps", "buffer_size"}

@@ -32,6 +32,8 @@ BAD_VALUES = [
     ("device", "tpu", "cpu"),
     ("weight_sync_period", 0, ">= 1"),
     ("optimizer_state", "global", "'shared', 'per_worker'"),
+    ("reset_period", -1, ">= 0"),
+    ("reset_layers", "first", "'last', 'all'"),
     ("utd_slack_steps", -1, ">= 0"),
     ("actor_epsilons", "greedy", "'schedule', 'apex'"),
     ("worker_timeout_s", 0.0, "> 0"),

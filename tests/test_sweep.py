@@ -234,3 +234,29 @@ def test_a_failing_run_is_named_and_the_others_still_complete(tmp_path):
     assert proc.returncode == 1
     assert "failed (exit 2)" in proc.stderr and "_logs" in proc.stderr and "rerun the same command" in proc.stderr
     assert [r["status"] for r in _statuses(tmp_path).values()] == ["COMPLETED"]
+
+
+@pytest.mark.parametrize("value, text", [(True, "True"), (False, "False"), (0.25, "0.25"), (2, "2"),
+                                         ([64, 64], "[64, 64]"), ("apex", "apex")])
+def test_values_reach_sacred_as_python_literals(value, text):
+    run = sweep_mod.RunSpec("x", "single_env", ("cartpole",), {"key": value}, 1)
+    assert f"key={text}" in run.sacred_args()
+
+
+def test_every_cell_of_every_sweep_is_a_valid_config():
+    """Catches a sweep that would fail run after run (a JSON `true`, a misspelt key) before it starts."""
+    from architectures.config import DQNConfig
+    from experiments.configs import NAMED_CONFIGS
+
+    for sweep in SWEEPS.values():
+        if sweep.experiment != "train":
+            continue
+        for cells in sweep.cells.values():
+            for cell in cells:
+                values = {}
+                for name in cell.named:
+                    values.update(NAMED_CONFIGS[name])
+                values.update(cell.updates)
+                values.pop("architecture", None)
+                values["checkpoint_path"] = "run.pt"  # the runner gives every train run one
+                DQNConfig.from_dict(values)
