@@ -244,12 +244,14 @@ def main(argv: list[str] | None = None) -> int:
     log_dir = os.path.join(out, "_logs")
     started = time.monotonic()
     failed: list[str] = []
+    finished = [0]  # runs ended so far (a list: the worker threads update it)
+    estimate_s = minutes * 60 / max(1, len(landed))  # per run, from the sweep's estimate
 
     def run_one(index_run: tuple[int, RunSpec]) -> None:
         index, run = index_run
-        done = index
-        eta = (time.monotonic() - started) / done * (len(todo) - done) if done else minutes * 60 * len(todo) / max(
-            1, len(landed))
+        done = finished[0]
+        per_run = (time.monotonic() - started) * args.jobs / done if done else estimate_s
+        eta = per_run * (len(todo) - done) / args.jobs
         filled = round(20 * done / max(1, len(todo)))
         print(f"[{'#' * filled}{'.' * (20 - filled)}] run {index + 1}/{len(todo)}, ETA {eta / 60:.1f} min: "
               f"{run.run_id} {run.label()}", file=sys.stderr, flush=True)
@@ -260,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {run.run_id} could not start: {err}", file=sys.stderr, flush=True)
             failed.append(run.run_id)
             return
+        finally:
+            finished[0] += 1
         if code != 0:
             failed.append(run.run_id)
             print(f"run {run.run_id} failed (exit {code}); log: {os.path.join(log_dir, run.run_id + '.log')}",

@@ -59,10 +59,15 @@ def _scaling(steps_by_cost: dict[float, int], workers: list[int]) -> list[Cell]:
 
 
 def _utd_grid(steps: int) -> list[Cell]:
-    mitigations = {"none": {}, "layer_norm": {"layer_norm": True}, "resets": {"reset_period": 2_000},
-                   "both": {"layer_norm": True, "reset_period": 2_000}}
+    # Resets every 10k env steps' worth of updates, whatever the ratio: a first try with a fixed
+    # 2,000 updates reset CartPole's output layer every 500 env steps at utd 4 and wrecked it.
+    def mitigations(utd: float) -> dict[str, dict]:
+        period = int(10_000 * utd)
+        return {"none": {}, "layer_norm": {"layer_norm": True}, "resets": {"reset_period": period},
+                "both": {"layer_norm": True, "reset_period": period}}
+
     return [Cell(("cartpole", "high_utd"), dict(utd=utd, total_env_steps=steps, eval_every=5_000, **m))
-            for utd in (1.0, 4.0, 16.0) for m in mitigations.values()]
+            for utd in (1.0, 4.0, 16.0) for m in mitigations(utd).values()]
 
 
 _NETWORKS = ("cartpole_mlp", "minatar_conv", "wide_mlp")
