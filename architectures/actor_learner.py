@@ -35,7 +35,7 @@ from architectures.networks import GreedyPolicy, build_q_network
 from architectures.replay import NStepAdder, make_replay, transition_dtype
 from architectures.results import run_result
 from architectures.shared import (DONE, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks, TransitionRing,
-                                  WeightChannel, attach)
+                                  WeightChannel)
 from architectures.workers import (Waiter, WorkerPool, check_weights_flow, run_worker,
                                    misbehave, warn_if_not_checkpointing, warn_if_oversubscribed,
                                    worker_fault)
@@ -64,15 +64,8 @@ def actor_epsilon(cfg: DQNConfig, index: int):
 # ============================================================================== acting (actor process)
 def _actor(index: int, cfg: DQNConfig, specs: dict, ring_lock, weight_lock, errors, parent_pid: int,
            param_shapes: list[tuple]) -> None:
-    arrays, segments = attach(specs)
-    arrays["status"][index]["pid"] = os.getpid()
-    try:
-        run_worker("actor", index, lambda: _act(index, cfg, arrays, ring_lock, weight_lock, parent_pid, param_shapes),
-                   arrays["status"][index], errors, parent_pid)
-    finally:
-        arrays.clear()  # drop our views so the segments can be unmapped now
-        for segment in segments:
-            segment.close()
+    run_worker("actor", index, specs, errors,
+               lambda arrays: _act(index, cfg, arrays, ring_lock, weight_lock, parent_pid, param_shapes))
 
 
 def _act(index, cfg, arrays, ring_lock, weight_lock, parent_pid, param_shapes) -> None:

@@ -38,7 +38,7 @@ from architectures.metrics import NullReporter, Reporter, Stopwatch, Timers
 from architectures.networks import GreedyPolicy, build_q_network
 from architectures.replay import NStepAdder, make_replay
 from architectures.results import run_result
-from architectures.shared import DONE, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks, attach
+from architectures.shared import DONE, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks
 from architectures.workers import (Waiter, WorkerPool, misbehave, run_worker, warn_if_not_checkpointing,
                                    warn_if_oversubscribed, worker_fault)
 
@@ -48,15 +48,8 @@ WORKER_TIMES = ("env_step", "act", "sample", "gradient", "apply", "wait")
 # ============================================================================== a worker: acting and learning
 def _worker(index: int, cfg: DQNConfig, specs: dict, online, target, optimizer_state, lock, errors,
             parent_pid: int) -> None:
-    arrays, segments = attach(specs)
-    arrays["status"][index]["pid"] = os.getpid()
-    try:
-        run_worker("worker", index, lambda: _act_and_learn(index, cfg, arrays, online, target, optimizer_state, lock,
-                                                           parent_pid), arrays["status"][index], errors, parent_pid)
-    finally:
-        arrays.clear()
-        for segment in segments:
-            segment.close()
+    run_worker("worker", index, specs, errors, lambda arrays: _act_and_learn(
+        index, cfg, arrays, online, target, optimizer_state, lock, parent_pid))
 
 
 def _act_and_learn(index, cfg, arrays, online, target, optimizer_state, lock, parent_pid) -> None:

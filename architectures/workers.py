@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from architectures.shared import DONE, FAILED, Control
+from architectures.shared import DONE, FAILED, RUNNING, Control, attach
 
 FAULT_ENV = "PDQN_FAULT"
 """Test hook: "<worker>:<kind>:<env_step>" makes one worker misbehave on purpose
@@ -64,17 +64,26 @@ def worker_fault(index: int) -> tuple[str, int] | None:
     return (kind, int(step)) if int(worker) == index else None
 
 
-def run_worker(role: str, index: int, body: Callable[[], None], status_row, errors, parent_pid: int) -> None:
-    """Call `body` in a worker process with the signal and error handling described above."""
+def run_worker(role: str, index: int, specs: dict, errors, body: Callable[[dict], None]) -> None:
+    """In a worker process: map the run's shared blocks, call `body(arrays)` with the signal and
+    error handling described above, and unmap them again."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    arrays, segments = attach(specs)
+    status_row = arrays["status"][index]
+    status_row["pid"] = os.getpid()
     try:
-        body()
+        body(arrays)
     except Stopped:
         pass
     except BaseException:  # noqa: BLE001 - report everything, then exit non-zero
         status_row["state"] = FAILED
         errors.put((index, f"{role} {index} (pid {os.getpid()}) raised:\n{traceback.format_exc()}"))
         raise SystemExit(1)
+    finally:
+        del status_row
+        arrays.clear()  # drop our views so the segments can be unmapped now
+        for segment in segments:
+            segment.close()
 
 
 class Waiter:
@@ -135,7 +144,8 @@ class WorkerPool:
             if proc.exitcode is not None and int(row["state"]) != DONE:
                 raise WorkerFailed(self._death_message(index, proc))
             progress = (int(row["env_steps"]), int(row["heartbeat"]))
-            if int(row["state"]) == DONE or progress != tuple(self._progress[index]):
+            # Only a running worker can hang; start-up has its own, longer timeout (wait_until).
+            if int(row["state"]) != RUNNING or progress != tuple(self._progress[index]):
                 self._progress[index] = progress
                 self._progress_time[index] = now
             elif now - self._progress_time[index] > self.timeout_s:
