@@ -87,3 +87,11 @@ def test_minatar_ids_are_registered_on_demand():
 def test_round_trip_through_dict():
     cfg = DQNConfig(hidden_sizes=(8,), utd=2.0)
     assert DQNConfig.from_dict(cfg.to_dict()) == cfg
+
+
+def test_the_readme_documents_every_config_key():
+    import os
+
+    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")) as f:
+        readme = f.read()
+    assert [key for key in describe() if f"| `{key}` |" not in readme] == []

@@ -260,3 +260,9 @@ def test_every_cell_of_every_sweep_is_a_valid_config():
                 values.pop("architecture", None)
                 values["checkpoint_path"] = "run.pt"  # the runner gives every train run one
                 DQNConfig.from_dict(values)
+
+
+def test_the_readme_names_every_sweep():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    assert [name for name in SWEEPS if f"`{name}`" not in readme] == []
