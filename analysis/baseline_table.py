@@ -14,7 +14,9 @@ import json
 import os
 import sys
 
-COLUMNS = ("run_id", "architecture", "num_workers", "env_id", "seed", "total_env_steps", "final_holdout_return",
+CONFIG_COLUMNS = ("utd", "layer_norm", "reset_period", "hogwild_lock", "env_step_cost_us")
+"""Config keys that tell the runs of one sweep apart, copied into every row."""
+COLUMNS = ("run_id", "architecture", "num_workers", *CONFIG_COLUMNS, "env_id", "seed", "total_env_steps", "final_holdout_return",
            "env_steps_per_sec", "realised_utd", "train_seconds", "cpu_model", "git_commit")
 
 
@@ -40,7 +42,8 @@ def load_completed_runs(folder: str) -> list[dict]:
             continue
         result = run["result"]
         row = {"run_id": run_id, "architecture": result.get("architecture"),
-               "num_workers": config.get("num_workers", 1), "env_id": config["env_id"],
+               "num_workers": config.get("num_workers", 1), **{k: config.get(k) for k in CONFIG_COLUMNS},
+               "env_id": config["env_id"],
                "seed": config["seed"], "total_env_steps": result["env_steps"],
                "final_holdout_return": result["final_holdout_return"],
                "env_steps_per_sec": round(result["env_steps_per_sec"], 1),
