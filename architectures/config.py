@@ -114,6 +114,15 @@ class DQNConfig:
     optimizer_state: str = "shared"
     """hogwild: `shared` (one Adam state in shared memory, created before the workers start) or
     `per_worker` (each worker keeps its own Adam moments for the shared parameters)."""
+    hogwild_replay: str = "local"
+    """hogwild: `local` (each worker keeps its own replay of its own transitions) or `shared`
+    (one replay in shared memory that every worker writes to and samples from)."""
+    backend: str = "local"
+    """actor_learner: `local` (spawned processes and shared memory on this machine) or `ray`
+    (Ray actors, transitions and weights through Ray's object store; `pip install -e .[ray]`)."""
+    ray_address: str = ""
+    """backend=ray: address of a running Ray cluster (`auto`, `ray://host:10001`); empty starts
+    a local Ray instance for the run and shuts it down after."""
     worker_timeout_s: float = 60.0
     """Seconds a worker may make no progress (no env step, no wait-loop heartbeat) before the
     run fails naming it as hung; a worker that dies is reported within a fraction of a second."""
@@ -241,6 +250,8 @@ def _validate(c: DQNConfig) -> None:
          "0 unless checkpoint_path names a file")
     need(c.reset_layers in ("last", "all"), "reset_layers", "one of 'last', 'all'")
     need(c.optimizer_state in ("shared", "per_worker"), "optimizer_state", "one of 'shared', 'per_worker'")
+    need(c.hogwild_replay in ("local", "shared"), "hogwild_replay", "one of 'local', 'shared'")
+    need(c.backend in ("local", "ray"), "backend", "one of 'local', 'ray'")
     need(c.actor_epsilons in ("schedule", "apex"), "actor_epsilons", "one of 'schedule', 'apex'")
     need(math.isfinite(c.worker_timeout_s) and c.worker_timeout_s > 0, "worker_timeout_s", "a number of seconds > 0")
     for key in ("priority_alpha", "priority_beta"):
