@@ -2,8 +2,10 @@
 
 Asynchronous one-step Q-learning (Mnih et al. 2016) in the Hogwild! style (Niu et al. 2011),
 with the suite's replay and update. Same section order as single_env.py; what differs:
-- `num_workers` spawned processes each run their own env and their own replay, and compute
-  DQN gradients against the SHARED online network (torch shared memory);
+- `num_workers` spawned processes each run their own env and compute DQN gradients against
+  the SHARED online network (torch shared memory), sampling from a replay of their own, or
+  from one replay in shared memory that every worker writes to (`hogwild_replay=shared`:
+  shared.SharedReplay, lock-free reads that never see a half-written row);
 - each applies its Adam step straight into the shared parameters, with no lock, or inside one
   cross-process lock with `hogwild_lock=true`, the comparison for "are updates overwritten?";
 - Adam's state is shared (created and moved to shared memory before any worker starts: lazily
@@ -30,15 +32,16 @@ import torch
 import torch.multiprocessing  # noqa: F401 - registers the reductions that pass shared tensors to workers
 
 from architectures.actor_learner import actor_epsilon, worker_quota
-from architectures.config import DQNConfig
+from architectures.config import ConfigError, DQNConfig
+from architectures.diagnostics import shares
 from architectures.dqn import DQNLearner, FusedAdam, UpdateRatio
 from architectures.envs import make_env, training_episode_seeds
 from architectures.evaluation import HoldoutEvaluator, checkpoint_steps
 from architectures.metrics import NullReporter, Reporter, Stopwatch, Timers
 from architectures.networks import GreedyPolicy, build_q_network
-from architectures.replay import NStepAdder, make_replay
+from architectures.replay import NStepAdder, make_replay, transition_dtype
 from architectures.results import run_result
-from architectures.shared import DONE, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks
+from architectures.shared import DONE, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks, SharedReplay
 from architectures.workers import (Waiter, WorkerPool, misbehave, run_worker, warn_if_not_checkpointing,
                                    warn_if_oversubscribed, worker_fault)
 
@@ -46,13 +49,13 @@ WORKER_TIMES = ("env_step", "act", "sample", "gradient", "apply", "wait")
 
 
 # ============================================================================== a worker: acting and learning
-def _worker(index: int, cfg: DQNConfig, specs: dict, online, target, optimizer_state, lock, errors,
+def _worker(index: int, cfg: DQNConfig, specs: dict, online, target, optimizer_state, lock, replay_lock, errors,
             parent_pid: int) -> None:
     run_worker("worker", index, specs, errors, lambda arrays: _act_and_learn(
-        index, cfg, arrays, online, target, optimizer_state, lock, parent_pid))
+        index, cfg, arrays, online, target, optimizer_state, lock, replay_lock, parent_pid))
 
 
-def _act_and_learn(index, cfg, arrays, online, target, optimizer_state, lock, parent_pid) -> None:
+def _act_and_learn(index, cfg, arrays, online, target, optimizer_state, lock, replay_lock, parent_pid) -> None:
     # ------------------------------------------------------------------ setup
     torch.set_num_threads(1)
     status, control = arrays["status"][index], Control(arrays["control"])
@@ -64,8 +67,11 @@ def _act_and_learn(index, cfg, arrays, online, target, optimizer_state, lock, pa
     learner = DQNLearner(online, cfg, target=target, optimizer_state=optimizer_state)  # per_worker: state is None
     act_seed, replay_seed = np.random.SeedSequence(cfg.seed).spawn(2)
     policy = GreedyPolicy(online, np.random.default_rng(act_seed.spawn(cfg.num_workers)[index]))
-    replay = make_replay(cfg.replace(buffer_size=max(1, cfg.buffer_size // cfg.num_workers)),
-                         env.observation_space.shape, env.observation_space.dtype)  # this worker's own
+    if cfg.hogwild_replay == "shared":  # one ring, every worker's rows, in shared memory
+        replay = SharedReplay(arrays["replay_data"], arrays["replay_seq"], arrays["replay_counters"], replay_lock)
+    else:  # this worker's own
+        replay = make_replay(cfg.replace(buffer_size=max(1, cfg.buffer_size // cfg.num_workers)),
+                             env.observation_space.shape, env.observation_space.dtype)
     replay_rng = np.random.default_rng(replay_seed.spawn(cfg.num_workers)[index])
     adder = NStepAdder(cfg.n_step, cfg.gamma, source=index)
     epsilon = actor_epsilon(cfg, index)
@@ -139,6 +145,8 @@ def _act_and_learn(index, cfg, arrays, online, target, optimizer_state, lock, pa
                 _publish_times(status, times)
         # ------------------------------------------------------------------ park at the checkpoint
         _publish_times(status, times)
+        if cfg.hogwild_replay == "shared":
+            status["replay_resampled"], status["replay_write_waits"] = replay.resampled, replay.write_waits
         status["env_steps"] = steps
         status["parked"] = checkpoint + 1
         if checkpoint + 1 < len(stops):
@@ -158,11 +166,14 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     reporter = reporter or NullReporter()
     warn_if_not_checkpointing(cfg, "hogwild")
     warn_if_oversubscribed(cfg.num_workers, "worker processes")
+    if cfg.hogwild_replay == "shared" and cfg.prioritized:
+        raise ConfigError("hogwild_replay: 'shared' samples uniformly; prioritized=true needs 'local' (got 'shared')")
     # ------------------------------------------------------------------ setup
     torch.set_num_threads(cfg.torch_threads)
     started = time.perf_counter()
     probe = make_env(cfg.env_id)
     obs_shape, num_actions = probe.observation_space.shape, int(probe.action_space.n)
+    record = transition_dtype(obs_shape, probe.observation_space.dtype)
     probe.close()
     n = cfg.num_workers
     online = build_q_network(obs_shape, num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed).share_memory()
@@ -181,9 +192,12 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         blocks.allocate("in_flight", (n, 8), np.int64)
         blocks.allocate("target_epoch", (8,), np.int64)
         pool = WorkerPool("worker", status, control, cfg.worker_timeout_s)
-        lock = pool.ctx.Lock()
-        pool.start(_worker, lambda i: (cfg, blocks.specs, online, target, optimizer_state, lock, pool.errors,
-                                       os.getpid()))
+        lock, replay = pool.ctx.Lock(), None
+        if cfg.hogwild_replay == "shared":  # one ring for every worker, its lock only for reserving slots
+            replay = SharedReplay(**SharedReplay.allocate(blocks, "replay", cfg.buffer_size, record),
+                                  lock=pool.ctx.Lock())
+        pool.start(_worker, lambda i: (cfg, blocks.specs, online, target, optimizer_state, lock,
+                                       replay and replay.lock, pool.errors, os.getpid()))
         pool.wait_until(lambda: bool((status["state"] >= READY).all()), "the workers to start",
                         max(120.0, cfg.worker_timeout_s))
         startup_seconds = time.perf_counter() - started
@@ -214,13 +228,15 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         train_seconds = clock.elapsed()
         pool.wait_until(lambda: bool((status["state"] == DONE).all()), "the workers to finish", 30.0)
         final = status.copy()
+        replay_shares = shares(replay.data["source"][:replay.size], n) if replay else None  # whose rows it holds
         adam_steps = float(optimizer_state["steps"][0]) if optimizer_state is not None else None
     finally:
         if pool is not None:
             pool.stop()
         blocks.close()
         evaluator.close()
-    return _summary(cfg, evaluator, timers, final, global_steps, train_seconds, startup_seconds, adam_steps)
+    return _summary(cfg, evaluator, timers, final, global_steps, train_seconds, startup_seconds, adam_steps,
+                    replay_shares)
 
 
 def _log(reporter, cfg, status, logged, global_steps, elapsed, last_holdout):
@@ -240,7 +256,8 @@ def _log(reporter, cfg, status, logged, global_steps, elapsed, last_holdout):
     return last_holdout
 
 
-def _summary(cfg, evaluator, timers, final, global_steps, train_seconds, startup_seconds, adam_steps) -> dict:
+def _summary(cfg, evaluator, timers, final, global_steps, train_seconds, startup_seconds, adam_steps,
+             replay_shares) -> dict:
     n = cfg.num_workers
     updates = int(final["updates"].sum())
     ratio = UpdateRatio(cfg.utd, cfg.learning_starts)
@@ -250,6 +267,7 @@ def _summary(cfg, evaluator, timers, final, global_steps, train_seconds, startup
         cfg, env_steps=global_steps, updates=updates, episodes=int(final["episodes"].sum()),
         train_seconds=train_seconds, ratio=ratio, timers=timers, evaluator=evaluator, num_workers=n,
         startup_seconds=startup_seconds, hogwild_lock=cfg.hogwild_lock, optimizer_state=cfg.optimizer_state,
+        hogwild_replay=cfg.hogwild_replay,
         # Share of optimizer steps during which another worker was also inside its own step.
         overlap_fraction=float(final["overlaps"].sum()) / max(1, updates),
         # Updates other workers applied while one worker computed its gradient (gradient staleness).
@@ -261,12 +279,17 @@ def _summary(cfg, evaluator, timers, final, global_steps, train_seconds, startup
         # The shared Adam step counter counts every worker's steps when the state is shared.
         shared_adam_steps=adam_steps,
         worker_shares={"env_steps": (steps / steps.sum()).tolist(),
-                       "updates": (final["updates"] / max(1, updates)).tolist()},
+                       "updates": (final["updates"] / max(1, updates)).tolist(),
+                       # whose rows the shared replay held at the end (each local replay holds its own)
+                       **({"replay": replay_shares} if replay_shares is not None else {})},
         worker_episodes=final["episodes"].tolist(),
         worker_mean_episode_length=(final["episode_length_sum"] / np.maximum(1, final["episodes"])).tolist(),
         worker_time_breakdown={name: {"seconds_per_worker": s, "us_per_env_step": 1e6 * s * n / max(1, global_steps)}
                                for name, s in per_worker.items()},
     )
+    if replay_shares is not None:  # rows a sampler redrew because a writer was inside them
+        result["replay_resampled_rows"] = int(final["replay_resampled"].sum())
+        result["replay_write_waits"] = int(final["replay_write_waits"].sum())
     for name, s in per_worker.items():
         result["component_costs_us"][f"worker_{name}"] = 1e6 * s * n / max(1, global_steps)
     return result

@@ -13,6 +13,9 @@
   (tests/test_actor_learner.py proves it with self-checking rows from several processes).
 - `WeightChannel`: learner -> actors. The online network's parameters and a version number,
   copied under a lock; actors peek at the version without the lock and copy only when it moved.
+- `SharedReplay`: one replay ring that several processes write to and sample from (hogwild's
+  `hogwild_replay=shared`): slots reserved under a lock, rows guarded by per-slot sequence
+  numbers so a sample never holds a half-written row (see its docstring).
 - `STATUS_DTYPE`, `Control`: per-worker counters and run-wide flags the learner reads for its
   diagnostics and failure checks.
 """
@@ -20,6 +23,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import secrets
 from dataclasses import dataclass
 from multiprocessing import shared_memory
@@ -40,6 +44,8 @@ STATUS_DTYPE = np.dtype([
     # other workers applied while this one computed its gradient, loss sum, learner time
     ("updates", np.int64), ("overlaps", np.int64), ("version_gap_sum", np.int64), ("loss_sum", np.float64),
     ("t_sample", np.float64), ("t_gradient", np.float64), ("t_apply", np.float64), ("adam_steps", np.float64),
+    # SharedReplay users: rows redrawn as a writer was inside them, waits for a slot's previous writer
+    ("replay_resampled", np.int64), ("replay_write_waits", np.int64),
 ], align=True)
 STATUS_DTYPE = np.dtype({"names": STATUS_DTYPE.names, "formats": [STATUS_DTYPE.fields[n][0] for n in STATUS_DTYPE.names],
                          "offsets": [STATUS_DTYPE.fields[n][1] for n in STATUS_DTYPE.names],
@@ -244,3 +250,112 @@ class WeightChannel:
             for p, view in zip(params, self.views):
                 np.copyto(p, view)
             return int(self.header[0])
+
+
+class SharedReplay:
+    """A replay ring in shared memory that every worker writes to and samples from, lock-free on
+    the read side (uniform sampling; the same `add`/`sample`/`size` as replay.ReplayBuffer).
+
+    Arrays (from `allocate`, so they are SharedBlocks segments, unlinked like every other one):
+    `data` (C,) transition records, `seq` (C,) int64 per-slot sequence numbers, `counters` (8,)
+    int64 with [0] = tickets handed out (rows ever reserved). cursor = tickets % C and
+    size = min(C, tickets) both derive from that one counter, so they cannot disagree.
+
+    Writer, for each row:
+    1. under the lock, take ticket t = counters[0] and bump it: the one read-modify-write that
+       several writers share (without the lock two writers could take the same slot t % C);
+    2. wait until seq[slot] == 2 (t - C) + 2 (0 when t < C): the writer of the slot's previous
+       ticket has finished. Normally true at once; it matters only if a writer stalled inside a
+       row for a whole lap of the ring, and it guarantees writes to one slot never overlap and
+       land in ticket order;
+    3. seq[slot] = 2t + 1 (odd: being written), write the row, seq[slot] = 2t + 2 (even: whole).
+    Reader (a seqlock read, no lock): draw slots in [0, size), read their seqs, gather the rows,
+    read the seqs again, and keep a row only if both reads are equal, even and non-zero (zero:
+    reserved but never written); redraw the others until the batch is whole. A reader that saw
+    any byte of a write saw that write's odd seq or a later one on its second read, so no torn
+    row passes. Why not one lock around everything: a 128-row gather (~10 us) would then block
+    every writer's env loop, and vice versa; here writers hold the lock for two integer ops and
+    readers never take it.
+
+    The argument needs stores to become visible in program order and loads not to overtake
+    older loads, which x86-64 guarantees (TSO); each numpy call is an opaque C call, so neither
+    Python nor the C compiler moves the seq accesses across the row copy. On weakly ordered
+    CPUs (ARM, POWER) that does not hold, so there `locked=True` (the default off x86) does the
+    row write and the gather inside the lock instead: slower, plainly correct.
+    """
+
+    def __init__(self, data: np.ndarray, seq: np.ndarray, counters: np.ndarray, lock,
+                 locked: bool | None = None):
+        self.data, self.seq, self.counters, self.lock = data, seq, counters, lock
+        self.capacity = len(data)
+        self.dtype = data.dtype
+        self.locked = platform.machine().lower() not in ("x86_64", "amd64") if locked is None else locked
+        self.resampled = 0  # this process: rows redrawn because they were mid-write (or never written)
+        self.write_waits = 0  # this process: rows whose slot's previous writer was still inside it
+
+    @staticmethod
+    def allocate(blocks: SharedBlocks, name: str, capacity: int, dtype: np.dtype) -> dict[str, np.ndarray]:
+        return {"data": blocks.allocate(f"{name}_data", (capacity,), dtype),
+                "seq": blocks.allocate(f"{name}_seq", (capacity,), np.int64),
+                "counters": blocks.allocate(f"{name}_counters", (8,), np.int64)}
+
+    @property
+    def added(self) -> int:
+        return int(self.counters[0])
+
+    @property
+    def size(self) -> int:
+        return min(self.capacity, int(self.counters[0]))
+
+    def add(self, t) -> None:
+        if self.locked:
+            with self.lock:
+                ticket = int(self.counters[0])
+                self.counters[0] = ticket + 1
+                self._write(ticket, t)
+            return
+        with self.lock:
+            ticket = int(self.counters[0])
+            self.counters[0] = ticket + 1
+        slot, previous = ticket % self.capacity, ticket - self.capacity
+        done_before = 2 * previous + 2 if previous >= 0 else 0
+        if int(self.seq[slot]) != done_before:
+            self.write_waits += 1
+            while int(self.seq[slot]) != done_before:  # (a writer killed mid-row fails the run anyway)
+                os.sched_yield()
+        self._write(ticket, t)
+
+    def _write(self, ticket: int, t) -> None:
+        slot = ticket % self.capacity
+        self.seq[slot] = 2 * ticket + 1
+        self.data[slot] = t
+        self.seq[slot] = 2 * ticket + 2
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Uniform slots with replacement, every row whole; field views of one fresh copy, as
+        ReplayBuffer.sample returns them."""
+        size = self.size
+        if size == 0:
+            raise RuntimeError("cannot sample from an empty replay buffer")
+        indices = rng.integers(0, size, batch_size)        # (B,)
+        rows = np.empty(batch_size, self.dtype)             # (B,) records
+        todo = np.arange(batch_size)                        # batch positions still to fill
+        while len(todo):
+            before, gathered, after = self._read(indices[todo])
+            whole = (before == after) & (before % 2 == 0) & (before > 0)
+            rows[todo[whole]] = gathered[whole]
+            todo = todo[~whole]
+            if len(todo):
+                self.resampled += len(todo)
+                indices[todo] = rng.integers(0, size, len(todo))
+        return {name: rows[name] for name in self.dtype.names}
+
+    def _read(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(seqs before, rows, seqs after) of `indices`, in that order (the seqlock read)."""
+        if self.locked:
+            with self.lock:
+                before = self.seq[indices]
+                return before, self.data[indices], before
+        before = self.seq[indices]
+        rows = self.data[indices]
+        return before, rows, self.seq[indices]
