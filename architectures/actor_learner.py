@@ -172,6 +172,10 @@ def _priority(policy: GreedyPolicy, t, cfg: DQNConfig) -> float:
 
 # ============================================================================== the learner (main process)
 def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
+    if cfg.backend == "ray":  # the same architecture with Ray actors: architectures/actor_learner_ray.py
+        from architectures.actor_learner_ray import train as train_on_ray
+
+        return train_on_ray(cfg, reporter)
     reporter = reporter or NullReporter()
     warn_if_not_checkpointing(cfg, "actor_learner")
     warn_if_oversubscribed(cfg.num_workers, "actor processes plus one learner")
