@@ -1,15 +1,21 @@
-"""hogwild: shared parameters, the lock switch, which Adam state is in force, and failures."""
+"""hogwild: shared parameters, the lock switch, which Adam state is in force, the shared replay,
+and failures."""
+
+import math
 
 import pytest
 
 from architectures import hogwild, workers
+from architectures.config import ConfigError
+from architectures.metrics import NullReporter
 from architectures.workers import FAULT_ENV, WorkerFailed
 from tests.test_actor_learner import assert_clean, small_cfg
 
 
 def test_lock_free_workers_share_one_network_and_their_writes_overlap():
     r = hogwild.train(small_cfg(total_env_steps=8_000, eval_every=4_000))
-    assert r["env_steps"] == 8_000 and r["hogwild_lock"] is False
+    assert r["env_steps"] == 8_000 and r["hogwild_lock"] is False and r["hogwild_replay"] == "local"
+    assert "replay" not in r["worker_shares"]  # each local replay holds only its own worker's rows
     assert r["realised_utd"] == pytest.approx(0.25, rel=0.02)
     assert sum(r["worker_updates"]) == r["updates"] and min(r["worker_updates"]) > 0
     assert [c["env_steps"] for c in r["holdout_curve"]] == [4_000, 8_000]
@@ -34,6 +40,34 @@ def test_per_worker_optimizer_state_is_private_to_each_worker():
     r = hogwild.train(small_cfg(total_env_steps=4_000, eval_every=4_000, optimizer_state="per_worker"))
     assert r["shared_adam_steps"] is None
     assert r["worker_adam_steps"] == [float(u) for u in r["worker_updates"]]  # each counted only its own
+    assert_clean()
+
+
+class _Scalars(NullReporter):
+    def __init__(self):
+        self.values: dict[str, list[float]] = {}
+
+    def scalar(self, name, value, env_steps):
+        self.values.setdefault(name, []).append(value)
+
+
+def test_shared_replay_holds_every_workers_rows_and_learning_stays_finite():
+    scalars = _Scalars()
+    r = hogwild.train(small_cfg(total_env_steps=4_000, eval_every=4_000, hogwild_replay="shared"), scalars)
+    assert r["env_steps"] == 4_000 and r["hogwild_replay"] == "shared"
+    assert r["realised_utd"] == pytest.approx(0.25, rel=0.02) and min(r["worker_updates"]) > 0
+    assert scalars.values["td_loss"] and all(math.isfinite(v) for v in scalars.values["td_loss"])
+    assert math.isfinite(r["final_holdout_return"])
+    # The ring (5,000 rows) holds all ~4,000 transitions: each worker wrote half of them.
+    replay_shares = r["worker_shares"]["replay"]
+    assert sum(replay_shares) == pytest.approx(1.0) and all(abs(s - 0.5) <= 0.01 for s in replay_shares)
+    assert r["replay_resampled_rows"] >= 0 and r["replay_write_waits"] >= 0
+    assert_clean()
+
+
+def test_shared_replay_refuses_prioritized_sampling_before_starting_anything():
+    with pytest.raises(ConfigError, match="hogwild_replay"):
+        hogwild.train(small_cfg(hogwild_replay="shared", prioritized=True))
     assert_clean()
 
 

@@ -6,12 +6,14 @@ and samples at the same time, with rings small enough to wrap around thousands o
 
 import multiprocessing as mp
 import os
+import threading
 
 import numpy as np
 import pytest
 
+from architectures.diagnostics import shares
 from architectures.replay import ReplayBuffer, Transition, transition_dtype
-from architectures.shared import (STATUS_DTYPE, SharedBlocks, TransitionRing, WeightChannel, attach,
+from architectures.shared import (STATUS_DTYPE, SharedBlocks, SharedReplay, TransitionRing, WeightChannel, attach,
                                   leaked_segments)
 
 OBS_SHAPE = (4,)
@@ -152,3 +154,147 @@ def test_replay_extend_equals_repeated_add(n):
     many.extend(rows)
     assert (one.cursor, one.size, one.added) == (many.cursor, many.size, many.added)
     assert one.data.tobytes() == many.data.tobytes()
+
+
+# ------------------------------------------------------------------ SharedReplay: many writers, lock-free readers
+def _replay_writer(index: int, specs, lock, locked: bool, barrier, laps: int, last: int) -> None:
+    """Write `laps` rows, wait until every writer has, then write `last` more (the final contents)."""
+    arrays, segments = attach(specs)
+    replay = SharedReplay(arrays["rp_data"], arrays["rp_seq"], arrays["rp_counters"], lock, locked=locked)
+    for k in range(laps):
+        replay.add(self_checking(index, k))
+    barrier.wait()
+    for k in range(laps, laps + last):
+        replay.add(self_checking(index, k))
+    del replay, arrays
+
+
+@pytest.mark.parametrize("locked, last", [
+    (False, [8, 16, 40]),  # the seqlock (x86), three writers, unequal final shares
+    (True, [32, 32]),      # the locked fallback (weakly ordered CPUs), two writers
+])
+def test_shared_replay_never_samples_a_torn_row_and_keeps_the_newest_rows(locked, last):
+    writers, capacity, laps = len(last), sum(last), 20_000  # the ring wraps ~300 times per writer
+    ctx = mp.get_context("spawn")
+    blocks = SharedBlocks()
+    try:
+        lock, barrier = ctx.Lock(), ctx.Barrier(writers)
+        replay = SharedReplay(**SharedReplay.allocate(blocks, "rp", capacity, RECORD), lock=lock, locked=locked)
+        procs = [ctx.Process(target=_replay_writer, args=(i, blocks.specs, lock, locked, barrier, laps, last[i]))
+                 for i in range(writers)]
+        for p in procs:
+            p.start()
+        rng = np.random.default_rng(0)
+        torn, sampled_while_writing = [], 0
+        while any(p.is_alive() for p in procs):  # sample as fast as possible while they write
+            if replay.size == 0:
+                continue
+            batch = replay.sample(64, rng)
+            sampled_while_writing += 64 * (replay.added < writers * laps)
+            torn += [i for i in range(64) if not row_is_whole({k: v[i] for k, v in batch.items()})]
+        for p in procs:
+            p.join()
+            assert p.exitcode == 0
+        assert torn == [] and sampled_while_writing > 1000
+
+        # Counters: every row reserved exactly once; the ring holds exactly the newest `capacity`
+        # tickets, each in its own slot, all finished (even seq).
+        total = writers * laps + capacity
+        assert (replay.added, replay.size) == (total, capacity)
+        tickets = replay.seq // 2 - 1
+        assert (replay.seq % 2 == 0).all() and sorted(tickets) == list(range(total - capacity, total))
+        assert (tickets % capacity == np.arange(capacity)).all()
+        # Every writer's last rows are all there (they are the newest tickets), in proportion,
+        # each writer's rows in ticket order are in its write order, and every row is whole.
+        order = np.argsort(tickets)
+        for i in range(writers):
+            mine = replay.data["version"][order][replay.data["source"][order] == i]
+            assert mine.tolist() == list(range(laps, laps + last[i]))
+        assert shares(replay.data["source"], writers) == [n / capacity for n in last]
+        assert all(row_is_whole(row) for row in replay.data)
+        batch = replay.sample(capacity, rng)
+        assert all(row_is_whole({k: v[i] for k, v in batch.items()}) for i in range(capacity))
+    finally:
+        blocks.close()
+    assert not leaked_segments(os.getpid())
+
+
+class _StrikeDuringCopy:
+    """Stands in for the data array: on the first gather, a writer rewrites `slot` while the rows
+    are being copied (the copy holds half of the old row, half of the new), as a real one can."""
+
+    def __init__(self, data: np.ndarray, seq: np.ndarray, slot: int, new_row):
+        self.data, self.seq, self.slot, self.new_row, self.struck = data, seq, slot, new_row, False
+        self.dtype = data.dtype
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, indices):
+        if self.struck:
+            return self.data[indices]
+        self.struck = True
+        old = int(self.seq[self.slot])
+        self.seq[self.slot] = old + 1  # the writer starts ...
+        self.data[self.slot]["obs"] = self.new_row[0]  # ... half the row is new when the copy happens
+        rows = self.data[indices]
+        self.data[self.slot] = self.new_row  # ... and finishes
+        self.seq[self.slot] = old + 2
+        return rows
+
+
+def _garble_slot_mid_write(replay):  # a writer stalled inside slot 2: odd seq, half a row
+    replay.seq[2] += 1
+    replay.data["obs"][2] = -1.0
+
+
+def _reserve_unwritten_slot(replay):  # slot 4 reserved (size 5) but its writer has not started
+    replay.counters[0] += 1
+
+
+def _rewrite_slot_during_copy(replay):  # a writer rewrites slot 2 between the two seq reads
+    replay.data = _StrikeDuringCopy(replay.data, replay.seq, 2, self_checking(1, 99))
+
+
+@pytest.mark.parametrize("interfere, never_returned", [
+    (None, []),
+    (_garble_slot_mid_write, [(1, 2)]),
+    (_reserve_unwritten_slot, [(0, 0)]),  # the never-written row: zeros
+    (_rewrite_slot_during_copy, [(1, 2)]),  # the old row is gone; the copy of it was torn
+])
+def test_shared_replay_reader_redraws_rows_a_writer_is_inside(interfere, never_returned):
+    blocks = SharedBlocks()
+    try:
+        replay = SharedReplay(**SharedReplay.allocate(blocks, "rp", 8, RECORD), lock=threading.Lock(), locked=False)
+        for k in range(4):
+            replay.add(self_checking(1, k))
+        if interfere is not None:
+            interfere(replay)
+        batch = replay.sample(2_000, np.random.default_rng(1))
+        rows = list(zip(batch["source"].tolist(), batch["version"].tolist()))
+        assert all(row_is_whole({k: v[i] for k, v in batch.items()}) for i in range(len(rows)))
+        assert not set(never_returned) & set(rows)
+        assert (replay.resampled > 0) == (interfere is not None)
+    finally:
+        blocks.close()
+    assert not leaked_segments(os.getpid())
+
+
+def test_a_writer_that_laps_a_stalled_writer_waits_for_it():
+    blocks = SharedBlocks()
+    try:
+        replay = SharedReplay(**SharedReplay.allocate(blocks, "rp", 4, RECORD), lock=threading.Lock(), locked=False)
+        for k in range(5):  # tickets 0-4; ticket 4 reused slot 0
+            replay.add(self_checking(0, k))
+        replay.seq[1] = 3  # pretend ticket 1's writer is still inside slot 1
+        lapping = threading.Thread(target=replay.add, args=(self_checking(1, 0),))  # ticket 5 -> slot 1
+        lapping.start()
+        lapping.join(0.3)
+        assert lapping.is_alive() and replay.seq[1] == 3 and replay.data["source"][1] == 0  # it has not begun
+        replay.seq[1] = 4  # ticket 1's writer finishes
+        lapping.join(10)
+        assert not lapping.is_alive() and replay.write_waits == 1
+        assert replay.seq[1] == 2 * 5 + 2 and row_is_whole(replay.data[1]) and replay.data["source"][1] == 1
+    finally:
+        blocks.close()
+    assert not leaked_segments(os.getpid())
