@@ -3,6 +3,7 @@
     python -m experiments.sweep smoke                  # every landed architecture, ~2 minutes
     python -m experiments.sweep scaling --dry-run      # list the runs and the estimate, run nothing
     python -m experiments.sweep architectures --seeds 5 --mongo mongodb://localhost:27017/dqn
+    python -m experiments.sweep smoke --ray auto       # runs as Ray tasks on a running cluster
 
 Every run is one Sacred run (`experiments.train`) in its own process, with a deterministic id
 derived from its config (`<sweep>-<hash>`), stored under `--out` (files, the default) or in
@@ -10,6 +11,13 @@ MongoDB (`--mongo`). Started again after a kill, a sweep skips COMPLETED runs an
 everything else; an incomplete run's folder is moved to `<out>/_incomplete/` first, so no
 half-written run is ever counted. Runs go one at a time unless `--jobs` says otherwise, so
 throughput numbers are not polluted by each other.
+
+With `--ray ADDRESS` (`local` starts a Ray instance on this machine) every run is the same
+command, started by a Ray task that reserves the run's processes in CPUs (num_workers + 1 for
+the parallel architectures, else 1), so Ray spreads runs over the cluster's nodes and runs as
+many at once as the CPUs allow. Each run is still a Sacred run writing to the store, which on a
+multi-node cluster must be shared storage (`--out` on a shared filesystem) or `--mongo`; every
+node needs this checkout and its venv at the same paths.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from experiments.sweeps import SCALES, SWEEPS, Sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARCHITECTURE_CONFIGS = ("single_env", "actor_learner", "vector_env", "hogwild", "high_utd")
+PARALLEL_ARCHITECTURES = ("actor_learner", "vector_env", "hogwild")  # a main process plus num_workers
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,18 @@ class RunSpec:
     def sacred_args(self) -> list[str]:
         return ["with", *self.named, *(f"{k}={_sacred_value(v)}" for k, v in sorted(self.updates.items())),
                 f"seed={self.seed}"]
+
+    def processes(self) -> int:
+        """Processes the run keeps busy: the CPUs a Ray task reserves for it."""
+        if self.architecture not in PARALLEL_ARCHITECTURES:
+            return 1
+        from experiments.configs import NAMED_CONFIGS
+
+        values = {}
+        for name in self.named:
+            values.update(NAMED_CONFIGS.get(name, {}))
+        values.update(self.updates)
+        return int(values.get("num_workers", 1)) + 1
 
     def label(self) -> str:
         extra = " ".join(f"{k}={v}" for k, v in sorted(self.updates.items()) if k not in _QUIET_KEYS)
@@ -162,21 +183,78 @@ def _die_with_parent() -> None:
         pass
 
 
-def launch(run: RunSpec, store: FileStore, log_dir: str, quiet: bool) -> int:
+def run_command(run: RunSpec, store: FileStore) -> list[str]:
     args = run.sacred_args()
     if run.experiment == "train":  # a killed run resumes from here (architectures that checkpoint)
         args.append(f"checkpoint_path={os.path.join(store.out, '_checkpoints', run.run_id + '.pt')}")
-    cmd = [sys.executable, "-m", f"experiments.{run.experiment}", *args, "--id", run.run_id, "-l", "WARNING",
-           *store.observer_args()]
+    return [sys.executable, "-m", f"experiments.{run.experiment}", *args, "--id", run.run_id, "-l", "WARNING",
+            *store.observer_args()]
+
+
+def run_logged(cmd: list[str], log_path: str, quiet: bool) -> int:
+    """Run one sweep run's command to its end, its output in `log_path`; returns its exit code.
+    Called in the sweep's process, or inside a Ray task on any node of the cluster."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore:pkg_resources is deprecated"}
-    os.makedirs(log_dir, exist_ok=True)
-    with open(os.path.join(log_dir, f"{run.run_id}.log"), "w") as log:
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    with open(log_path, "w") as log:
         log.write(" ".join(cmd) + "\n")
         log.flush()
         # The run's own progress bar goes to the terminal when runs go one at a time.
         stderr = log if quiet else None
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=stderr, env=env, preexec_fn=_die_with_parent)
         return proc.wait()
+
+
+def launch(run: RunSpec, store: FileStore, log_dir: str, quiet: bool) -> int:
+    return run_logged(run_command(run, store), os.path.join(log_dir, f"{run.run_id}.log"), quiet)
+
+
+class RayRunner:
+    """`--ray ADDRESS`: each run is a Ray task reserving `run.processes()` CPUs (at most the
+    biggest node's), running the same command as `launch`."""
+
+    def __init__(self, address: str):
+        from architectures.actor_learner_ray import check_ray_address, import_ray
+        from architectures.config import ConfigError
+
+        try:
+            self.ray = import_ray()
+            check_ray_address(address)
+        except ConfigError as err:
+            raise SystemExit(f"error: --ray: {str(err).split(': ', 1)[1]}") from None
+        self.address, self.owns = address, False
+
+    def start(self) -> None:
+        from architectures.actor_learner_ray import connect
+        from architectures.config import ConfigError
+        from architectures.workers import available_cores
+
+        try:
+            self.owns = connect(self.ray, "" if self.address == "local" else self.address, available_cores())
+        except ConfigError as err:
+            raise SystemExit(f"error: --ray: {str(err).split(': ', 1)[1]}") from None
+        nodes = [node for node in self.ray.nodes() if node.get("Alive")]
+        self.max_cpus = max(int(node["Resources"].get("CPU", 0)) for node in nodes)
+        self.task = self.ray.remote(max_retries=0)(run_logged)
+        print(f"Ray: {len(nodes)} node(s), {int(self.ray.cluster_resources().get('CPU', 0))} CPUs, at most "
+              f"{self.max_cpus} per run", file=sys.stderr)
+
+    def launch(self, run: RunSpec, store: FileStore, log_dir: str) -> int:
+        cpus = min(run.processes(), self.max_cpus)
+        if cpus < run.processes():
+            print(f"run {run.run_id} has {run.processes()} processes; the biggest node has {self.max_cpus} CPUs, "
+                  f"so it reserves {cpus}", file=sys.stderr, flush=True)
+        ref = self.task.options(num_cpus=cpus).remote(run_command(run, store),
+                                                      os.path.join(log_dir, f"{run.run_id}.log"), True)
+        try:
+            return self.ray.get(ref)
+        except self.ray.exceptions.RayError as err:  # the task's node or worker died
+            print(f"run {run.run_id}: its Ray task failed: {str(err).strip().splitlines()[0]}", file=sys.stderr)
+            return -1
+
+    def close(self) -> None:
+        if self.owns:
+            self.ray.shutdown()
 
 
 def summary_line(run: RunSpec, status: str | None, result: dict) -> str:
@@ -199,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nice", action="store_true", help="run below normal priority (os.nice 10)")
     parser.add_argument("--scale", choices=SCALES, default="small", help="budgets: small (default) or paper")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (learning-only sweeps; pollutes timing)")
+    parser.add_argument("--ray", metavar="ADDRESS", help="run each run as a Ray task with CPU reservations: "
+                        "'local' (start Ray here), 'auto' (the running cluster), or HOST:PORT / ray://HOST:PORT")
     args = parser.parse_args(argv)
 
     if args.name not in SWEEPS:
@@ -211,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or os.path.join(ROOT, "results", "sweeps", sweep.name)
     store = MongoStore(args.mongo, out) if args.mongo else FileStore(out)
     store.check()  # an unwritable --out or unreachable --mongo stops us before any run
+    ray_runner = RayRunner(args.ray) if args.ray else None  # no Ray or an unreachable address: stop here too
     from architectures import ARCHITECTURES
 
     runs = expand(sweep, args.scale, args.seeds)
@@ -238,7 +319,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.nice:
         os.nice(10)
-    if args.jobs > 1:
+    if ray_runner and todo:
+        ray_runner.start()
+        args.jobs = max(1, len(todo))  # Ray queues the runs and starts as many as the CPUs allow
+    elif args.jobs > 1:
         print(f"warning: --jobs {args.jobs} runs share the CPU; their throughput numbers are not comparable "
               f"with runs made one at a time", file=sys.stderr)
     log_dir = os.path.join(out, "_logs")
@@ -257,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{run.run_id} {run.label()}", file=sys.stderr, flush=True)
         try:
             store.clear_incomplete(run.run_id)
-            code = launch(run, store, log_dir, quiet=args.jobs > 1)
+            code = (ray_runner.launch(run, store, log_dir) if ray_runner
+                    else launch(run, store, log_dir, quiet=args.jobs > 1))
         except OSError as err:  # e.g. the disk filled up between runs
             print(f"run {run.run_id} could not start: {err}", file=sys.stderr, flush=True)
             failed.append(run.run_id)
@@ -269,8 +354,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {run.run_id} failed (exit {code}); log: {os.path.join(log_dir, run.run_id + '.log')}",
                   file=sys.stderr, flush=True)
 
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        list(pool.map(run_one, enumerate(todo)))
+    try:
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            list(pool.map(run_one, enumerate(todo)))
+    finally:
+        if ray_runner:
+            ray_runner.close()
 
     print(f"\n{'run':<24} {'status':<11} {'speed':>9} {'return':>8}  config")
     for r in landed:

@@ -1,0 +1,227 @@
+"""actor_learner with backend=ray, and sweeps through `--ray`: behaviour, diagnostics, failures.
+
+Every test shares one Ray instance the module starts itself (`ray.init(num_cpus=2)`) and shuts
+down at the end. Skipped, with the reason shown, where Ray is not installed.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="ray is not installed (optional extra): pip install -e '.[ray]'")
+
+from architectures import actor_learner, actor_learner_ray  # noqa: E402
+from architectures.config import ConfigError, DQNConfig  # noqa: E402
+from architectures.evaluation import checkpoint_steps  # noqa: E402
+from architectures.metrics import NullReporter  # noqa: E402
+from architectures.workers import FAULT_ENV, WorkerFailed  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = dict(total_env_steps=2_000, eval_every=1_000, eval_episodes=2, learning_starts=300, hidden_sizes=[16],
+            buffer_size=2_000, batch_size=16, log_every=500)
+TWO_RUN_SWEEP = (
+    "import sys; from experiments.sweeps import SWEEPS, Sweep, Cell; "
+    "SWEEPS['tiny'] = Sweep('tiny', 'two tiny single_env runs', {'small': 0.3, 'paper': 0.3}, "
+    f"{{'small': [Cell(('cartpole', 'single_env'), {TINY!r})], 'paper': []}}, {{'small': 2, 'paper': 1}}); "
+    "from experiments.sweep import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def small_cfg(**changes) -> DQNConfig:
+    base = dict(env_id="CartPole-v1", seed=3, total_env_steps=6_000, hidden_sizes=(32, 32), buffer_size=6_000,
+                batch_size=32, learning_starts=500, eps_decay_steps=2_000, eval_every=2_000, eval_episodes=2,
+                target_update_period=50, log_every=1_000, num_workers=2, weight_sync_period=5,
+                worker_timeout_s=20.0, backend="ray")
+    return DQNConfig(**{**base, **changes})
+
+
+def _ray_processes() -> list[str]:
+    """Command lines of live processes below this one that belong to Ray (GCS, raylet, workers)."""
+    children: dict[int, list[int]] = {}
+    commands: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    commands[int(entry)] = f.read().replace(b"\0", b" ").decode()
+            except (OSError, IndexError):
+                continue
+            if fields[0] != "Z":
+                children.setdefault(int(fields[1]), []).append(int(entry))
+    out, stack = [], [os.getpid()]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            stack.append(child)
+            if "ray" in commands.get(child, ""):
+                out.append(commands[child][:120])
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+    deadline = time.monotonic() + 15
+    while _ray_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _ray_processes() == []  # no GCS, raylet or worker outlives the tests
+
+
+class Recorder(NullReporter):
+    def __init__(self):
+        self.scalars: dict[str, list] = {}
+
+    def scalar(self, name, value, env_steps):
+        self.scalars.setdefault(name, []).append((env_steps, value))
+
+
+@pytest.fixture(scope="module")
+def ray_run(cluster):
+    recorder = Recorder()
+    result = actor_learner.train(small_cfg(), recorder)
+    return result, recorder
+
+
+def _our_actors() -> list[str]:
+    return [name for name in ray.util.list_named_actors() if name.startswith("pdqn_actor_")]
+
+
+def test_utd_and_checkpoints_match_the_local_backend(ray_run):
+    r, _ = ray_run
+    cfg = small_cfg()
+    assert r["backend"] == "ray" and r["env_steps"] == 6_000
+    assert r["updates"] == (6_000 - 500) // 4  # exactly the local backend's count (test_actor_learner)
+    assert r["realised_utd"] == pytest.approx(0.25, rel=0.02)
+    assert [c["env_steps"] for c in r["holdout_curve"]] == checkpoint_steps(6_000, 2_000) == [2_000, 4_000, 6_000]
+    assert r["eval_seconds"] > 0 and r["env_steps_per_sec"] == pytest.approx(r["env_steps"] / r["train_seconds"])
+    assert r["weight_publishes"] == r["updates"] // cfg.weight_sync_period
+    assert _our_actors() == []  # the run's actors are gone
+
+
+def test_no_transition_is_lost_or_duplicated(ray_run):
+    r, _ = ray_run
+    # What each actor produced reached the replay exactly once; only the n-step adder's pending
+    # starts at the very end (at most n - 1 per actor) never become transitions.
+    assert r["worker_transitions"] == r["worker_transitions_received"]
+    made = sum(r["worker_transitions"])
+    assert 6_000 - 2 * (3 - 1) <= made <= 6_000
+    assert r["worker_shares"]["env_steps"] == [0.5, 0.5]
+    for share in r["worker_shares"]["replay"] + r["worker_shares"]["sampled"]:
+        assert abs(share - 0.5) <= 0.05
+
+
+def test_diagnostics_as_the_local_backend_reports_them(ray_run):
+    r, recorder = ray_run
+    lag = r["policy_lag"]
+    assert 0 <= lag["p50"] <= lag["p95"] <= lag["max"] and lag["mean"] > 0
+    assert 0 <= r["acting_staleness"]["mean"] < lag["mean"]
+    handoff = r["handoff_us_per_transition"]
+    assert handoff["actor_write"] > 0 and handoff["learner_drain"] > 0 and handoff["learner_request"] > 0
+    assert handoff["total"] == pytest.approx(handoff["actor_write"] + handoff["learner_drain"]
+                                             + handoff["learner_request"])
+    assert r["bottleneck"]["role"] in ("learner", "actors")
+    for role in ("env_step", "act", "n_step", "handoff", "weight_sync", "wait"):
+        assert r["actor_time_breakdown"][role]["seconds_per_actor"] >= 0
+    assert {"actor_env_step", "actor_handoff", "update", "handoff_drain", "handoff_request"} <= set(
+        r["component_costs_us"])
+    for version, fetches in zip(r["worker_weights_versions"], r["worker_weight_fetches"]):
+        assert version >= 0.5 * r["updates"] and fetches >= 5  # weights kept arriving
+    assert all(n > 0 for n in r["worker_episodes"]) and len(r["actor_hosts"]) == 2
+    for name in ("env_steps_per_sec", "td_loss", "policy_lag_mean", "actor_weights_staleness_max",
+                 "train_episode_return"):
+        assert recorder.scalars.get(name), name
+
+
+class KillActor(NullReporter):
+    """Kills actor 1 with ray.kill once training is under way, as a lost node would."""
+
+    def __init__(self):
+        self.killed_at = None
+
+    def progress(self, env_steps, total, steps_per_sec, last_return):
+        if self.killed_at is None and env_steps >= 1_000:
+            (name,) = [a for a in _our_actors() if a.endswith("_1")]
+            ray.kill(ray.get_actor(name))
+            self.killed_at = time.monotonic()
+
+
+@pytest.mark.timeout(120)
+def test_a_killed_ray_actor_fails_the_run_naming_it(cluster):
+    reporter = KillActor()
+    with pytest.raises(WorkerFailed, match=r"actor 1 \(Ray actor, pid \d+\) died after [\d,]+ env steps"):
+        actor_learner.train(small_cfg(total_env_steps=20_000, eval_every=20_000), reporter)
+    assert reporter.killed_at is not None and time.monotonic() - reporter.killed_at < 30  # reported, no hang
+    assert _our_actors() == []
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("fault, message", [
+    ("0:crash:700", r"actor 0 \(Ray actor, pid \d+\) raised:\n(.|\n)*injected crash"),
+    ("1:kill:700", r"actor 1 \(Ray actor, pid \d+\) died after"),
+    ("1:hang:700", r"actor 1 \(Ray actor, pid \d+\) returned no batch for 4 s .* hung"),
+])
+def test_an_actor_that_raises_dies_or_hangs_fails_the_run(cluster, monkeypatch, fault, message):
+    monkeypatch.setenv(FAULT_ENV, fault)
+    with pytest.raises(WorkerFailed, match=message):
+        actor_learner.train(small_cfg(total_env_steps=4_000, worker_timeout_s=4.0))
+    assert _our_actors() == []
+
+
+def test_without_ray_backend_ray_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[ray\]'"):
+        actor_learner.train(small_cfg())
+
+
+def test_an_unreachable_address_is_one_clear_line():
+    with pytest.raises(ConfigError, match="no Ray cluster reachable at '127.0.0.1:1'"):
+        actor_learner_ray.check_ray_address("127.0.0.1:1")
+    with pytest.raises(ConfigError, match="expected 'auto', 'HOST:PORT'"):
+        actor_learner_ray.check_ray_address("nonsense")
+
+
+def _statuses(out) -> dict:
+    found = {}
+    for name in os.listdir(out):
+        path = os.path.join(out, name, "run.json")
+        if os.path.isfile(path):
+            with open(path) as f:
+                found[name] = json.load(f)
+    return found
+
+
+def test_a_sweep_through_ray_stores_every_run_once_and_resumes(cluster, tmp_path):
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-c", TWO_RUN_SWEEP, "tiny", "--out", str(out), "--ray", cluster]
+    first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=150)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "Ray: 1 node(s), 2 CPUs" in first.stderr
+    found = _statuses(out)
+    assert len(found) == 2 and all(r["status"] == "COMPLETED" for r in found.values())
+    started = {k: r["start_time"] for k, r in found.items()}
+    second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert second.returncode == 0 and "2 already completed, 0 to run" in second.stderr, second.stderr[-2000:]
+    assert {k: r["start_time"] for k, r in _statuses(out).items()} == started  # not run again
+
+
+def test_a_sweep_with_an_unreachable_ray_address_stops_before_any_run(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "experiments.sweep", "smoke", "--out", str(tmp_path / "out"),
+                           "--ray", "127.0.0.1:1"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "error: --ray: no Ray cluster reachable at '127.0.0.1:1'" in proc.stderr
+    assert "Traceback" not in proc.stderr and _statuses(tmp_path / "out") == {}
+
+
+def test_sweep_runs_reserve_their_processes_in_cpus():
+    from experiments import sweep as sweep_mod
+    from experiments.sweeps import SWEEPS
+
+    cpus = {r.architecture: r.processes() for r in sweep_mod.expand(SWEEPS["smoke"], "small", 1)}
+    assert cpus["single_env"] == 1 and cpus["high_utd"] == 1
+    assert cpus["actor_learner"] == cpus["vector_env"] == cpus["hogwild"] == 3  # 2 workers + the main process
