@@ -1,0 +1,230 @@
+"""Stored Sacred runs -> tidy pandas frames. Reads stores only; never imports `architectures/`.
+
+Sources: FileStorageObserver folders (any folder holding `<run id>/run.json`, searched
+recursively) or a MongoDB database (`mongodb://host:port/db`, Sacred's `runs` and `metrics`
+collections). Three frames come out:
+
+- `runs`: one row per COMPLETED run: run id, sweep, experiment, architecture, workers, utd,
+  seed, env, the config keys that tell runs apart, result scalars, hardware;
+- `metrics`: one row per logged scalar: run id, architecture, workers, utd, seed, env, metric,
+  env step, wall time (seconds since the run started), value;
+- `holdout`: one row per holdout checkpoint: run id, env step, mean return, and the training
+  seconds (evaluation excluded) at that checkpoint where the run recorded them.
+
+Runs that cannot be used (not COMPLETED, unreadable, no result) are left out with one line
+each in `problems`, naming the run, so one bad run never stops a report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import pandas as pd
+
+KEY_COLUMNS = ["run_id", "sweep", "architecture", "num_workers", "utd", "seed", "env"]
+"""Identify a run in every frame."""
+CONFIG_COLUMNS = ["env_id", "total_env_steps", "eval_every", "layer_norm", "reset_period", "hogwild_lock",
+                  "optimizer_state", "hogwild_replay", "backend", "env_step_cost_us", "prioritized",
+                  "actor_epsilons", "weight_sync_period", "torch_threads", "network", "batch_size", "device"]
+"""Config keys copied into `runs` (the ones sweeps vary)."""
+RESULT_COLUMNS = ["env_steps_per_sec", "updates_per_sec", "train_seconds", "final_holdout_return", "realised_utd",
+                  "updates", "episodes", "diverged", "max_abs_q", "overlap_fraction", "mean_version_gap",
+                  "update_us_median", "update_us_p10", "update_us_p90", "threads_in_effect"]
+"""Result scalars copied into `runs`; nested results stay in the `result` column."""
+SKIP_FOLDERS = {"_sources", "_logs", "_incomplete", "_checkpoints", ".cache"}
+
+
+@dataclass
+class RunSet:
+    runs: pd.DataFrame
+    metrics: pd.DataFrame
+    holdout: pd.DataFrame
+    problems: list[str] = field(default_factory=list)
+
+
+class NoRunsError(RuntimeError):
+    """Nothing usable was found; the message names every place looked in."""
+
+
+# ---------------------------------------------------------------------- file stores
+def find_run_dirs(root: str) -> list[str]:
+    """Every `<run id>/` below root that holds a run.json, sorted."""
+    found = []
+    for current, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_FOLDERS)
+        if "run.json" in files and current != root:
+            found.append(current)
+            dirs[:] = []
+    return sorted(found)
+
+
+def _read_json(path: str):
+    with open(path) as f:
+        return json.load(f)
+
+
+def _file_documents(root: str, problems: list[str]):
+    for path in find_run_dirs(root):
+        run_id = os.path.basename(path)
+        try:
+            run = _read_json(os.path.join(path, "run.json"))
+            config = _read_json(os.path.join(path, "config.json"))
+        except (OSError, json.JSONDecodeError) as err:
+            problems.append(f"run {run_id} ({path}): unreadable ({err}); left out")
+            continue
+        try:
+            metrics = _read_json(os.path.join(path, "metrics.json"))
+        except (OSError, json.JSONDecodeError):
+            metrics = {}
+        yield run_id, path, run, config, metrics
+
+
+# ---------------------------------------------------------------------- MongoDB
+def _mongo_documents(url: str, problems: list[str], client_factory=None):
+    import pymongo
+
+    database = pymongo.uri_parser.parse_uri(url).get("database") or "sacred"
+    client = (client_factory or pymongo.MongoClient)(url, serverSelectionTimeoutMS=3000)
+    try:
+        client[database].list_collection_names()
+    except Exception as err:  # noqa: BLE001 - any failure to reach the server ends here
+        raise NoRunsError(f"MongoDB {url!r} is unreachable: {err}") from None
+    db = client[database]
+    for run in db["runs"].find({}, sort=[("_id", 1)]):
+        metrics = {m["name"]: {"steps": m["steps"], "values": m["values"], "timestamps": m.get("timestamps", [])}
+                   for m in db["metrics"].find({"run_id": run["_id"]})}
+        yield str(run["_id"]), f"{url}#{run['_id']}", run, run.get("config") or {}, metrics
+
+
+# ---------------------------------------------------------------------- frames
+def _env_name(env_id: str | None) -> str:
+    if not env_id:
+        return ""
+    return env_id.split("/")[-1].replace("-v1", "").replace("-v0", "")
+
+
+def _seconds(stamp) -> float | None:
+    if isinstance(stamp, datetime):
+        return stamp.timestamp()
+    if isinstance(stamp, str):
+        try:
+            return datetime.fromisoformat(stamp).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def _frames(documents, problems: list[str]) -> RunSet:
+    run_rows, metric_rows, holdout_rows = [], [], []
+    seen: dict[str, str] = {}
+    for run_id, where, run, config, metrics in documents:
+        if run_id in seen:
+            problems.append(f"run {run_id} ({where}): the same run id was already read from {seen[run_id]}; "
+                            "this copy is left out")
+            continue
+        status = run.get("status")
+        result = run.get("result")
+        if status != "COMPLETED":
+            problems.append(f"run {run_id} ({where}): status {status}; left out")
+            continue
+        if not isinstance(result, dict):
+            problems.append(f"run {run_id} ({where}): no result stored; left out")
+            continue
+        seen[run_id] = where
+        experiment = (run.get("experiment") or {}).get("name", "")
+        host = run.get("host") or {}
+        keys = {
+            "run_id": run_id,
+            "sweep": run_id.rsplit("-", 1)[0] if "-" in run_id else "",
+            "architecture": config.get("architecture") or result.get("architecture") or experiment,
+            "num_workers": int(config.get("num_workers", 1)),
+            "utd": float(config.get("utd", float("nan"))),
+            "seed": int(config.get("seed", 0)),
+            "env": _env_name(config.get("env_id")),
+        }
+        row = dict(keys, experiment=experiment, source=where)
+        row.update({key: config.get(key) for key in CONFIG_COLUMNS})
+        row.update({key: result.get(key) for key in RESULT_COLUMNS})
+        bottleneck = result.get("bottleneck")
+        row["bottleneck"] = bottleneck.get("summary") if isinstance(bottleneck, dict) else None
+        row["cpu_model"] = host.get("cpu_model") or host.get("cpu")
+        row["cpu_count"] = host.get("cpu_count")
+        row["git_commit"] = (host.get("git") or {}).get("commit") or (run.get("meta") or {}).get("git_commit")
+        row["result"] = result
+        run_rows.append(row)
+
+        started = _seconds(run.get("start_time"))
+        for name, series in sorted(metrics.items()):
+            stamps = series.get("timestamps") or [None] * len(series["steps"])
+            for step, value, stamp in zip(series["steps"], series["values"], stamps):
+                moment = _seconds(stamp)
+                wall = moment - started if moment is not None and started is not None else float("nan")
+                metric_rows.append(dict(keys, metric=name, env_step=int(step), wall_time=wall, value=float(value)))
+        for point in result.get("holdout_curve") or []:
+            holdout_rows.append(dict(keys, env_step=int(point["env_steps"]), return_mean=float(point["return_mean"]),
+                                     train_seconds=float(point.get("train_seconds", float("nan")))))
+        if experiment == "train" and config.get("eval_episodes", 1) and not result.get("holdout_curve"):
+            problems.append(f"run {run_id} ({where}): no holdout checkpoints stored; left out of learning curves")
+
+    runs = pd.DataFrame(run_rows, columns=KEY_COLUMNS + ["experiment", "source"] + CONFIG_COLUMNS + RESULT_COLUMNS
+                        + ["bottleneck", "cpu_model", "cpu_count", "git_commit", "result"])
+    metrics_frame = pd.DataFrame(metric_rows, columns=KEY_COLUMNS + ["metric", "env_step", "wall_time", "value"])
+    holdout = pd.DataFrame(holdout_rows, columns=KEY_COLUMNS + ["env_step", "return_mean", "train_seconds"])
+    return RunSet(runs.sort_values("run_id", ignore_index=True), metrics_frame, holdout, problems)
+
+
+# ---------------------------------------------------------------------- entry point
+def _fingerprint(sources: list[str]) -> str:
+    digest = hashlib.sha1()
+    for source in sources:
+        digest.update(source.encode())
+        if source.startswith(("mongodb://", "mongodb+srv://")):
+            return ""  # a database has no cheap fingerprint: never cached
+        for path in find_run_dirs(source) if os.path.isdir(source) else []:
+            for name in ("run.json", "config.json", "metrics.json"):
+                try:
+                    stat = os.stat(os.path.join(path, name))
+                except OSError:
+                    continue
+                digest.update(f"{path}/{name}:{stat.st_mtime_ns}:{stat.st_size}".encode())
+    return digest.hexdigest()
+
+
+def load_runs(sources: list[str], *, cache_dir: str | None = None, mongo_client_factory=None) -> RunSet:
+    """Every usable run under the given folders and MongoDB URLs, as tidy frames.
+
+    Raises NoRunsError when no source holds a usable run (the message names each source);
+    otherwise problems with single runs are listed in `RunSet.problems`. `mongo_client_factory`
+    replaces pymongo.MongoClient (tests pass mongomock's).
+    """
+    problems: list[str] = []
+    key = _fingerprint(sources) if cache_dir else ""
+    if key:
+        cached = os.path.join(cache_dir, f"runs-{key[:16]}.pkl")
+        if os.path.exists(cached):
+            with open(cached, "rb") as f:
+                return pickle.load(f)
+    documents = []
+    for source in sources:
+        if source.startswith(("mongodb://", "mongodb+srv://")):
+            documents.extend(_mongo_documents(source, problems, mongo_client_factory))
+        elif not os.path.isdir(source):
+            problems.append(f"runs folder {source!r} does not exist; skipped")
+        else:
+            found = list(_file_documents(source, problems))
+            if not found:
+                problems.append(f"runs folder {source!r} holds no Sacred runs (no <run id>/run.json); skipped")
+            documents.extend(found)
+    runset = _frames(documents, problems)
+    if runset.runs.empty:
+        raise NoRunsError("no usable runs found:\n  " + "\n  ".join(problems or [f"sources: {sources}"]))
+    if key:
+        os.makedirs(cache_dir, exist_ok=True)
+        with open(cached, "wb") as f:
+            pickle.dump(runset, f)
+    return runset
