@@ -165,9 +165,12 @@ def _frames(documents, problems: list[str]) -> RunSet:
                 moment = _seconds(stamp)
                 wall = moment - started if moment is not None and started is not None else float("nan")
                 metric_rows.append(dict(keys, metric=name, env_step=int(step), wall_time=wall, value=float(value)))
-        for point in result.get("holdout_curve") or []:
+        curve = result.get("holdout_curve") or []
+        seconds = result.get("checkpoint_train_seconds") or [None] * len(curve)
+        for point, at in zip(curve, seconds):
+            at = point.get("train_seconds", at)
             holdout_rows.append(dict(keys, env_step=int(point["env_steps"]), return_mean=float(point["return_mean"]),
-                                     train_seconds=float(point.get("train_seconds", float("nan")))))
+                                     train_seconds=float("nan") if at is None else float(at)))
         if experiment == "train" and config.get("eval_episodes", 1) and not result.get("holdout_curve"):
             problems.append(f"run {run_id} ({where}): no holdout checkpoints stored; left out of learning curves")
 

@@ -39,8 +39,10 @@ class HoldoutEvaluator:
     def due(self, env_steps: int) -> bool:
         return len(self.results) < len(self.checkpoints) and env_steps >= self.checkpoints[len(self.results)]
 
-    def evaluate(self, env_steps: int) -> dict:
-        """Play the holdout once with the current weights; record and return the result."""
+    def evaluate(self, env_steps: int, train_seconds: float | None = None) -> dict:
+        """Play the holdout once with the current weights; record and return the result.
+        `train_seconds`: the training clock at this checkpoint (evaluation excluded), kept so a
+        learning curve can be drawn against wall-clock time as well as env steps."""
         returns, lengths = [], []
         if self.env is not None:
             # A fresh, fixed RNG per checkpoint: the same weights always give the same returns.
@@ -58,6 +60,8 @@ class HoldoutEvaluator:
         result = {"checkpoint": self.checkpoints[len(self.results)], "env_steps": env_steps,
                   "returns": returns, "lengths": lengths,
                   "return_mean": float(np.mean(returns)) if returns else float("nan")}
+        if train_seconds is not None:
+            result["train_seconds"] = float(train_seconds)
         self.results.append(result)
         return result
 

@@ -156,7 +156,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         if evaluator.due(env_steps):
             clock.pause()  # evaluation is off the throughput clock
             t7 = perf()
-            result = evaluator.evaluate(env_steps)
+            result = evaluator.evaluate(env_steps, clock.elapsed())
             timers.add("eval", perf() - t7)
             clock.resume()
             last_holdout = result["return_mean"]

@@ -28,6 +28,9 @@ def run_result(cfg: DQNConfig, *, env_steps: int, updates: int, episodes: int, t
         "realised_utd": ratio.realised(updates, env_steps),
         "final_holdout_return": curve[-1]["return_mean"] if curve else float("nan"),
         "holdout_curve": curve,
+        # Training seconds (evaluation excluded) at each checkpoint, apart from the curve so that
+        # a curve stays a deterministic function of the seed.
+        "checkpoint_train_seconds": [r.get("train_seconds") for r in evaluator.results],
         "component_costs_us": costs_us,
         # Share of the training time spent inside the timed components; the rest is loop overhead.
         "timed_fraction": timed / train_seconds,

@@ -149,7 +149,7 @@ def _train(cfg, reporter, envs, n, act_seed, replay_seed) -> dict:
             learn(env_steps)  # catch up first: evaluate at the same update count single_env would
             clock.pause()
             t5 = perf()
-            result = evaluator.evaluate(env_steps)
+            result = evaluator.evaluate(env_steps, clock.elapsed())
             timers.add("eval", perf() - t5)
             clock.resume()
             last_holdout = result["return_mean"]

@@ -116,6 +116,11 @@ class _Killed(Exception):
     pass
 
 
+def untimed(holdouts: list[dict]) -> list[dict]:
+    """Holdout results without the training clock, which differs between any two runs."""
+    return [{k: v for k, v in h.items() if k != "train_seconds"} for h in holdouts]
+
+
 class KillAt(Recorder):
     """Stops the run from inside, as a kill would, once it has passed `step`."""
 
@@ -144,9 +149,17 @@ def test_a_resumed_run_ends_exactly_as_an_uninterrupted_one(tiny_cfg, tmp_path):
         assert got[key] == expected[key], key
     # Per-episode holdout returns at every checkpoint, and every TD loss logged after the resume,
     # are identical: same weights, same batches, same exploration.
-    assert resumed.holdouts == whole.holdouts
+    assert untimed(resumed.holdouts) == untimed(whole.holdouts)  # everything but the clock
     resumed_losses = [(s, v) for n, v, s in resumed.scalars if n == "td_loss"]
     whole_losses = dict((s, v) for n, v, s in whole.scalars if n == "td_loss")
     assert resumed_losses and all(whole_losses[s] == v for s, v in resumed_losses)
     assert resumed_losses[0][0] < 2_000 and len(resumed_losses) < len(whole_losses)  # it did resume mid-run
     assert not os.path.exists(cfg.checkpoint_path)  # a finished run leaves no checkpoint behind
+
+
+def test_each_checkpoint_records_the_training_clock_without_evaluation(tiny_cfg):
+    result = train(tiny_cfg.replace(eval_every=400))
+    seconds = result["checkpoint_train_seconds"]
+    assert len(seconds) == len(result["holdout_curve"]) == 3
+    assert all(0 < a < b for a, b in zip(seconds, seconds[1:]))
+    assert seconds[-1] <= result["train_seconds"]  # evaluation is off this clock too
