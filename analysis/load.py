@@ -171,7 +171,7 @@ def _frames(documents, problems: list[str]) -> RunSet:
             at = point.get("train_seconds", at)
             holdout_rows.append(dict(keys, env_step=int(point["env_steps"]), return_mean=float(point["return_mean"]),
                                      train_seconds=float("nan") if at is None else float(at)))
-        if experiment == "train" and config.get("eval_episodes", 1) and not result.get("holdout_curve"):
+        if experiment != "update_timing" and config.get("eval_episodes", 1) and not result.get("holdout_curve"):
             problems.append(f"run {run_id} ({where}): no holdout checkpoints stored; left out of learning curves")
 
     runs = pd.DataFrame(run_rows, columns=KEY_COLUMNS + ["experiment", "source"] + CONFIG_COLUMNS + RESULT_COLUMNS

@@ -33,6 +33,7 @@ from analysis.load import NoRunsError, RunSet, load_runs  # noqa: E402
 ARCH_ORDER = ["single_env", "actor_learner", "vector_env", "hogwild", "high_utd"]
 PALETTE = dict(zip(ARCH_ORDER, sns.color_palette("colorblind", len(ARCH_ORDER))))
 FLOAT_FORMAT = "%.6g"
+TIMING_EXPERIMENT = "update_timing"
 DEFAULT_RUNS = os.path.join("results", "reference")
 
 
@@ -122,6 +123,17 @@ def _sweep(runs: pd.DataFrame, name: str) -> pd.DataFrame:
     return runs[runs["sweep"] == name]
 
 
+def _headline(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs that compare architectures at equal env steps: the `architectures` sweep, or
+    else every sweep of train runs that covers two or more architectures (e.g. `smoke`)."""
+    chosen = _sweep(runs, "architectures")
+    if chosen.empty:
+        train = runs[runs["experiment"] != TIMING_EXPERIMENT]
+        several = train.groupby("sweep")["architecture"].nunique()
+        chosen = train[train["sweep"].isin(several[several >= 2].index) & (train["sweep"] != "")]
+    return chosen
+
+
 def _arch_label(row) -> str:
     if row["architecture"] in ("single_env", "high_utd"):
         return row["architecture"] if row["architecture"] == "single_env" else f"high_utd (utd {row['utd']:g})"
@@ -144,7 +156,7 @@ def _regular_curves(report: Report, holdout: pd.DataFrame, figure: str) -> pd.Da
 
 # ---------------------------------------------------------------------- 1. threads
 def figure_threads(report: Report, rs: RunSet) -> None:
-    runs = rs.runs[(rs.runs["experiment"] == "update_timing") & (rs.runs["device"].fillna("cpu") == "cpu")]
+    runs = rs.runs[(rs.runs["experiment"] == TIMING_EXPERIMENT) & (rs.runs["device"].fillna("cpu") == "cpu")]
     if runs.empty:
         report.note("threads: no update-timing runs; run `python -m experiments.sweep threads`")
         return
@@ -242,10 +254,10 @@ def figure_scaling(report: Report, rs: RunSet) -> None:
 
 # ---------------------------------------------------------------------- 3. learning curves
 def figure_learning_curves(report: Report, rs: RunSet) -> None:
-    holdout = rs.holdout[rs.holdout["run_id"].isin(_sweep(rs.runs, "architectures")["run_id"])]
+    holdout = rs.holdout[rs.holdout["run_id"].isin(_headline(rs.runs)["run_id"])]
     if holdout.empty:
-        report.note("learning curves: no holdout checkpoints from the `architectures` sweep; run "
-                    "`python -m experiments.sweep architectures`")
+        report.note("learning curves: no holdout checkpoints from the `architectures` sweep (or another sweep "
+                    "of two or more architectures); run `python -m experiments.sweep architectures`")
         return
     holdout = _regular_curves(report, holdout, "learning curves")
     runs = rs.runs.set_index("run_id")
@@ -273,7 +285,7 @@ def figure_learning_curves(report: Report, rs: RunSet) -> None:
                 sub = data[(data["env"] == env) & (data["architecture"] == arch)]
                 if sub.empty:
                     continue
-                ax.plot(sub[x], sub["return_iqm"], color=PALETTE[arch], label=arch)
+                ax.plot(sub[x], sub["return_iqm"], color=PALETTE[arch], label=arch, marker="o", ms=3)
                 ax.fill_between(sub[x], sub["return_low"], sub["return_high"], color=PALETTE[arch], alpha=0.2)
             ax.set_xlabel("env steps" if j == 0 else "training wall-clock seconds (evaluation excluded)")
             ax.set_ylabel("holdout return (IQM, 95% CI)")
@@ -284,7 +296,7 @@ def figure_learning_curves(report: Report, rs: RunSet) -> None:
 
 # ---------------------------------------------------------------------- 4. speed against quality + tables
 def _headline_rows(rs: RunSet) -> pd.DataFrame:
-    runs = _sweep(rs.runs, "architectures").copy()
+    runs = _headline(rs.runs).copy()
     holdout = rs.holdout[rs.holdout["run_id"].isin(runs["run_id"])]
     auc = holdout.groupby("run_id")["return_mean"].mean()
     runs["holdout_auc"] = runs["run_id"].map(auc)
@@ -294,7 +306,8 @@ def _headline_rows(rs: RunSet) -> pd.DataFrame:
 def figure_speed_quality(report: Report, rs: RunSet) -> None:
     runs = _headline_rows(rs)
     if runs.empty:
-        report.note("speed against quality: no runs of the `architectures` sweep")
+        report.note("speed against quality: no runs of the `architectures` sweep (or another sweep of two or "
+                    "more architectures)")
         return
     rows = []
     for (env, arch), group in runs.groupby(["env", "architecture"], sort=True):
@@ -325,6 +338,9 @@ def figure_speed_quality(report: Report, rs: RunSet) -> None:
         frontier = part[part["non_dominated"]].sort_values("steps_per_sec_median")
         ax.plot(frontier["steps_per_sec_median"], frontier["auc_iqm"], "k--", lw=1, label="non-dominated frontier")
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 1)))
+        ax.tick_params(axis="x", which="both", labelsize=7)
         ax.set_xlabel("env steps/s (median over seeds, 95% CI; log scale)")
         ax.set_ylabel("mean holdout return over checkpoints\n(IQM over seeds, 95% CI)")
         ax.set_title(env)
@@ -364,7 +380,7 @@ def _shares_of_time(result: dict, train_seconds: float) -> list[tuple[str, str, 
 def figure_time_breakdown(report: Report, rs: RunSet) -> None:
     runs = _sweep(rs.runs, "scaling")
     if runs.empty:
-        runs = _sweep(rs.runs, "architectures")
+        runs = _headline(rs.runs)
     if runs.empty:
         report.note("time breakdown: no runs of the `scaling` or `architectures` sweeps")
         return
@@ -373,9 +389,10 @@ def figure_time_breakdown(report: Report, rs: RunSet) -> None:
         for role, component, share in _shares_of_time(run["result"], run["train_seconds"]):
             if role == "main process" and run["architecture"] == "hogwild":
                 continue
-            rows.append({"env_step_cost_us": run["env_step_cost_us"], "architecture": run["architecture"],
+            rows.append({"env_step_cost_us": float(run["env_step_cost_us"] or 0.0), "architecture": run["architecture"],
                          "num_workers": int(run["num_workers"]), "role": role, "component": component,
-                         "share_of_train_time": share, "bottleneck": run["bottleneck"] or ""})
+                         "share_of_train_time": share,
+                         "bottleneck": run["bottleneck"] if isinstance(run["bottleneck"], str) else ""})
     data = (pd.DataFrame(rows).groupby(["env_step_cost_us", "architecture", "num_workers", "role", "component",
                                         "bottleneck"], as_index=False)["share_of_train_time"].median()
             .sort_values(["env_step_cost_us", "architecture", "num_workers", "role", "component"], ignore_index=True))
@@ -402,8 +419,8 @@ def figure_time_breakdown(report: Report, rs: RunSet) -> None:
         ax.set_xlim(0, 1.05)
         ax.set_title(f"env step cost {cost:g} us (* = named bottleneck role)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=colors[c]) for c in components]
-    fig.legend(handles, components, loc="lower center", ncol=min(6, len(components)), fontsize=7,
-               bbox_to_anchor=(0.5, -0.02 - 0.03 * (len(components) // 6)))
+    fig.legend(handles, components, loc="center left", fontsize=7, bbox_to_anchor=(1.0, 0.5),
+               title="component")
     report.figure(fig, "time_breakdown", data)
 
 

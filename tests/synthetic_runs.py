@@ -7,7 +7,7 @@ from sacred import Experiment
 
 
 def _experiment() -> Experiment:
-    ex = Experiment("train", save_git_info=False)
+    ex = Experiment("parallel_dqn", save_git_info=False)  # the name experiments/train.py uses
 
     @ex.config
     def config():
