@@ -305,7 +305,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 # ---------------------------------------------------------- evaluation (actors parked)
                 clock.pause()
                 t6 = perf()
-                result = evaluator.evaluate(global_steps)
+                result = evaluator.evaluate(global_steps, clock.elapsed())
                 timers.add("eval", perf() - t6)
                 clock.resume()
                 last_holdout = result["return_mean"]

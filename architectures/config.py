@@ -252,6 +252,15 @@ def _validate(c: DQNConfig) -> None:
     need(c.optimizer_state in ("shared", "per_worker"), "optimizer_state", "one of 'shared', 'per_worker'")
     need(c.hogwild_replay in ("local", "shared"), "hogwild_replay", "one of 'local', 'shared'")
     need(c.backend in ("local", "ray"), "backend", "one of 'local', 'ray'")
+    if c.backend == "ray":
+        import importlib.util
+
+        try:
+            missing = importlib.util.find_spec("ray") is None
+        except (ImportError, ValueError):  # a broken or blocked install
+            missing = True
+        if missing:
+            raise ConfigError("backend: 'ray' needs Ray, which is not installed: pip install -e '.[ray]'")
     need(c.actor_epsilons in ("schedule", "apex"), "actor_epsilons", "one of 'schedule', 'apex'")
     need(math.isfinite(c.worker_timeout_s) and c.worker_timeout_s > 0, "worker_timeout_s", "a number of seconds > 0")
     for key in ("priority_alpha", "priority_beta"):
