@@ -92,7 +92,7 @@ def test_report_end_to_end_on_a_tiny_store(headline_store, tmp_path):
     assert poi.loc[("high_utd", "final_holdout_return"), "probability"] == 1.0   # 201+ beats 101-103
     assert poi.loc[("actor_learner", "env_steps_per_sec"), "probability"] == 1.0
     numbers = (out / "generated" / "numbers.tex").read_text()
-    assert "\\newcommand{\\CartpoleSingleEnvSteps}{1,020}" in numbers
+    assert "\\newcommand{\\CartPoleSingleEnvSteps}{1,020}" in numbers
     # Sweeps absent from the store are named, with the command that produces them.
     assert any("experiments.sweep utd" in note for note in report.notes)
     # Rebuilding gives the same data.
@@ -154,3 +154,22 @@ def test_committed_figures_and_tables_are_what_the_report_regenerates(tmp_path):
     differ = [os.path.relpath(path, ROOT) for path in committed
               if not filecmp.cmp(path, tmp_path / os.path.relpath(path, os.path.join(ROOT, "paper")), shallow=False)]
     assert differ == [], f"regenerate with `make -C paper figures`: {differ}"
+
+
+@pytest.mark.parametrize("parts, expected", [
+    (("CartPole", "single_env", "steps"), "CartPoleSingleEnvSteps"),
+    (("utd", 16.0, "LayerNorm", "final"), "UtdSixteenLayerNormFinal"),
+    (("hog", "hogwild (no lock)", "steps"), "HogHogwildNoLockSteps"),
+    (("speedup", "actor_learner", 2, "cost", 1000), "SpeedupActorLearnerTwoCostThousand"),
+    (("utd", 0.25), "UtdZeroPointTwoFive"),
+])
+def test_macro_names_are_letters_only_and_readable(parts, expected):
+    assert report_mod.macro_name(*parts) == expected
+
+
+def test_a_macro_cannot_mean_two_numbers(tmp_path):
+    report = report_mod.Report(str(tmp_path))
+    report.number("Same", 1.0)
+    report.number("Same", 1.0)
+    with pytest.raises(ValueError, match="would mean both"):
+        report.number("Same", 2.0)
