@@ -140,14 +140,16 @@ def _sweep(runs: pd.DataFrame, name: str) -> pd.DataFrame:
     return runs[runs["sweep"] == name]
 
 
+DEDICATED_SWEEPS = {"utd", "hogwild", "scaling"}
+"""Sweeps with figures of their own; any other sweep of training runs feeds the headline figures."""
+
+
 def _headline(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs that compare architectures at equal env steps: the `architectures` sweep, or
-    else every sweep of train runs that covers two or more architectures (e.g. `smoke`)."""
+    else every training run outside the dedicated sweeps (e.g. `smoke`, or your own sweep)."""
     chosen = _sweep(runs, "architectures")
     if chosen.empty:
-        train = runs[runs["experiment"] != TIMING_EXPERIMENT]
-        several = train.groupby("sweep")["architecture"].nunique()
-        chosen = train[train["sweep"].isin(several[several >= 2].index) & (train["sweep"] != "")]
+        chosen = runs[(runs["experiment"] != TIMING_EXPERIMENT) & ~runs["sweep"].isin(DEDICATED_SWEEPS)]
     return chosen
 
 
@@ -274,7 +276,7 @@ def figure_learning_curves(report: Report, rs: RunSet) -> None:
     holdout = rs.holdout[rs.holdout["run_id"].isin(_headline(rs.runs)["run_id"])]
     if holdout.empty:
         report.note("learning curves: no holdout checkpoints from the `architectures` sweep (or another sweep "
-                    "of two or more architectures); run `python -m experiments.sweep architectures`")
+                    "of training runs); run `python -m experiments.sweep architectures`")
         return
     holdout = _regular_curves(report, holdout, "learning curves")
     runs = rs.runs.set_index("run_id")
@@ -323,8 +325,8 @@ def _headline_rows(rs: RunSet) -> pd.DataFrame:
 def figure_speed_quality(report: Report, rs: RunSet) -> None:
     runs = _headline_rows(rs)
     if runs.empty:
-        report.note("speed against quality: no runs of the `architectures` sweep (or another sweep of two or "
-                    "more architectures)")
+        report.note("speed against quality: no runs of the `architectures` sweep (or another sweep of "
+                    "training runs)")
         return
     rows = []
     for (env, arch), group in runs.groupby(["env", "architecture"], sort=True):
@@ -611,6 +613,9 @@ def figure_improvement(report: Report, rs: RunSet) -> None:
                                                                          base[metric].to_numpy())
                 rows.append({"env": env, "architecture": arch, "metric": metric, "seeds": len(other),
                              "baseline_seeds": len(base), "probability": p, "low": low, "high": high})
+    if not rows:
+        report.note("probability of improvement: no architecture besides single_env to compare")
+        return
     data = pd.DataFrame(rows)
     metrics = ["final_holdout_return", "holdout_auc", "env_steps_per_sec"]
     fig, axes = plt.subplots(1, len(metrics), figsize=(14, 3.2), sharey=True)

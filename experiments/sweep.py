@@ -267,6 +267,25 @@ def summary_line(run: RunSpec, status: str | None, result: dict) -> str:
     return f"{run.run_id:<24} {str(status or 'not run'):<11} {speed} {ret_text}  {run.label()}"
 
 
+def hold_store_lock(out: str):
+    """An exclusive lock on <out>/.sweep.lock for this process's life, or exit 2 naming its holder."""
+    import fcntl
+
+    handle = open(os.path.join(out, ".sweep.lock"), "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        raise SystemExit(f"error: another sweep ({holder}) is running on the store {out!r}; wait for it or "
+                         "use another --out") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    return handle
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", help=f"one of: {', '.join(SWEEPS)}")
@@ -279,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (learning-only sweeps; pollutes timing)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run each run as a Ray task with CPU reservations: "
                         "'local' (start Ray here), 'auto' (the running cluster), or HOST:PORT / ray://HOST:PORT")
+    parser.add_argument("--report", nargs="?", const="", metavar="DIR",
+                        help="after the runs, build the analysis report from this store into DIR "
+                             "(default: <out>/report)")
     args = parser.parse_args(argv)
 
     if args.name not in SWEEPS:
@@ -317,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in landed:
             print(summary_line(r, status[r.run_id], {}))
         return 0
+    lock = hold_store_lock(out)  # a second sweep on this store would move our running run aside
     if args.nice:
         os.nice(10)
     if ray_runner and todo:
@@ -367,6 +390,15 @@ def main(argv: list[str] | None = None) -> int:
         print(summary_line(r, s, store.result(r.run_id) if s == "COMPLETED" else {}))
     print(f"\n{len(todo) - len(failed)} of {len(todo)} runs completed in {(time.monotonic() - started) / 60:.1f} min",
           file=sys.stderr)
+    lock.close()
+    if args.report is not None:
+        from analysis import report as analysis_report
+
+        report_dir = args.report or os.path.join(out, "report")
+        print(f"\nreport: building figures, tables and numbers from {args.mongo or out} into {report_dir}/",
+              file=sys.stderr)
+        built = analysis_report.main(["--runs", args.mongo or out, "--out", report_dir, "--cache", ""])
+        failed += [] if built == 0 else ["(report)"]
     if failed:
         print(f"failed: {', '.join(failed)} (rerun the same command to retry them)", file=sys.stderr)
         return 1

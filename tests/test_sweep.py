@@ -229,11 +229,31 @@ def test_a_failing_run_is_named_and_the_others_still_complete(tmp_path):
         "'small': [Cell(('cartpole', 'single_env'), {TINY!r}), Cell(('cartpole',), dict({TINY!r}, lr=-1.0))]".format(
             TINY=TINY))
     assert code != TINY_SWEEP
-    proc = subprocess.run([sys.executable, "-c", code, "tiny", "--seeds", "1", "--out", str(tmp_path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code, "tiny", "--seeds", "1", "--out", str(tmp_path), "--report"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 1
     assert "failed (exit 2)" in proc.stderr and "_logs" in proc.stderr and "rerun the same command" in proc.stderr
     assert [r["status"] for r in _statuses(tmp_path).values()] == ["COMPLETED"]
+    # --report builds from what is there (the bad run never started: its config was refused).
+    assert (tmp_path / "report" / "figures" / "learning_curves.csv").exists()
+    assert (tmp_path / "report" / "generated" / "numbers.tex").exists()
+    assert "failed (" not in proc.stderr.split("report: building")[1]  # every figure it had data for built
+
+
+def test_a_second_sweep_on_the_same_store_is_refused(tmp_path):
+    import fcntl
+
+    tmp_path.mkdir(exist_ok=True)
+    with open(tmp_path / ".sweep.lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("pid 4242")
+        held.flush()
+        proc = subprocess.run([sys.executable, "-c", TINY_SWEEP, "tiny", "--out", str(tmp_path)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "another sweep (pid 4242) is running on the store" in proc.stderr
+    assert _statuses(tmp_path) == {}  # nothing ran, nothing was moved aside
+    assert not (tmp_path / "_incomplete").exists()
 
 
 @pytest.mark.parametrize("value, text", [(True, "True"), (False, "False"), (0.25, "0.25"), (2, "2"),
