@@ -557,6 +557,38 @@ def figure_utd(report: Report, rs: RunSet) -> None:
         report.number(macro_name("utd", r.utd, r.mitigation, "diverged"), f"{r.diverged_runs}/{r.seeds}")
         report.number(macro_name("utd", r.utd, r.mitigation, "maxq"), r.max_abs_q_median)
     report.number("UtdSeeds", int(data["seeds"].min()), "{}")
+    if not single.empty:
+        _utd_against_single(report, rs, runs, grid)
+
+
+def _utd_against_single(report: Report, rs: RunSet, runs: pd.DataFrame, grid: pd.DataFrame) -> None:
+    """single_env against every utd cell run with as many seeds, at the same checkpoints."""
+    single = runs[runs["architecture"] == "single_env"].copy()
+    single["mitigation"], single["return_25k"] = "-", single["run_id"].map(
+        rs.holdout[rs.holdout["env_step"] == 25_000].set_index("run_id")["return_mean"])
+    n = len(single)
+    cells = [("single_env", single["utd"].iloc[0], "-", single)]
+    for (utd, mitigation), group in grid.groupby(["utd", "mitigation"], sort=True):
+        if len(group) >= n:
+            cells.append(("high_utd", utd, mitigation, group))
+    rows = []
+    for arch, utd, mitigation, group in cells:
+        group = group.sort_values("seed")
+        early = stats.interval(group["return_25k"].to_numpy(), "iqm")
+        final = stats.interval(group["final_holdout_return"].to_numpy(), "iqm")
+        rows.append({"architecture": arch, "utd": f"{utd:g}", "mitigation": mitigation, "seeds": len(group),
+                     "return at 25k, IQM [95% CI]": _ci(*early, "{:.0f}"),
+                     "return at 25k, mean ± sd": f"{group['return_25k'].mean():.0f} ± {group['return_25k'].std():.0f}",
+                     "final (50k), IQM [95% CI]": _ci(*final, "{:.0f}"),
+                     "final (50k), per seed": ", ".join(f"{v:.0f}" for v in group["final_holdout_return"])})
+        name = ("utd", "vs", arch, utd, mitigation if mitigation != "-" else "")
+        report.number(macro_name(*name, "early"), early[0], "{:.0f}")
+        report.number(macro_name(*name, "final"), final[0], "{:.0f}")
+    report.number("UtdVsSeeds", n, "{}")
+    report.table("utd_against_single_env", pd.DataFrame(rows),
+                 "high_utd against single_env at equal env steps and the same checkpoints, every cell with as "
+                 "many seeds as single_env (learning only: these sweeps ran two at a time, so their "
+                 "throughput is not reported).")
 
 
 # ---------------------------------------------------------------------- 8. hogwild
@@ -587,6 +619,7 @@ def figure_hogwild(report: Report, rs: RunSet) -> None:
                       group["env_steps_per_sec"].median())
         report.number(macro_name("hog", config.replace("(", "").replace(")", ""), "final"),
                       stats.iqm(group["final_holdout_return"]), "{:.1f}")
+        report.number(macro_name("hog", config, "worst"), group["final_holdout_return"].min(), "{:.1f}")
         if group["overlap_fraction"].notna().any():
             report.number(macro_name("hog", config.replace("(", "").replace(")", ""), "overlap", "max"),
                           100 * group["overlap_fraction"].max(), "{:.1f}")
