@@ -93,3 +93,36 @@ def reference():
         pytest.skip("tests/fixtures/rliable_reference.json missing (tests/fixtures/make_rliable_reference.py makes it)")
     with open(FIXTURE) as f:
         return json.load(f)
+
+
+def test_iqm_matches_rliable_on_fixed_arrays(reference):
+    for name, case in reference["iqm_fixed_arrays"].items():
+        assert stats.iqm(case["scores"]) == pytest.approx(case["iqm"], abs=1e-12), name
+
+
+def test_probability_of_improvement_matches_rliable_on_ties_and_unequal_runs(reference):
+    for name, case in reference["probability_of_improvement_fixed"].items():
+        assert stats.probability_of_improvement(case["x"], case["y"]) == pytest.approx(case["x_over_y"]), name
+        assert stats.probability_of_improvement(case["y"], case["x"]) == pytest.approx(case["y_over_x"]), name
+
+
+@pytest.mark.parametrize("case, tolerance", [("main", 0.01), ("small", 0.03)])
+def test_intervals_match_rliable_within_bootstrap_noise(reference, case, tolerance):
+    """Points exactly; interval endpoints within `tolerance` (scores lie in [0, 1]): both sides
+    draw 50,000 stratified resamples, from different random streams."""
+    data = reference["data"][case]
+    expected = reference["cases"][case]
+    reps = reference["bootstrap"].get("reps", 50_000)
+    # rliable's median is the median of per-task means; ours is the median of the run scores
+    # (what a per-seed throughput needs), so only IQM and mean are compared.
+    for algorithm in ("A", "B"):
+        for aggregate in ("iqm", "mean"):
+            want = expected["aggregates"][algorithm][aggregate]
+            point, low, high = stats.interval(data[algorithm], aggregate, reps=reps)
+            assert point == pytest.approx(want["point"], abs=1e-12), (algorithm, aggregate)
+            assert low == pytest.approx(want["ci95"][0], abs=tolerance), (algorithm, aggregate, "low")
+            assert high == pytest.approx(want["ci95"][1], abs=tolerance), (algorithm, aggregate, "high")
+    want = expected["probability_of_improvement"]["A_over_B"]
+    point, low, high = stats.probability_of_improvement_interval(data["A"], data["B"], reps=reps)
+    assert point == pytest.approx(want["point"], abs=1e-12)
+    assert (low, high) == pytest.approx(tuple(want["ci95"]), abs=2 * tolerance)
