@@ -2,14 +2,20 @@
 and failures."""
 
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
 from architectures import hogwild, workers
 from architectures.config import ConfigError
 from architectures.metrics import NullReporter
+from architectures.shared import leaked_segments
 from architectures.workers import FAULT_ENV, WorkerFailed
-from tests.test_actor_learner import assert_clean, small_cfg
+from tests.test_actor_learner import ROOT, alive, assert_clean, descendants, small_cfg
 
 
 def test_lock_free_workers_share_one_network_and_their_writes_overlap():
@@ -71,8 +77,30 @@ def test_shared_replay_refuses_prioritized_sampling_before_starting_anything():
     assert_clean()
 
 
-def test_a_crashing_worker_fails_the_run_naming_it(monkeypatch):
+@pytest.mark.parametrize("replay", ["local", "shared"])
+def test_a_crashing_worker_fails_the_run_naming_it(monkeypatch, replay):
     monkeypatch.setenv(FAULT_ENV, "1:crash:500")
     with pytest.raises(WorkerFailed, match=r"worker 1 \(pid \d+\)"):
-        hogwild.train(small_cfg(total_env_steps=20_000, worker_timeout_s=5.0))
-    assert_clean()
+        hogwild.train(small_cfg(total_env_steps=20_000, worker_timeout_s=5.0, hogwild_replay=replay))
+    assert_clean()  # the shared replay's segments too
+
+
+def test_a_killed_main_process_leaves_no_workers_and_no_shared_replay():
+    proc = subprocess.Popen([sys.executable, "-m", "architectures.hogwild", "--num_workers", "2",
+                             "--total_env_steps", "2000000", "--eval_episodes", "0", "--hidden_sizes", "[16]",
+                             "--hogwild_replay", "shared", "--log_every", "2000"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, text=True)
+    try:
+        line = proc.stderr.readline()  # the first progress line: the workers are running
+        assert "env steps" in line, line
+        assert any("_replay_" in name for name in leaked_segments(proc.pid))
+        workers = descendants(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)  # no finally block runs in the main process
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while (alive(workers) or leaked_segments(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert alive(workers) == [] and leaked_segments(proc.pid) == []  # the resource tracker unlinks them
