@@ -166,8 +166,9 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     reporter = reporter or NullReporter()
     warn_if_not_checkpointing(cfg, "hogwild")
     warn_if_oversubscribed(cfg.num_workers, "worker processes")
-    if cfg.hogwild_replay == "shared" and cfg.prioritized:
-        raise ConfigError("hogwild_replay: 'shared' samples uniformly; prioritized=true needs 'local' (got 'shared')")
+    if cfg.prioritized:  # the workers would never update priorities: sampling would silently be uniform
+        raise ConfigError("prioritized: hogwild workers do not update priorities; use single_env or actor_learner "
+                          "for prioritized replay (got true)")
     # ------------------------------------------------------------------ setup
     torch.set_num_threads(cfg.torch_threads)
     started = time.perf_counter()
@@ -216,7 +217,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             if bool((status["parked"] > checkpoint).all()) and global_steps == evaluator.checkpoints[checkpoint]:
                 clock.pause()
                 t0 = time.perf_counter()
-                result = evaluator.evaluate(global_steps)  # the shared weights, with every worker parked
+                result = evaluator.evaluate(global_steps, clock.elapsed())  # shared weights, workers parked
                 timers.add("eval", time.perf_counter() - t0)
                 clock.resume()
                 last_holdout = result["return_mean"]

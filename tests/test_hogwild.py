@@ -71,9 +71,11 @@ def test_shared_replay_holds_every_workers_rows_and_learning_stays_finite():
     assert_clean()
 
 
-def test_shared_replay_refuses_prioritized_sampling_before_starting_anything():
-    with pytest.raises(ConfigError, match="hogwild_replay"):
-        hogwild.train(small_cfg(hogwild_replay="shared", prioritized=True))
+@pytest.mark.parametrize("replay", ["local", "shared"])
+def test_prioritized_replay_is_refused_before_starting_anything(replay):
+    # Hogwild workers never write priorities back: accepting it would sample uniformly, silently.
+    with pytest.raises(ConfigError, match="prioritized: hogwild workers do not update priorities"):
+        hogwild.train(small_cfg(hogwild_replay=replay, prioritized=True))
     assert_clean()
 
 
