@@ -254,15 +254,24 @@ def figure_scaling(report: Report, rs: RunSet) -> None:
                       "env_steps_per_sec": b, "parallel_efficiency": b / (n * base)} for n, b in zip(workers, bound)]
             report.number(macro_name("scaling", "single", "cost", int(cost)), base)
         ax.set_yscale("log")
-        ax.set_ylabel("env steps/s (median over seeds)")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 1)))
+        ax.tick_params(axis="y", which="both", labelsize=7)
+        if col == 0:
+            ax.set_ylabel("env steps/s (median over seeds)")
         ax.set_title(f"env step cost {cost:g} us")
         ax.legend(fontsize=7)
         eff.axhline(1.0, color="k", ls="--", lw=1)
-        eff.set_ylabel("parallel efficiency\n(steps/s / (n x single_env))")
+        if col == 0:
+            eff.set_ylabel("parallel efficiency\n(steps/s / (n x single_env))")
         eff.set_xlabel("workers (processes or envs)")
         eff.set_xticks(workers)
     data = pd.DataFrame(rows).sort_values(["env_step_cost_us", "architecture", "num_workers"], ignore_index=True)
+    fig.tight_layout()
     report.figure(fig, "scaling", data)
+    for _, row in data[data["architecture"] == "bound"].iterrows():
+        report.number(macro_name("scaling", "bound", int(row["num_workers"]), "cost", int(row["env_step_cost_us"])),
+                      row["env_steps_per_sec"])
     for _, row in data[data["architecture"].isin(ARCH_ORDER[1:4])].iterrows():
         report.number(macro_name("scaling", row["architecture"], int(row["num_workers"]), "cost",
                                  int(row["env_step_cost_us"])), row["env_steps_per_sec"])
@@ -306,7 +315,10 @@ def figure_learning_curves(report: Report, rs: RunSet) -> None:
                     continue
                 ax.plot(sub[x], sub["return_iqm"], color=PALETTE[arch], label=arch, marker="o", ms=3)
                 ax.fill_between(sub[x], sub["return_low"], sub["return_high"], color=PALETTE[arch], alpha=0.2)
-            ax.set_xlabel("env steps" if j == 0 else "training wall-clock seconds (evaluation excluded)")
+            if j == 1:  # designs differ in speed by over 10x: a log axis keeps each curve readable
+                ax.set_xscale("log")
+                ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+            ax.set_xlabel("env steps" if j == 0 else "training wall-clock seconds, evaluation excluded (log)")
             ax.set_ylabel("holdout return (IQM, 95% CI)")
             ax.set_title(env)
             ax.legend(fontsize=8)
@@ -384,6 +396,19 @@ def figure_speed_quality(report: Report, rs: RunSet) -> None:
 
 
 # ---------------------------------------------------------------------- 5. time breakdown
+_COMPONENT_COLORS = {"act": "#1f77b4", "env_step": "#2ca02c", "env_wait": "#98df8a", "env_reset": "#bcbd22",
+                     "update": "#d62728", "gradient": "#d62728", "apply": "#ff9896", "sample": "#9467bd",
+                     "replay_add": "#c5b0d5", "handoff": "#ff7f0e", "handoff_drain": "#ffbb78",
+                     "n_step": "#8c564b", "diagnostics": "#e377c2", "weight_publish": "#17becf",
+                     "weight_sync": "#9edae5", "wait": "#d9d9d9"}
+
+
+def _component_colors(components: list[str]) -> dict:
+    """Fixed colours for the known components (work in strong colours, waiting in grey)."""
+    spare = iter(sns.color_palette("dark", len(components)))
+    return {c: _COMPONENT_COLORS.get(c) or next(spare) for c in components}
+
+
 def _shares_of_time(result: dict, train_seconds: float) -> list[tuple[str, str, float]]:
     out = []
     main = {k: v["seconds"] for k, v in (result.get("time_breakdown") or {}).items() if k not in ("eval", "checkpoint")}
@@ -417,33 +442,42 @@ def figure_time_breakdown(report: Report, rs: RunSet) -> None:
             .sort_values(["env_step_cost_us", "architecture", "num_workers", "role", "component"], ignore_index=True))
     costs = sorted(data["env_step_cost_us"].unique())
     components = sorted(data["component"].unique())
-    colors = dict(zip(components, sns.color_palette("tab20", len(components))))
-    fig, axes = plt.subplots(1, len(costs), figsize=(7 * len(costs), 0.45 * data.groupby(
-        ["architecture", "num_workers", "role"]).ngroups / max(len(costs), 1) + 2.5), squeeze=False)
+    colors = _component_colors(components)
+    bars = sorted(data.groupby(["architecture", "num_workers", "role"]).groups)
+    fig, axes = plt.subplots(1, len(costs), figsize=(6 * len(costs) + 3, 0.3 * len(bars) + 1.8), squeeze=False,
+                             sharey=True)
     for ax, cost in zip(axes[0], costs):
         part = data[data["env_step_cost_us"] == cost]
-        bars = part.groupby(["architecture", "num_workers", "role"], sort=True)
         labels = []
-        for y, ((arch, n, role), group) in enumerate(bars):
+        for y, key in enumerate(bars):
+            group = part[(part["architecture"] == key[0]) & (part["num_workers"] == key[1]) & (part["role"] == key[2])]
             left = 0.0
             for _, r in group.iterrows():
                 ax.barh(y, r["share_of_train_time"], left=left, color=colors[r["component"]])
                 left += r["share_of_train_time"]
-            bottleneck = group["bottleneck"].iloc[0]
-            labels.append(f"{arch} ({n}) {role}" + (" *" if bottleneck.startswith(role.split()[-1].rstrip("s"))
-                                                      else ""))
+            bottleneck = group["bottleneck"].iloc[0] if not group.empty else ""
+            starred = (bottleneck.startswith(("learner", "main")) if key[2] == "main process"
+                       else bottleneck.startswith(("actor", "worker")))
+            ax.text(min(left, 1.0) + 0.01, y, "*" if starred else "", va="center", fontsize=10)
+            labels.append(f"{key[0]} ({key[1]}) {key[2]}")
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels, fontsize=7)
         ax.set_xlabel("share of training wall-clock time")
-        ax.set_xlim(0, 1.05)
-        ax.set_title(f"env step cost {cost:g} us (* = named bottleneck role)")
+        ax.set_xlim(0, 1.08)
+        ax.set_title(f"env step cost {cost:g} us (* = named bottleneck role)", fontsize=9)
     handles = [plt.Rectangle((0, 0), 1, 1, color=colors[c]) for c in components]
     fig.legend(handles, components, loc="center left", fontsize=7, bbox_to_anchor=(1.0, 0.5),
                title="component")
+    fig.tight_layout()
     report.figure(fig, "time_breakdown", data)
 
 
 # ---------------------------------------------------------------------- 6. policy lag and shares
+def _config_order(frame: pd.DataFrame) -> list[str]:
+    pairs = sorted(set(zip(frame["architecture"], frame["num_workers"])))
+    return [f"{arch} ({n})" for arch, n in pairs]
+
+
 def figure_lag_shares(report: Report, rs: RunSet) -> None:
     runs = rs.runs[rs.runs["result"].apply(lambda r: isinstance(r.get("policy_lag"), dict))]
     if runs.empty:
@@ -469,7 +503,8 @@ def figure_lag_shares(report: Report, rs: RunSet) -> None:
         part = lag[(lag["measure"] == measure) & lag["statistic"].isin(["p50", "p95", "max"])]
         if not part.empty:
             part = part.assign(config=part["architecture"] + " (" + part["num_workers"].astype(str) + ")")
-            sns.stripplot(data=part, x="config", y="updates", hue="statistic", ax=ax, dodge=True, size=4)
+            sns.stripplot(data=part, x="config", y="updates", hue="statistic", ax=ax, dodge=True, size=4,
+                          order=_config_order(part), hue_order=["p50", "p95", "max"])
             ax.set_yscale("symlog", linthresh=10)
             ax.set_ylim(bottom=0)
         ax.set_title({"policy_lag": "sampled transitions: learner updates since acting\n(replay age included)",
@@ -483,7 +518,8 @@ def figure_lag_shares(report: Report, rs: RunSet) -> None:
         sub = shares[shares["kind"].isin(["env_steps", "sampled"])]
         sub = sub.assign(config=sub["architecture"] + " (" + sub["num_workers"].astype(str) + ")")
         sub = sub.assign(deviation=sub["share"] * sub["num_workers"])
-        sns.stripplot(data=sub, x="config", y="deviation", hue="kind", ax=ax, dodge=True, size=4)
+        sns.stripplot(data=sub, x="config", y="deviation", hue="kind", ax=ax, dodge=True, size=4,
+                      order=_config_order(sub))
         ax.axhline(1.0, color="k", ls="--", lw=1)
     ax.set_title("per-worker share of data, x workers\n(1 = an equal share)", fontsize=9)
     ax.set_xlabel("architecture (workers)")

@@ -173,3 +173,18 @@ def test_a_macro_cannot_mean_two_numbers(tmp_path):
     report.number("Same", 1.0)
     with pytest.raises(ValueError, match="would mean both"):
         report.number("Same", 2.0)
+
+
+def test_every_number_the_writeup_quotes_is_a_generated_macro():
+    import re
+
+    tex = open(os.path.join(ROOT, "paper", "main.tex")).read()
+    numbers = open(os.path.join(ROOT, "paper", "generated", "numbers.tex")).read()
+    defined = set(re.findall(r"\\newcommand\{\\([A-Za-z]+)\}", numbers))
+    used = set(re.findall(r"\\([A-Z][A-Za-z]+)", tex))
+    assert used, "main.tex quotes no generated numbers"
+    assert sorted(used - defined) == []
+    for figure in re.findall(r"\\includegraphics(?:\[[^\]]*\])?\{([^}]+)\}", tex):
+        assert os.path.exists(os.path.join(ROOT, "paper", figure)), figure
+    for table in re.findall(r"\\input\{(tables/[^}]+)\}", tex):
+        assert os.path.exists(os.path.join(ROOT, "paper", table)), table
