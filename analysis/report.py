@@ -99,8 +99,8 @@ def _latex(frame: pd.DataFrame, caption: str, label: str) -> str:
     columns = " & ".join(f"\\textbf{{{_tex_escape(c)}}}" for c in frame.columns)
     rows = " \\\\\n".join(" & ".join(_tex_escape(v) for v in row) for row in frame.itertuples(index=False))
     return (f"\\begin{{table}}[t]\n\\centering\\small\n\\caption{{{_tex_escape(caption)}}}\\label{{tab:{label}}}\n"
-            f"\\begin{{tabular}}{{{'l' * len(frame.columns)}}}\n\\toprule\n{columns} \\\\\n\\midrule\n{rows} \\\\\n"
-            "\\bottomrule\n\\end{tabular}\n\\end{table}\n")
+            f"\\resizebox{{\\linewidth}}{{!}}{{\\begin{{tabular}}{{{'l' * len(frame.columns)}}}\n\\toprule\n"
+            f"{columns} \\\\\n\\midrule\n{rows} \\\\\n\\bottomrule\n\\end{{tabular}}}}\n\\end{{table}}\n")
 
 
 def _ci(point: float, low: float, high: float, fmt: str = "{:,.0f}") -> str:
@@ -719,6 +719,7 @@ def build(sources: list[str], out: str, cache_dir: str | None = None) -> Report:
     report.number("CpuModel", str(runs["cpu_model"].mode().iloc[0]) if runs["cpu_model"].notna().any() else "unknown")
     report.number("CpuCount", str(int(runs["cpu_count"].mode().iloc[0])) if runs["cpu_count"].notna().any() else "?")
     for make in FIGURES:
+        np.random.seed(0)  # seaborn's strip-plot jitter: the same figure on every rebuild
         try:
             make(report, runset)
         except Exception as err:  # noqa: BLE001 - one broken figure must not stop the others
