@@ -136,6 +136,15 @@ def macro_name(*parts) -> str:
     return "".join(out)
 
 
+def _log_axis(ax, which: str) -> None:
+    """A log axis labelled in plain numbers, minor ticks included (a 2-decade range has few majors)."""
+    getattr(ax, f"set_{which}scale")("log")
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    axis.set_minor_formatter(matplotlib.ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 1)))
+    ax.tick_params(axis=which, which="both", labelsize=7)
+
+
 def _sweep(runs: pd.DataFrame, name: str) -> pd.DataFrame:
     return runs[runs["sweep"] == name]
 
@@ -193,10 +202,7 @@ def figure_threads(report: Report, rs: RunSet) -> None:
         ax.set_title(network)
         ax.set_xlabel("torch intra-op threads")
         ax.set_xticks(sorted(part["torch_threads"].unique()))
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 1)))
-        ax.tick_params(axis="y", which="both", labelsize=7)
+        _log_axis(ax, "y")
         if i == 0:
             ax.set_ylabel("one gradient step (ms)\nmedian, bars p10-p90")
         ax.legend(fontsize=8)
@@ -253,10 +259,7 @@ def figure_scaling(report: Report, rs: RunSet) -> None:
             rows += [{"env_step_cost_us": cost, "architecture": "bound", "num_workers": int(n),
                       "env_steps_per_sec": b, "parallel_efficiency": b / (n * base)} for n, b in zip(workers, bound)]
             report.number(macro_name("scaling", "single", "cost", int(cost)), base)
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 1)))
-        ax.tick_params(axis="y", which="both", labelsize=7)
+        _log_axis(ax, "y")
         if col == 0:
             ax.set_ylabel("env steps/s (median over seeds)")
         ax.set_title(f"env step cost {cost:g} us")
@@ -368,10 +371,7 @@ def figure_speed_quality(report: Report, rs: RunSet) -> None:
                         fmt="o", capsize=3, color=PALETTE.get(r["architecture"]), label=r["label"])
         frontier = part[part["non_dominated"]].sort_values("steps_per_sec_median")
         ax.plot(frontier["steps_per_sec_median"], frontier["auc_iqm"], "k--", lw=1, label="non-dominated frontier")
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 1)))
-        ax.tick_params(axis="x", which="both", labelsize=7)
+        _log_axis(ax, "x")
         ax.set_xlabel("env steps/s (median over seeds, 95% CI; log scale)")
         ax.set_ylabel("mean holdout return over checkpoints\n(IQM over seeds, 95% CI)")
         ax.set_title(env)

@@ -4,7 +4,6 @@ Every test shares one Ray instance the module starts itself (`ray.init(num_cpus=
 down at the end. Skipped, with the reason shown, where Ray is not installed.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from architectures.config import ConfigError, DQNConfig  # noqa: E402
 from architectures.evaluation import checkpoint_steps  # noqa: E402
 from architectures.metrics import NullReporter  # noqa: E402
 from architectures.workers import FAULT_ENV, WorkerFailed  # noqa: E402
+from tests.test_sweep import _statuses  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(total_env_steps=2_000, eval_every=1_000, eval_episodes=2, learning_starts=300, hidden_sizes=[16],
@@ -185,16 +185,6 @@ def test_an_unreachable_address_is_one_clear_line():
         actor_learner_ray.check_ray_address("127.0.0.1:1")
     with pytest.raises(ConfigError, match="expected 'auto', 'HOST:PORT'"):
         actor_learner_ray.check_ray_address("nonsense")
-
-
-def _statuses(out) -> dict:
-    found = {}
-    for name in os.listdir(out):
-        path = os.path.join(out, name, "run.json")
-        if os.path.isfile(path):
-            with open(path) as f:
-                found[name] = json.load(f)
-    return found
 
 
 def test_a_sweep_through_ray_stores_every_run_once_and_resumes(cluster, tmp_path):
