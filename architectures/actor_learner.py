@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from architectures.config import DQNConfig
-from architectures.diagnostics import PolicyLag, name_bottleneck, shares
+from architectures.diagnostics import LearnerLog, PolicyLag, name_bottleneck, shares
 from architectures.dqn import DQNLearner, EpsilonSchedule, UpdateRatio
 from architectures.envs import make_env, training_episode_seeds
 from architectures.evaluation import HoldoutEvaluator, checkpoint_steps
@@ -223,12 +223,11 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         clock = Stopwatch()
         perf = time.perf_counter
         drain_s = sample_s = diag_s = update_s = publish_s = wait_s = 0.0
-        drained = publishes = logged_updates = waits = 0
-        loss_sum, last_holdout = 0.0, None
-        next_log, last_check = cfg.log_every, time.monotonic()
+        drained = publishes = waits = 0
+        log, last_holdout = LearnerLog(reporter, cfg.log_every), None
+        last_check = time.monotonic()
         pending_publish = np.full(n, -1, dtype=np.int64)  # per actor: version not yet picked up
         pending_since = np.zeros(n, dtype=np.int64)  # ... and that actor's env steps when published
-        logged_episodes, logged_return_sum = 0, 0.0
         checkpoint = 0
         while True:
             # -------------------------------------------------------------- hand-off (drain rings)
@@ -248,7 +247,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                     sampled += np.bincount(batch["source"], minlength=n)
                     t3 = perf()
                     diag_s += t3 - t2b
-                    loss_sum += learner.update(batch)
+                    log.loss_sum += learner.update(batch)
                     if cfg.prioritized:
                         replay.update_priorities(batch["indices"], learner.last_td_abs.cpu().numpy())
                     control[Control.LEARNER_VERSION] = learner.version
@@ -287,24 +286,12 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 last_check = time.monotonic()
                 pool.check()
                 check_weights_flow(status, pending_publish, pending_since, weights.latest_version())
-            if global_steps >= next_log:
-                next_log = (global_steps // cfg.log_every + 1) * cfg.log_every
+            if log.due(global_steps):
                 steps_per_sec = global_steps / clock.elapsed()
-                reporter.scalar("env_steps_per_sec", steps_per_sec, global_steps)
-                if learner.version > logged_updates:
-                    reporter.scalar("td_loss", loss_sum / (learner.version - logged_updates), global_steps)
-                    reporter.scalar("q_mean", float(learner.last_q_taken.mean()), global_steps)
-                    window = lag.window()
-                    reporter.scalar("policy_lag_mean", window["mean"], global_steps)
-                    reporter.scalar("policy_lag_p95", window["p95"], global_steps)
-                    loss_sum, logged_updates = 0.0, learner.version
+                log.write(global_steps, steps_per_sec, learner, lag, int(status["episodes"].sum()),
+                          float(status["episode_return_sum"].sum()))
                 reporter.scalar("actor_weights_staleness_max",
                                 float(learner.version - status["weights_version"].min()), global_steps)
-                episodes, return_sum = int(status["episodes"].sum()), float(status["episode_return_sum"].sum())
-                if episodes > logged_episodes:  # mean over the episodes finished since the last log
-                    reporter.scalar("train_episode_return",
-                                    (return_sum - logged_return_sum) / (episodes - logged_episodes), global_steps)
-                    logged_episodes, logged_return_sum = episodes, return_sum
                 reporter.progress(global_steps, cfg.total_env_steps, steps_per_sec, last_holdout)
 
         # ------------------------------------------------------------------ summary

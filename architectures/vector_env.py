@@ -23,7 +23,7 @@ import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 
 from architectures.config import DQNConfig
-from architectures.diagnostics import PolicyLag, name_bottleneck, shares
+from architectures.diagnostics import LearnerLog, PolicyLag, name_bottleneck, shares
 from architectures.dqn import DQNLearner, EpsilonSchedule, UpdateRatio
 from architectures.envs import make_env, training_episode_seeds
 from architectures.evaluation import HoldoutEvaluator
@@ -69,12 +69,12 @@ def _train(cfg, reporter, envs, n, act_seed, replay_seed) -> dict:
     obs, _ = envs.reset(seed=[next(s) for s in episode_seeds])  # (N, *obs)
     clock = Stopwatch()
     act_s = env_wait_s = round_trip_s = reset_s = add_s = sample_s = update_s = 0.0
-    loss_sum, logged_updates, logged_episodes, logged_return_sum = 0.0, 0, 0, 0.0
+    log = LearnerLog(reporter, cfg.log_every)
     last_holdout, env_steps, vector_steps = None, 0, 0
 
     def learn(up_to_steps: int) -> None:
         # ------------------------------------------------------------------ learning
-        nonlocal sample_s, update_s, loss_sum
+        nonlocal sample_s, update_s
         owed = ratio.target_updates(up_to_steps) - learner.version
         while owed > 0 and replay.size > 0:
             t0 = perf()
@@ -82,7 +82,7 @@ def _train(cfg, reporter, envs, n, act_seed, replay_seed) -> dict:
             lag.record(learner.version, batch["version"])
             sampled[:] += np.bincount(batch["source"], minlength=n)
             t1 = perf()
-            loss_sum += learner.update(batch)
+            log.loss_sum += learner.update(batch)
             if cfg.prioritized:
                 replay.update_priorities(batch["indices"], learner.last_td_abs.cpu().numpy())
             update_s += perf() - t1
@@ -130,20 +130,9 @@ def _train(cfg, reporter, envs, n, act_seed, replay_seed) -> dict:
         # Nothing to do: the policy acts through numpy views of the learner's own weights.
 
         # ------------------------------------------------------------------ logging / evaluation
-        if env_steps % cfg.log_every < n:
+        if log.due(env_steps):
             steps_per_sec = env_steps / clock.elapsed()
-            reporter.scalar("env_steps_per_sec", steps_per_sec, env_steps)
-            if learner.version > logged_updates:
-                reporter.scalar("td_loss", loss_sum / (learner.version - logged_updates), env_steps)
-                reporter.scalar("q_mean", float(learner.last_q_taken.mean()), env_steps)
-                window = lag.window()
-                reporter.scalar("policy_lag_mean", window["mean"], env_steps)
-                reporter.scalar("policy_lag_p95", window["p95"], env_steps)
-                loss_sum, logged_updates = 0.0, learner.version
-            if episodes.sum() > logged_episodes:
-                reporter.scalar("train_episode_return", (returns_sum.sum() - logged_return_sum)
-                                / (episodes.sum() - logged_episodes), env_steps)
-                logged_episodes, logged_return_sum = int(episodes.sum()), float(returns_sum.sum())
+            log.write(env_steps, steps_per_sec, learner, lag, int(episodes.sum()), float(returns_sum.sum()))
             reporter.progress(env_steps, cfg.total_env_steps, steps_per_sec, last_holdout)
         if evaluator.due(env_steps):
             learn(env_steps)  # catch up first: evaluate at the same update count single_env would
