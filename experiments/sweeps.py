@@ -95,7 +95,8 @@ def _timing_grid(budget: dict, **axes) -> list[Cell]:
 SWEEPS: dict[str, Sweep] = {s.name: s for s in [
     Sweep("smoke", "every landed architecture on CartPole with tiny budgets: checks the whole pipeline",
           minutes={"small": 1.5, "paper": 1.5},
-          cells={scale: [Cell(("cartpole", arch), dict(_TINY)) for arch in _ARCHS] for scale in SCALES}),
+          cells={scale: [Cell(("cartpole", arch), dict(_TINY, **(HEADLINE_HIGH_UTD if arch == "high_utd" else {})))
+                         for arch in _ARCHS] for scale in SCALES}),
     # MinAtar is paper scale only: one 100k-step Breakout run takes ~5 min (single_env) to ~20 min
     # (high_utd) on 2 cores, so 5 architectures x 3 seeds would not fit a small sweep.
     Sweep("architectures", "the headline: every architecture at equal env steps, holdout curves and "
