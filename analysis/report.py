@@ -286,6 +286,7 @@ def figure_scaling(report: Report, rs: RunSet) -> None:
 # ---------------------------------------------------------------------- 3. learning curves
 def figure_learning_curves(report: Report, rs: RunSet) -> None:
     holdout = rs.holdout[rs.holdout["run_id"].isin(_headline(rs.runs)["run_id"])]
+    _note_pooled(report, _headline(rs.runs), "learning curves")
     if holdout.empty:
         report.note("learning curves: no holdout checkpoints from the `architectures` sweep (or another sweep "
                     "of training runs); run `python -m experiments.sweep architectures`")
@@ -329,6 +330,15 @@ def figure_learning_curves(report: Report, rs: RunSet) -> None:
 
 
 # ---------------------------------------------------------------------- 4. speed against quality + tables
+def _note_pooled(report: Report, runs: pd.DataFrame, figure: str) -> None:
+    """The headline figures pool an architecture's runs; say so where they differ in config."""
+    labels = runs.apply(_arch_label, axis=1) if not runs.empty else pd.Series(dtype=str)
+    for (env, arch), group in labels.groupby([runs["env"], runs["architecture"]]):
+        if group.nunique() > 1:
+            report.note(f"{figure}: {env} {arch} pools runs of {group.nunique()} configs "
+                        f"({', '.join(sorted(group.unique()))}); run one config per architecture to separate them")
+
+
 def _headline_rows(rs: RunSet) -> pd.DataFrame:
     runs = _headline(rs.runs).copy()
     holdout = rs.holdout[rs.holdout["run_id"].isin(runs["run_id"])]
@@ -343,6 +353,7 @@ def figure_speed_quality(report: Report, rs: RunSet) -> None:
         report.note("speed against quality: no runs of the `architectures` sweep (or another sweep of "
                     "training runs)")
         return
+    _note_pooled(report, runs, "speed against quality")
     rows = []
     for (env, arch), group in runs.groupby(["env", "architecture"], sort=True):
         speed = stats.interval(group["env_steps_per_sec"].to_numpy(), "median")

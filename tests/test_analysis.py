@@ -188,3 +188,13 @@ def test_every_number_the_writeup_quotes_is_a_generated_macro():
         assert os.path.exists(os.path.join(ROOT, "paper", figure)), figure
     for table in re.findall(r"\\input\{(tables/[^}]+)\}", tex):
         assert os.path.exists(os.path.join(ROOT, "paper", table)), table
+
+
+def test_pooling_different_configs_of_one_architecture_is_named(tmp_path):
+    store = tmp_path / "store"
+    make_runs(FileStorageObserver(str(store)), [
+        {"run_id": "mine-a1", "seed": 1}, {"run_id": "mine-b1", "seed": 1, "architecture": "actor_learner",
+                                          "num_workers": 2},
+        {"run_id": "mine-c1", "seed": 1, "architecture": "actor_learner", "num_workers": 4}])
+    report = report_mod.build([str(store)], str(tmp_path / "out"))
+    assert any("actor_learner pools runs of 2 configs" in note for note in report.notes)
