@@ -97,8 +97,9 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           minutes={"small": 1.5, "paper": 1.5},
           cells={scale: [Cell(("cartpole", arch), dict(_TINY, **(HEADLINE_HIGH_UTD if arch == "high_utd" else {})))
                          for arch in _ARCHS] for scale in SCALES}),
-    # MinAtar is paper scale only: one 100k-step Breakout run takes ~5 min (single_env) to ~20 min
-    # (high_utd) on 2 cores, so 5 architectures x 3 seeds would not fit a small sweep.
+    # MinAtar is paper scale only: its conv update takes ~2.5 ms here (threads sweep, batch 32), so a
+    # 100k-step Breakout run needs ~4 min of updates at utd 1 and ~16 min at utd 4 (estimates, not
+    # run): 5 architectures x 3 seeds would not fit a small sweep.
     Sweep("architectures", "the headline: every architecture at equal env steps, holdout curves and "
           "throughput in the same runs, on CartPole (and MinAtar Breakout at paper scale)",
           minutes={"small": 35, "paper": 900},
