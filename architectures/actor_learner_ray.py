@@ -302,11 +302,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             elif (not any(pending) and (requested == stops[checkpoint]).all()
                   and global_steps == evaluator.checkpoints[checkpoint]):
                 # ---------------------------------------------------------- evaluation (actors parked)
-                clock.pause()
-                t6 = perf()
-                result = evaluator.evaluate(global_steps, clock.elapsed())
-                timers.add("eval", perf() - t6)
-                clock.resume()
+                result = evaluator.evaluate_off_clock(global_steps, clock, timers)
                 last_holdout = result["return_mean"]
                 reporter.holdout(result)
                 checkpoint += 1

@@ -8,6 +8,8 @@ throughput (callers time it separately and subtract it).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from architectures.config import DQNConfig
@@ -63,6 +65,17 @@ class HoldoutEvaluator:
         if train_seconds is not None:
             result["train_seconds"] = float(train_seconds)
         self.results.append(result)
+        return result
+
+    def evaluate_off_clock(self, env_steps: int, clock, timers) -> dict:
+        """`evaluate`, with the training clock paused around it (throughput never includes
+        evaluation) and its seconds recorded under timers["eval"]: the one way every architecture
+        evaluates."""
+        clock.pause()
+        began = time.perf_counter()
+        result = self.evaluate(env_steps, clock.elapsed())
+        timers.add("eval", time.perf_counter() - began)
+        clock.resume()
         return result
 
     def close(self) -> None:

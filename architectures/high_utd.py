@@ -154,11 +154,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 logged_episodes, logged_return_sum, logged_length_sum = episodes, return_sum, length_sum
             reporter.progress(env_steps, cfg.total_env_steps, steps_per_sec, last_holdout)
         if evaluator.due(env_steps):
-            clock.pause()  # evaluation is off the throughput clock
-            t7 = perf()
-            result = evaluator.evaluate(env_steps, clock.elapsed())
-            timers.add("eval", perf() - t7)
-            clock.resume()
+            result = evaluator.evaluate_off_clock(env_steps, clock, timers)
             last_holdout = result["return_mean"]
             reporter.holdout(result)
 

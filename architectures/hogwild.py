@@ -215,11 +215,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 next_log = (global_steps // cfg.log_every + 1) * cfg.log_every
                 last_holdout = _log(reporter, cfg, status, logged, global_steps, clock.elapsed(), last_holdout)
             if bool((status["parked"] > checkpoint).all()) and global_steps == evaluator.checkpoints[checkpoint]:
-                clock.pause()
-                t0 = time.perf_counter()
-                result = evaluator.evaluate(global_steps, clock.elapsed())  # shared weights, workers parked
-                timers.add("eval", time.perf_counter() - t0)
-                clock.resume()
+                result = evaluator.evaluate_off_clock(global_steps, clock, timers)  # shared weights, workers parked
                 last_holdout = result["return_mean"]
                 reporter.holdout(result)
                 checkpoint += 1

@@ -136,11 +136,7 @@ def _train(cfg, reporter, envs, n, act_seed, replay_seed) -> dict:
             reporter.progress(env_steps, cfg.total_env_steps, steps_per_sec, last_holdout)
         if evaluator.due(env_steps):
             learn(env_steps)  # catch up first: evaluate at the same update count single_env would
-            clock.pause()
-            t5 = perf()
-            result = evaluator.evaluate(env_steps, clock.elapsed())
-            timers.add("eval", perf() - t5)
-            clock.resume()
+            result = evaluator.evaluate_off_clock(env_steps, clock, timers)
             last_holdout = result["return_mean"]
             reporter.holdout(result)
 

@@ -39,3 +39,25 @@ def test_evaluation_disabled_with_zero_episodes():
     evaluator = HoldoutEvaluator(cfg, build_q_network((4,), 2, (8,), False, seed=0))
     assert not evaluator.enabled
     assert np.isnan(evaluator.evaluate(50)["return_mean"])
+
+
+def test_evaluation_is_off_the_training_clock_and_timed_as_eval(monkeypatch):
+    import time
+
+    from architectures.metrics import Stopwatch, Timers
+
+    evaluator = HoldoutEvaluator(DQNConfig(eval_episodes=0), net=None)
+    seen = {}
+
+    def slow_evaluate(env_steps, train_seconds):
+        seen["train_seconds"] = train_seconds
+        time.sleep(0.2)
+        return {"env_steps": env_steps}
+
+    monkeypatch.setattr(evaluator, "evaluate", slow_evaluate)
+    clock, timers = Stopwatch(), Timers()
+    time.sleep(0.05)
+    assert evaluator.evaluate_off_clock(100, clock, timers) == {"env_steps": 100}
+    assert 0.05 <= seen["train_seconds"] < 0.2     # the clock read at the checkpoint, before evaluating
+    assert clock.elapsed() < 0.2                    # the 0.2 s of evaluation never reached it
+    assert timers.seconds["eval"] >= 0.2 and timers.calls["eval"] == 1
