@@ -35,7 +35,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from experiments.sweeps import SCALES, SWEEPS, Sweep
+from experiments.sweeps import SCALES, SEED_SETS, SWEEPS, Sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARCHITECTURE_CONFIGS = ("single_env", "actor_learner", "vector_env", "hogwild", "high_utd")
@@ -93,7 +93,7 @@ def expand(sweep: Sweep, scale: str, seeds: int | None) -> list[RunSpec]:
         else:
             architecture = next((n for n in cell.named if n in ARCHITECTURE_CONFIGS),
                                 cell.updates.get("architecture", "single_env"))
-        for seed in range(1, (seeds or sweep.seeds[scale]) + 1):
+        for seed in SEED_SETS[sweep.seed_set][:seeds or sweep.seeds[scale]]:
             key = json.dumps({"named": cell.named, "updates": cell.updates, "seed": seed}, sort_keys=True)
             run_id = f"{sweep.name}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
             runs.append(RunSpec(run_id, architecture, cell.named, dict(cell.updates), seed, sweep.experiment))
@@ -307,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"error: unknown sweep {args.name!r}; valid sweeps: {', '.join(SWEEPS)}\n")
     if args.seeds is not None and args.seeds < 1:
         parser.exit(2, f"error: --seeds must be >= 1 (got {args.seeds})\n")
+    if args.seeds is not None and args.name in SWEEPS and args.seeds > len(SEED_SETS[SWEEPS[args.name].seed_set]):
+        seed_set = SWEEPS[args.name].seed_set
+        parser.exit(2, f"error: --seeds: the {seed_set} seed set has {len(SEED_SETS[seed_set])} seeds "
+                       f"(got {args.seeds}); add seeds to SEED_SETS in experiments/sweeps.py\n")
     if args.jobs < 1:
         parser.exit(2, f"error: --jobs must be >= 1 (got {args.jobs})\n")
     sweep = SWEEPS[args.name]
