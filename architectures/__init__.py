@@ -2,7 +2,9 @@
 
 `ARCHITECTURES` maps a name to the module that implements it; each module has
 `train(cfg: DQNConfig, reporter: Reporter | None) -> dict`. Modules are imported on demand so
-that naming an architecture costs nothing until it runs.
+that naming an architecture costs nothing until it runs. `get_train_fn(name, backend)` is the
+one place a backend is chosen: actor_learner on Ray is its own module (`BACKENDS`), so neither
+actor_learner file imports the other (tests/test_imports.py).
 """
 
 from __future__ import annotations
@@ -19,7 +21,23 @@ ARCHITECTURES: dict[str, str] = {
 }
 
 
-def get_train_fn(name: str) -> Callable:
+BACKENDS: dict[tuple[str, str], str] = {("actor_learner", "ray"): "architectures.actor_learner_ray"}
+"""(architecture, backend) -> module, for backends other than `local`."""
+
+
+def _module(name: str, backend: str):
     if name not in ARCHITECTURES:
         raise KeyError(f"architecture: unknown {name!r} (valid: {', '.join(ARCHITECTURES)})")
-    return importlib.import_module(ARCHITECTURES[name]).train
+    return importlib.import_module(BACKENDS.get((name, backend), ARCHITECTURES[name]))
+
+
+def get_train_fn(name: str, backend: str = "local") -> Callable:
+    return _module(name, backend).train
+
+
+def preflight(name: str, cfg) -> None:
+    """The checks a design makes of this machine before any work (shared memory that must fit,
+    settings it refuses); a ConfigError names the problem. Designs without any have none."""
+    check = getattr(_module(name, cfg.backend), "preflight", None)
+    if check is not None:
+        check(cfg)

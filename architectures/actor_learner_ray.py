@@ -1,7 +1,7 @@
 """actor_learner on Ray (`backend=ray`): the same architecture, with actors spread over a cluster.
 
-Same section order and the same pieces as actor_learner.py (env factory, Q-network, n-step
-adder, replay, DQN update, holdout harness, diagnostics); only the transport differs:
+Same section order and the same pieces as actor_learner.py (env loop, Q-network, replay, DQN
+update, holdout harness, loop driver, diagnostics); only the transport differs:
 - acting happens in `num_workers` Ray actors (one CPU each, placed by Ray on any node). The
   learner is the driver (the main process, the only one that talks to Sacred) and owns the
   replay. It asks each actor for `BATCH_STEPS` env steps at a time, `IN_FLIGHT` requests
@@ -14,10 +14,10 @@ adder, replay, DQN update, holdout harness, diagnostics); only the transport dif
   object store with its version; every request carries the newest (version, reference), and an
   actor fetches the weights only when the version moved;
 - `utd` holds on the global env-step count: the learner waits when it is ahead, and requests no
-  more env steps while it owes more than `utd_slack_steps` worth of updates (the local
-  backend's actors wait on the same condition);
-- at every holdout checkpoint each actor is asked for exactly its share of the checkpoint's env
-  steps and no more, the learner catches up its owed updates and evaluates off the clock;
+  more env steps while it owes more than `utd_slack_steps` worth of updates;
+- at every parking point (`loop.stops`) each actor is asked for exactly its share of the env
+  steps and no more, the learner catches up, then evaluates and/or saves: a save asks every
+  (idle) actor for its stream state; resumed actors start fresh episodes;
 - failures: an actor that dies (ray.kill, SIGKILL, a lost node) or raises fails the run with a
   message naming it as soon as Ray reports it; one whose request makes no progress for
   `worker_timeout_s` is reported as hung. The actors are killed at the end either way.
@@ -37,107 +37,70 @@ from collections import deque
 import numpy as np
 import torch
 
-from architectures.actor_learner import ACTOR_ROLES, _priority, _summary, actor_epsilon, worker_quota
-from architectures.config import ConfigError, DQNConfig
-from architectures.diagnostics import LearnerLog, PolicyLag
-from architectures.dqn import DQNLearner, UpdateRatio
-from architectures.envs import make_env, training_episode_seeds
-from architectures.evaluation import HoldoutEvaluator, checkpoint_steps
-from architectures.metrics import NullReporter, Reporter, Stopwatch, Timers
+from architectures.actors import (ACTOR_ROLES, HandoffTally, Publications, actor_epsilon, actor_learner_summary,
+                                  initial_priority, restore_status, status_episodes, worker_stops, write_episodes)
+from architectures.config import DQNConfig
+from architectures.diagnostics import PolicyLag
+from architectures.dqn import DQNLearner
+from architectures.envs import env_spec
+from architectures.loop import EnvLoop, LearnerLoop, rng_seeds
+from architectures.metrics import NullReporter, Reporter
 from architectures.networks import GreedyPolicy, build_q_network
-from architectures.replay import NStepAdder, make_replay, transition_dtype
+from architectures.ray_support import check_hung, connect, fetch, flat, import_ray, wait_ready
+from architectures.replay import make_replay, transition_dtype
 from architectures.shared import DONE, RUNNING, STATUS_DTYPE
-from architectures.workers import (WorkerFailed, available_cores, check_weights_flow, misbehave,
-                                   warn_if_not_checkpointing, warn_if_oversubscribed, worker_fault)
+from architectures.workers import available_cores, misbehave, warn_if_oversubscribed, worker_fault
 
 BATCH_STEPS = 128
 """Env steps per request: one object-store hand-off carries this many transitions."""
 IN_FLIGHT = 2
 """Requests queued per actor, so it starts the next batch while the learner fetches the last."""
-INSTALL_HINT = "pip install -e '.[ray]' (or ./setup.sh)"
-
-
-def import_ray():
-    """Ray, or a one-line ConfigError saying how to install it (it is an optional extra)."""
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError(f"backend: 'ray' needs Ray, which is not installed: {INSTALL_HINT}") from None
-    return ray
-
-
-def check_ray_address(address: str) -> None:
-    """Raise a one-line ConfigError if `address` (host:port or ray://host:port) cannot be reached;
-    `auto` and empty (start a local instance) are left to ray.init."""
-    if address in ("", "auto", "local"):
-        return
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        raise ConfigError(f"ray_address: expected 'auto', 'HOST:PORT' or 'ray://HOST:PORT' (got {address!r})")
-    try:
-        socket.create_connection((host, int(port)), timeout=3.0).close()
-    except OSError as err:
-        raise ConfigError(f"ray_address: no Ray cluster reachable at {address!r}: {err.strerror or err}") from None
-
-
-def connect(ray, address: str, num_cpus: int) -> bool:
-    """Join the cluster at `address`, or start a local instance when empty; returns whether we
-    started the connection (and so must shut it down). An already connected process is reused."""
-    if ray.is_initialized():
-        return False
-    check_ray_address(address)
-    try:
-        if address and address != "local":
-            ray.init(address=address, logging_level="WARNING")
-        else:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING")
-    except ConnectionError as err:
-        raise ConfigError(f"ray_address: no Ray cluster at {address!r}: {str(err).splitlines()[0]}") from None
-    return True
 
 
 # ============================================================================== acting (Ray actor)
 class RayActor:
-    """One actor: its own env (seeded per worker), a local Q-network, an n-step adder."""
+    """One actor: its own env loop (seeded per worker), a local Q-network, its counters."""
 
-    def __init__(self, index: int, cfg: DQNConfig, fault: tuple[str, int] | None):
+    def __init__(self, index: int, cfg: DQNConfig, fault: tuple[str, int] | None, resume: dict | None):
         torch.set_num_threads(1)
         self.index, self.cfg, self.fault = index, cfg, fault
-        self.env = make_env(cfg.env_id, cfg.env_step_cost_us)
-        self.episode_seeds = training_episode_seeds(cfg.seed, index)
-        space = self.env.observation_space
-        net = build_q_network(space.shape, int(self.env.action_space.n), cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
+        self.loop = EnvLoop(cfg, index, None, actor_epsilon(cfg, index))
+        space = self.loop.env.observation_space
+        net = build_q_network(space.shape, int(self.loop.env.action_space.n), cfg.hidden_sizes, cfg.layer_norm,
+                              cfg.seed)
         self.params = [p.detach().numpy() for p in net.parameters()]  # the policy acts through views of these
-        act_root = np.random.SeedSequence(cfg.seed).spawn(2)[0]
-        self.policy = GreedyPolicy(net, np.random.default_rng(act_root.spawn(cfg.num_workers)[index]))
-        self.adder = NStepAdder(cfg.n_step, cfg.gamma, source=index)
-        self.epsilon = actor_epsilon(cfg, index)
+        self.loop.policy = GreedyPolicy(net, np.random.default_rng(rng_seeds(cfg)[0].spawn(cfg.num_workers)[index]))
         self.record = transition_dtype(tuple(space.shape), np.dtype(space.dtype))
         self.stats = np.zeros((), STATUS_DTYPE)
+        if resume is not None:  # a fresh episode; its stream, counters and clocks as saved
+            self.loop.restore(resume["actor"])
+            self.stats[()] = resume["row"]
         self.stats["pid"], self.stats["weights_version"], self.stats["state"] = os.getpid(), -1, RUNNING
-        self.obs, _ = self.env.reset(seed=next(self.episode_seeds))
-        self.episode_return, self.episode_length = 0.0, 0
         self.idle_since = None
 
     def ready(self) -> tuple[int, str]:
         return os.getpid(), socket.gethostname()
+
+    def state(self) -> dict:
+        return self.loop.state()
 
     def collect(self, steps: int, weights: list, after_checkpoint: bool) -> tuple[bytes, np.ndarray]:
         """Act `steps` env steps; returns (pickled (records, priorities), this actor's counters).
         `weights` is [version, reference] (in a list, so Ray does not fetch it unasked)."""
         import ray
 
-        perf, s, t = time.perf_counter, self.stats, {role: 0.0 for role in ACTOR_ROLES}
+        perf, s, loop, t = time.perf_counter, self.stats, self.loop, dict.fromkeys(ACTOR_ROLES, 0.0)
+        before = {"act": loop.act_s, "env_step": loop.env_s, "n_step": loop.fold_s}
         t0 = perf()
         if self.idle_since is not None and not after_checkpoint:  # parked time is evaluation: off the clock
             t["wait"] = t0 - self.idle_since
         # ------------------------------------------------------------------ syncing (pull weights)
         version, ref = weights
-        frozen = self.fault and self.fault[0] == "freeze_weights" and s["env_steps"] >= self.fault[1]
+        frozen = self.fault and self.fault[0] == "freeze_weights" and loop.steps >= self.fault[1]
         if version != s["weights_version"] and not frozen:
-            flat, offset = ray.get(ref), 0
+            flat_weights, offset = ray.get(ref), 0
             for p in self.params:
-                p.reshape(-1)[:] = flat[offset:offset + p.size]
+                p.reshape(-1)[:] = flat_weights[offset:offset + p.size]
                 offset += p.size
             s["weights_version"] = version
             s["weight_fetches"] += 1
@@ -147,43 +110,25 @@ class RayActor:
         priorities = np.zeros(len(rows), np.float32)
         count = 0
         for _ in range(steps):
-            if self.fault and s["env_steps"] >= self.fault[1] and self.fault[0] != "freeze_weights":
+            if self.fault and loop.steps >= self.fault[1] and self.fault[0] != "freeze_weights":
                 misbehave(self.fault[0])
-            t1 = perf()
-            action = self.policy.act(self.obs, self.epsilon(int(s["env_steps"])))
-            t2 = perf()
-            next_obs, reward, terminated, truncated, _ = self.env.step(action)
-            s["env_steps"] += 1
-            self.episode_return += float(reward)
-            self.episode_length += 1
-            t3 = perf()
-            transitions = self.adder.step(self.obs, action, reward, next_obs, terminated, truncated,
-                                          int(s["weights_version"]))
+            transitions = loop.step(int(s["weights_version"]))
             t4 = perf()
             for transition in transitions:
                 rows[count] = transition
                 if self.cfg.prioritized:
-                    priorities[count] = _priority(self.policy, transition, self.cfg)
+                    priorities[count] = initial_priority(loop.policy, transition)
                 count += 1
-            t5 = perf()
-            if terminated or truncated:
-                s["episodes"] += 1
-                s["episode_length_sum"] += self.episode_length
-                s["episode_return_sum"] += self.episode_return
-                self.obs, _ = self.env.reset(seed=next(self.episode_seeds))
-                self.episode_return, self.episode_length = 0.0, 0
-                t["env_step"] += perf() - t5
-            else:
-                self.obs = next_obs
-            t["act"] += t2 - t1
-            t["env_step"] += t3 - t2
-            t["n_step"] += t4 - t3
-            t["handoff"] += t5 - t4
+            t["handoff"] += perf() - t4
         # ------------------------------------------------------------------ hand-off (one message per batch)
         t6 = perf()
         payload = pickle.dumps((rows[:count], priorities[:count]), protocol=pickle.HIGHEST_PROTOCOL)
         s["transitions"] += count
+        s["env_steps"] = loop.steps
+        write_episodes(s, loop.stats)
         t["handoff"] += perf() - t6
+        t.update(act=loop.act_s - before["act"], env_step=loop.env_s - before["env_step"],
+                 n_step=loop.fold_s - before["n_step"])
         for role, seconds in t.items():
             s[f"t_{role}"] += seconds
         self.idle_since = perf()
@@ -194,74 +139,79 @@ class RayActor:
 def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     ray = import_ray()  # before any work: a missing Ray is a one-line error
     reporter = reporter or NullReporter()
-    warn_if_not_checkpointing(cfg, "actor_learner")
     # ------------------------------------------------------------------ setup
     started = time.perf_counter()
     owns_connection = connect(ray, cfg.ray_address, max(available_cores(), cfg.num_workers))
     if not cfg.ray_address:
         warn_if_oversubscribed(cfg.num_workers, "Ray actors plus one learner")
     torch.set_num_threads(cfg.torch_threads)
-    probe = make_env(cfg.env_id)
-    obs_shape, num_actions, obs_dtype = probe.observation_space.shape, int(probe.action_space.n), probe.observation_space.dtype
-    probe.close()
-    n = cfg.num_workers
-    learner = DQNLearner(build_q_network(obs_shape, num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed), cfg)
+    spec, n = env_spec(cfg.env_id), cfg.num_workers
+    learner = DQNLearner(build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm,
+                                         cfg.seed), cfg)
     params = [p.detach().numpy() for p in learner.online.parameters()]
-    replay = make_replay(cfg, obs_shape, obs_dtype)
+    replay = make_replay(cfg, spec.obs_shape, spec.obs_dtype)
     staleness = PolicyLag(seed=cfg.seed + 1)  # learner version at hand-off minus the acting version
-    replay_rng = np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(2)[1])
-    ratio = UpdateRatio(cfg.utd, cfg.learning_starts)
-    slack_updates = int(cfg.utd_slack_steps * ratio.ratio)
-    evaluator = HoldoutEvaluator(cfg, learner.online)
-    lag, sampled = PolicyLag(seed=cfg.seed), np.zeros(n, dtype=np.int64)
-    timers = Timers()
     status = np.zeros(n, STATUS_DTYPE)  # the learner's copy of each actor's counters, as of its last batch
     status["weights_version"] = -1
     received = np.zeros(n, dtype=np.int64)  # transitions fetched from each actor
-    stops = [[worker_quota(c, n, i) for i in range(n)] for c in checkpoint_steps(cfg.total_env_steps, cfg.eval_every)]
+    publications, tally, weights = Publications(status), HandoffTally(), [0, None]
+
+    def publish() -> None:  # after every update: weights into the object store on their period
+        if learner.version % cfg.weight_sync_period == 0:
+            began = time.perf_counter()
+            weights[:] = [learner.version, ray.put(flat(params))]
+            publications.published(learner.version, time.perf_counter() - began)
+
+    driver = LearnerLoop("actor_learner", cfg, reporter, learner, replay, sources=n, after_update=publish)
+    saved = driver.resume()
+    resume = [None] * n
+    if saved is not None:  # actors continue their streams from the saved counters
+        restore_status(status, saved["status"])
+        staleness.load_state_dict(saved["staleness"])
+        publications.restore(saved["publications"])
+        tally, received[:] = HandoffTally(**saved["tally"]), saved["received"]
+        resume = [{"actor": state, "row": saved["status"][i]} for i, state in enumerate(saved["actors"])]
+        driver.dropped_on_resume = sum(state["pending"] for state in saved["actors"])
+    quotas = [worker_stops(driver.stops, n, i) for i in range(n)]  # per actor, per parking point
     tag = f"pdqn_actor_{os.getpid()}_{secrets.token_hex(3)}"
     actors: list = []
     try:
         remote = ray.remote(num_cpus=1, max_restarts=0)(RayActor)
-        actors = [remote.options(name=f"{tag}_{i}").remote(i, cfg, worker_fault(i)) for i in range(n)]
-        where = _wait_ready(ray, actors, max(120.0, cfg.worker_timeout_s))
+        actors = [remote.options(name=f"{tag}_{i}").remote(i, cfg, worker_fault(i), resume[i]) for i in range(n)]
+        where = wait_ready(ray, actors, max(120.0, cfg.worker_timeout_s))
         status["pid"] = [pid for pid, _ in where]
-        weights = [0, ray.put(_flat(params))]
+        weights[:] = [learner.version, ray.put(flat(params))]
         startup_seconds = time.perf_counter() - started
-        clock = Stopwatch()
         perf = time.perf_counter
-        drain_s = request_s = sample_s = diag_s = update_s = publish_s = wait_s = 0.0
-        drained = publishes = waits = requests = 0
-        log, last_holdout = LearnerLog(reporter, cfg.log_every), None
         last_check = time.monotonic()
         pending = [deque() for _ in range(n)]  # per actor: (reference, steps), oldest first
         busy_since = np.zeros(n)  # when each actor's oldest request could start
-        requested = np.zeros(n, dtype=np.int64)  # env steps asked of each actor so far
-        after_checkpoint = np.zeros(n, dtype=bool)
-        pending_publish = np.full(n, -1, dtype=np.int64)
-        pending_since = np.zeros(n, dtype=np.int64)
-        checkpoint = global_steps = 0
+        requested = status["env_steps"].astype(np.int64)  # env steps asked of each actor so far
+        after_stop = np.zeros(n, dtype=bool)
+        global_steps = int(status["env_steps"].sum())
+        driver.start_clock()
         while True:
             # -------------------------------------------------------------- hand-off: request and fetch batches
             t0 = perf()
+            k = driver.next_stop
             for i in range(n):  # the rate limiter: no new steps while the learner owes more than the slack
-                while (len(pending[i]) < IN_FLIGHT and requested[i] < stops[checkpoint][i]
-                       and ratio.target_updates(int(requested.sum())) - learner.version <= slack_updates):
-                    steps = int(min(BATCH_STEPS, stops[checkpoint][i] - requested[i]))
+                while (len(pending[i]) < IN_FLIGHT and requested[i] < quotas[i][k]
+                       and driver.owed(int(requested.sum())) <= int(cfg.utd_slack_steps * driver.ratio.ratio)):
+                    steps = int(min(BATCH_STEPS, quotas[i][k] - requested[i]))
                     if not pending[i]:
                         busy_since[i] = time.monotonic()
-                    pending[i].append((actors[i].collect.remote(steps, weights, bool(after_checkpoint[i])), steps))
+                    pending[i].append((actors[i].collect.remote(steps, list(weights), bool(after_stop[i])), steps))
                     requested[i] += steps
-                    after_checkpoint[i] = False
-                    requests += 1
+                    after_stop[i] = False
+                    tally.requests += 1
             t1 = perf()
-            request_s += t1 - t0
+            tally.request_seconds += t1 - t0
             heads = [q[0][0] for q in pending if q]
             ready = set(ray.wait(heads, num_returns=len(heads), timeout=0)[0]) if heads else set()
             for i in range(n):
                 while pending[i] and pending[i][0][0] in ready:
                     ref, _ = pending[i].popleft()
-                    payload, status[i] = _fetch(ray, ref, i, status[i])
+                    payload, status[i] = fetch(ray, ref, i, status[i])
                     rows, priorities = pickle.loads(payload)
                     staleness.record(learner.version, rows["version"])
                     if cfg.prioritized:
@@ -269,123 +219,59 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                     else:
                         replay.extend(rows)
                     received[i] += len(rows)
-                    drained += len(rows)
+                    tally.transitions += len(rows)
                     busy_since[i] = time.monotonic()
             global_steps = int(status["env_steps"].sum())
-            t2 = perf()
-            drain_s += t2 - t1
+            tally.seconds += perf() - t1
             # -------------------------------------------------------------- learning
-            owed = ratio.target_updates(global_steps) - learner.version
-            if owed > 0 and replay.size > 0:
-                for _ in range(min(owed, 8)):  # then fetch again, so the actors never wait long
-                    t3 = perf()
-                    batch = replay.sample(cfg.batch_size, replay_rng)
-                    t3b = perf()
-                    lag.record(learner.version, batch["version"])
-                    sampled += np.bincount(batch["source"], minlength=n)
-                    t4 = perf()
-                    diag_s += t4 - t3b
-                    log.loss_sum += learner.update(batch)
-                    if cfg.prioritized:
-                        replay.update_priorities(batch["indices"], learner.last_td_abs.cpu().numpy())
-                    t5 = perf()
-                    sample_s += t3b - t3
-                    update_s += t5 - t4
-                    # ------------------------------------------------------ syncing (publish weights)
-                    if learner.version % cfg.weight_sync_period == 0:
-                        weights = [learner.version, ray.put(_flat(params))]
-                        publishes += 1
-                        fresh = pending_publish < 0
-                        pending_publish[fresh] = learner.version
-                        pending_since[fresh] = status["env_steps"][fresh]
-                        publish_s += perf() - t5
-            elif (not any(pending) and (requested == stops[checkpoint]).all()
-                  and global_steps == evaluator.checkpoints[checkpoint]):
-                # ---------------------------------------------------------- evaluation (actors parked)
-                result = evaluator.evaluate_off_clock(global_steps, clock, timers)
-                last_holdout = result["return_mean"]
-                reporter.holdout(result)
-                checkpoint += 1
-                after_checkpoint[:] = True
-                if checkpoint == len(evaluator.checkpoints):
+            if driver.owed(global_steps) > 0 and replay.size > 0:
+                driver.learn_owed(global_steps, limit=8)  # then fetch again, so the actors never wait long
+            elif (not any(pending) and all(requested[i] == quotas[i][k] for i in range(n))
+                  and global_steps == driver.stops[k].env_steps):
+                # ---------------------------------------------------------- evaluation / checkpoint (actors idle)
+                if driver.at_stop(global_steps, lambda: {
+                        "actors": ray.get([actor.state.remote() for actor in actors]), "status": status.copy(),
+                        "staleness": staleness.state_dict(), "publications": publications.state(),
+                        "tally": vars(tally).copy(), "received": received.copy()}):
                     break
+                after_stop[:] = True
             else:  # the learner is ahead of the data: wait for the next batch
                 t7 = perf()
                 heads = [q[0][0] for q in pending if q]
                 if heads:
                     ray.wait(heads, num_returns=1, timeout=0.05)
-                wait_s += perf() - t7
-                waits += 1
+                tally.wait_seconds += perf() - t7
+                tally.waits += 1
             # -------------------------------------------------------------- health and logging
             if time.monotonic() - last_check > 0.2:
                 last_check = time.monotonic()
-                _check_hung(status, pending, busy_since, cfg.worker_timeout_s)
-                check_weights_flow(status, pending_publish, pending_since, weights[0])
-            if log.due(global_steps):
-                steps_per_sec = global_steps / clock.elapsed()
-                log.write(global_steps, steps_per_sec, learner, lag, int(status["episodes"].sum()),
-                          float(status["episode_return_sum"].sum()))
-                reporter.scalar("actor_weights_staleness_max",
-                                float(learner.version - status["weights_version"].min()), global_steps)
-                reporter.progress(global_steps, cfg.total_env_steps, steps_per_sec, last_holdout)
-
-        # ------------------------------------------------------------------ summary
-        train_seconds = clock.elapsed()
+                check_hung(status, pending, busy_since, cfg.worker_timeout_s)
+                publications.check(weights[0])
+            if driver.log_due(global_steps):
+                driver.log(global_steps, status_episodes(status),
+                           actor_weights_staleness_max=float(learner.version - status["weights_version"].min()))
         status["state"] = DONE
-        for name, seconds, calls in (("handoff_drain", drain_s, drained), ("handoff_request", request_s, requests),
-                                     ("sample", sample_s, learner.version), ("update", update_s, learner.version),
-                                     ("weight_publish", publish_s, publishes), ("diagnostics", diag_s, learner.version),
-                                     ("wait", wait_s, waits)):
-            timers.add(name, seconds, calls)
     finally:
         for actor in actors:
             ray.kill(actor, no_restart=True)
-        evaluator.close()
         if owns_connection:
             ray.shutdown()
-    result = _summary(cfg, learner, replay, evaluator, ratio, timers, status, lag, sampled, drained, publishes,
-                      global_steps, train_seconds, startup_seconds, staleness)
+    result = actor_learner_summary(
+        driver, status, env_steps=global_steps, drained=tally.transitions, publishes=publications.count,
+        staleness=staleness, startup_seconds=startup_seconds,
+        components={"handoff_drain": (tally.seconds, tally.transitions),
+                    "handoff_request": (tally.request_seconds, tally.requests),
+                    "weight_publish": (publications.seconds, publications.count),
+                    "wait": (tally.wait_seconds, tally.waits)})
     handoff = result["handoff_us_per_transition"]  # the learner's side also pays for its requests
-    handoff["learner_request"] = 1e6 * request_s / max(1, drained)
+    handoff["learner_request"] = 1e6 * tally.request_seconds / max(1, tally.transitions)
     handoff["total"] += handoff["learner_request"]
     result.update(backend="ray", batch_steps=BATCH_STEPS, worker_transitions=status["transitions"].tolist(),
-                  worker_transitions_received=received.tolist(),
-                  actor_hosts=[host for _, host in where])
+                  worker_transitions_received=received.tolist(), actor_hosts=[host for _, host in where])
     return result
 
 
-def _flat(params: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate([p.reshape(-1) for p in params])
+if __name__ == "__main__":
+    from architectures.cli import main
 
-
-def _wait_ready(ray, actors: list, timeout_s: float) -> list[tuple[int, str]]:
-    try:
-        return ray.get([actor.ready.remote() for actor in actors], timeout=timeout_s)
-    except ray.exceptions.GetTimeoutError:
-        raise WorkerFailed(f"actors: not all {len(actors)} Ray actors started within {timeout_s:.0f} s; each needs "
-                           f"one free CPU in the cluster (ray status shows them)") from None
-    except ray.exceptions.RayError as err:
-        raise WorkerFailed(f"actors: a Ray actor failed to start: {err}") from None
-
-
-def _fetch(ray, ref, index: int, row: np.ndarray):
-    """ray.get, with an actor's death or exception turned into a WorkerFailed naming it."""
-    try:
-        return ray.get(ref)
-    except ray.exceptions.RayActorError as err:
-        cause = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise WorkerFailed(f"actor {index} (Ray actor, pid {int(row['pid'])}) died after {int(row['env_steps']):,} "
-                           f"env steps: {type(err).__name__}: {cause}") from None
-    except ray.exceptions.RayTaskError as err:
-        raise WorkerFailed(f"actor {index} (Ray actor, pid {int(row['pid'])}) raised:\n{err}") from None
-    except ray.exceptions.ObjectLostError as err:
-        raise WorkerFailed(f"actor {index} (Ray actor, pid {int(row['pid'])}): its batch was lost ({err})") from None
-
-
-def _check_hung(status: np.ndarray, pending: list, busy_since: np.ndarray, timeout_s: float) -> None:
-    now = time.monotonic()
-    for i, queue in enumerate(pending):
-        if queue and now - busy_since[i] > timeout_s:
-            raise WorkerFailed(f"actor {i} (Ray actor, pid {int(status[i]['pid'])}) returned no batch for "
-                               f"{timeout_s:.0f} s at {int(status[i]['env_steps']):,} env steps: hung "
-                               f"(worker_timeout_s)")
+    main("actor_learner")

@@ -6,8 +6,6 @@ import argparse
 import ast
 import json
 import sys
-from typing import Callable
-
 from architectures.config import ConfigError, DQNConfig, describe
 
 
@@ -33,9 +31,15 @@ def parse_config(argv: list[str] | None = None) -> DQNConfig:
         parser.exit(2, f"error: {err}\n")
 
 
-def main(train: Callable, argv: list[str] | None = None) -> None:
+def main(architecture: str, argv: list[str] | None = None) -> None:
+    from architectures import get_train_fn
     from architectures.metrics import PrintReporter
 
-    result = train(parse_config(argv), PrintReporter())
+    cfg = parse_config(argv)
+    try:
+        result = get_train_fn(architecture, cfg.backend)(cfg, PrintReporter())
+    except ConfigError as err:  # found once the run looks at its machine: shared memory, a checkpoint
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
     json.dump(result, sys.stdout, indent=1)
     print()

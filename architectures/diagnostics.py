@@ -47,6 +47,16 @@ class PolicyLag:
         if len(self._window) < 256:
             self._window.append(lags)
 
+    def state_dict(self) -> dict:
+        return {"rng": self.rng.bit_generator.state, "reservoir": list(self.reservoir), "batches": self.batches,
+                "total": self.total, "count": self.count, "max": self.max}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self.reservoir = list(state["reservoir"])
+        self.batches, self.total, self.count, self.max = (state["batches"], state["total"], state["count"],
+                                                          state["max"])
+
     @staticmethod
     def _summarise(chunks: list[np.ndarray]) -> dict[str, float]:
         if not chunks:

@@ -238,15 +238,19 @@ class DQNLearner:
         self.resets += 1
 
     def state_dict(self) -> dict:
+        """Everything a resumed learner needs to continue exactly: both networks, Adam's moments
+        and step counts, the update count, the reset count (it seeds the next reset's draw) and
+        the latest batch's Q(s, a) (logged at the next log)."""
         return {"online": self.online.state_dict(), "target": self.target.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "version": self.version}
+                "optimizer": self.optimizer.state_dict(), "version": self.version, "resets": self.resets,
+                "last_q_taken": self.last_q_taken}
 
     def load_state_dict(self, state: dict) -> None:
         # load_state_dict copies in place, so numpy views held by policies stay valid.
         self.online.load_state_dict(state["online"])
         self.target.load_state_dict(state["target"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.version = state["version"]
+        self.version, self.resets, self.last_q_taken = state["version"], state["resets"], state["last_q_taken"]
 
 
 def _fresh_like(net: nn.Module, seed: int) -> nn.Module:

@@ -8,6 +8,8 @@ disjoint by construction, and every run of every architecture evaluates on the s
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+
 import gymnasium as gym
 import numpy as np
 
@@ -75,6 +77,24 @@ def make_env(env_id: str, env_step_cost_us: float = 0.0) -> gym.Env:
     if env_step_cost_us > 0:
         env = CPUCostWrapper(env, env_step_cost_us)
     return env
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What the Q-network and the replay need to know of an env, read once from a probe env."""
+
+    obs_shape: tuple
+    obs_dtype: np.dtype
+    num_actions: int
+
+
+def env_spec(env_id: str) -> EnvSpec:
+    probe = make_env(env_id)
+    try:
+        space = probe.observation_space
+        return EnvSpec(tuple(space.shape), np.dtype(space.dtype), int(probe.action_space.n))
+    finally:
+        probe.close()
 
 
 class EpisodeSeeds:

@@ -23,6 +23,15 @@ class Timers:
         self.seconds[name] += seconds
         self.calls[name] += calls
 
+    def state_dict(self) -> dict:
+        return {"seconds": dict(self.seconds), "calls": dict(self.calls)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.seconds.clear()
+        self.calls.clear()
+        self.seconds.update(state["seconds"])
+        self.calls.update(state["calls"])
+
     def summary(self) -> dict[str, dict[str, float]]:
         """name -> {seconds, calls, us_per_call}."""
         return {name: {"seconds": s, "calls": self.calls[name],

@@ -18,10 +18,17 @@
   numbers so a sample never holds a half-written row (see its docstring).
 - `STATUS_DTYPE`, `Control`: per-worker counters and run-wide flags the learner reads for its
   diagnostics and failure checks.
+- `check_shared_memory`: what a run will map, against what /dev/shm has free, before any block
+  or worker exists. tmpfs only reserves a page when it is first written, so a run that does not
+  fit (Docker gives containers 64 MB) would otherwise die of SIGBUS mid-run, leaking its
+  segments and semaphores; each block is also fallocate'd on creation, so even space taken by
+  someone else after the check is a clean error, never a bus error.
 """
 
 from __future__ import annotations
 
+import errno
+import mmap
 import os
 import platform
 import secrets
@@ -30,7 +37,15 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+from architectures.config import ConfigError
+
 SHM_PREFIX = "pdqn"
+SHM_DIR = "/dev/shm"
+"""Where POSIX shared memory (our blocks, torch's shared tensors, semaphores) lives on Linux."""
+LOCK_BYTES = mmap.PAGESIZE
+"""A multiprocessing Lock is a POSIX named semaphore: one page-sized file in /dev/shm."""
+WAYS_OUT = ("lower buffer_size, use fewer workers (num_workers), or give the container more shared memory "
+            "(docker run --shm-size=2g)")
 
 # Per-worker counters, written only by that worker. Padded to whole 64-byte cache lines so
 # two workers never write to the same line.
@@ -70,6 +85,36 @@ class _Segment(shared_memory.SharedMemory):
                 self._fd = -1
 
 
+def block_bytes(shape: tuple, dtype) -> int:
+    """Bytes a block of this shape takes in /dev/shm: whole pages, as tmpfs allocates them."""
+    nbytes = max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize)
+    return -(-nbytes // mmap.PAGESIZE) * mmap.PAGESIZE
+
+
+def shm_free_bytes(path: str = SHM_DIR) -> int | None:
+    """Free bytes in `path`, or None where there is no such filesystem (not Linux)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def _mb(nbytes: float) -> str:
+    return f"{nbytes / 2**20:,.1f} MB"
+
+
+def check_shared_memory(needs: dict[str, int], what: str) -> None:
+    """Raise a one-line ConfigError if `needs` (part -> bytes) does not fit in /dev/shm's free space."""
+    free = shm_free_bytes()
+    total = sum(needs.values())
+    if free is None or total <= free:
+        return
+    parts = ", ".join(f"{name} {_mb(n)}" for name, n in sorted(needs.items(), key=lambda kv: -kv[1]) if n)
+    raise ConfigError(f"shared memory: {what} needs {_mb(total)} in {SHM_DIR} ({parts}) but only {_mb(free)} "
+                      f"is free; {WAYS_OUT}")
+
+
 def _view(shm: shared_memory.SharedMemory, shape: tuple, dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(shm.buf, dtype=dtype, count=int(np.prod(shape))).reshape(shape)
 
@@ -88,12 +133,24 @@ class SharedBlocks:
         self.tag = f"{SHM_PREFIX}_{os.getpid()}_{secrets.token_hex(3)}"
         self.specs: dict[str, BlockSpec] = {}
         self._segments: list[shared_memory.SharedMemory] = []
+        self.nbytes = 0  # page-rounded bytes allocated so far (what check_shared_memory predicts)
 
     def allocate(self, name: str, shape: tuple, dtype: np.dtype) -> np.ndarray:
         dtype = np.dtype(dtype)
         nbytes = max(1, int(np.prod(shape)) * dtype.itemsize)
         shm = _Segment(name=f"{self.tag}_{name}", create=True, size=nbytes)
         self._segments.append(shm)
+        fd = getattr(shm, "_fd", -1)
+        if fd >= 0 and hasattr(os, "posix_fallocate"):
+            try:  # reserve the pages now: a full /dev/shm is this error, not a SIGBUS at first write
+                os.posix_fallocate(fd, 0, nbytes)
+            except OSError as err:
+                if err.errno != errno.ENOSPC:
+                    raise
+                free = shm_free_bytes()
+                raise ConfigError(f"shared memory: block {name!r} needs {_mb(nbytes)} in {SHM_DIR} but only "
+                                  f"{_mb(free or 0)} is free; {WAYS_OUT}") from None
+        self.nbytes += block_bytes(shape, dtype)
         self.specs[name] = BlockSpec(shm.name, tuple(shape), dtype)
         array = _view(shm, shape, dtype)
         array[...] = np.zeros((), dtype)  # fresh segments are zeroed by the kernel; be explicit
@@ -133,7 +190,7 @@ def leaked_segments(pid: int | None = None) -> list[str]:
 class Control:
     """Run-wide int64 flags, each on its own cache line: written by the learner, read by actors."""
 
-    GO, STOP, LEARNER_VERSION, EVAL_DONE = range(4)
+    GO, STOP, LEARNER_VERSION, RELEASED = range(4)  # RELEASED: parking points the workers may leave
 
     def __init__(self, array: np.ndarray):
         self.array = array  # (4, 8) int64; column 0 used
@@ -325,6 +382,17 @@ class SharedReplay:
             while int(self.seq[slot]) != done_before:  # (a writer killed mid-row fails the run anyway)
                 os.sched_yield()
         self._write(ticket, t)
+
+    def state_dict(self) -> dict:
+        """The rows, their sequence numbers and the ticket counter; only consistent while no worker
+        writes (hogwild saves it with every worker parked)."""
+        size = self.size
+        return {"data": self.data[:size].copy(), "seq": self.seq[:size].copy(), "counters": self.counters.copy()}
+
+    def load_state_dict(self, state: dict) -> None:
+        size = len(state["data"])
+        self.data[:size], self.seq[:size] = state["data"], state["seq"]
+        self.counters[:] = state["counters"]
 
     def _write(self, ticket: int, t) -> None:
         slot = ticket % self.capacity

@@ -13,6 +13,9 @@ Design choices, each answering a known pitfall:
 - A worker that makes no progress for `timeout_s` (no env step, no heartbeat in its waits) is
   reported as hung, so the learner never waits forever.
 - Only the main process talks to Sacred: workers write counters into shared memory.
+- A worker's checkpoint state travels on a one-way pipe of its own (`WorkerPool.collect`), sent
+  while it is parked: the main process closes its copy of the write end, so a worker that dies
+  mid-send is an EOF naming it, never a read that blocks forever.
 """
 
 from __future__ import annotations
@@ -119,6 +122,9 @@ class WorkerPool:
         self.procs: list[mp.process.BaseProcess] = []
         self._progress = np.zeros((len(status), 2), dtype=np.int64)
         self._progress_time = np.zeros(len(status))
+        pipes = [self.ctx.Pipe(duplex=False) for _ in range(len(status))]
+        self._state_readers = [reader for reader, _ in pipes]
+        self.state_writers = [writer for _, writer in pipes]  # worker i sends its state on state_writers[i]
 
     def start(self, target: Callable, args_for: Callable[[int], tuple]) -> None:
         for index in range(len(self.status)):
@@ -126,7 +132,22 @@ class WorkerPool:
                                     daemon=True)
             proc.start()
             self.procs.append(proc)
+        for writer in self.state_writers:  # the children hold their own copies now
+            writer.close()
         self._progress_time[:] = time.monotonic()
+
+    def collect(self) -> list:
+        """Every worker's state, as each parked worker sends it (its next message on its pipe)."""
+        states = []
+        for index, reader in enumerate(self._state_readers):
+            while not reader.poll(0.05):
+                self.check()
+            try:
+                states.append(reader.recv())
+            except EOFError:
+                self.check()  # it died: raise naming it
+                raise WorkerFailed(f"{self.role} {index} closed its state pipe without sending its state") from None
+        return states
 
     def wait_until(self, condition: Callable[[], bool], what: str, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -181,6 +202,9 @@ class WorkerPool:
             proc.close()
         self.procs = []
         self.errors.close()
+        for connection in (*self._state_readers, *self.state_writers):
+            connection.close()  # idempotent
+        self._state_readers = []
 
 
 def available_cores() -> int:
@@ -192,12 +216,6 @@ def warn_if_oversubscribed(num_workers: int, what: str) -> None:
     if num_workers > cores:
         warnings.warn(f"num_workers={num_workers} {what} on {cores} CPU cores: they will time-share the "
                       f"cores, so throughput cannot scale past {cores}", RuntimeWarning, stacklevel=3)
-
-
-def warn_if_not_checkpointing(cfg, architecture: str) -> None:
-    if cfg.checkpoint_every:
-        warnings.warn(f"checkpoint_every={cfg.checkpoint_every}: {architecture} does not checkpoint yet (only "
-                      f"single_env does); a killed run starts again from the beginning", RuntimeWarning, stacklevel=3)
 
 
 def check_weights_flow(status: np.ndarray, pending: np.ndarray, since: np.ndarray, latest: int) -> None:

@@ -214,7 +214,7 @@ class RayRunner:
     biggest node's), running the same command as `launch`."""
 
     def __init__(self, address: str):
-        from architectures.actor_learner_ray import check_ray_address, import_ray
+        from architectures.ray_support import check_ray_address, import_ray
         from architectures.config import ConfigError
 
         try:
@@ -225,7 +225,7 @@ class RayRunner:
         self.address, self.owns = address, False
 
     def start(self) -> None:
-        from architectures.actor_learner_ray import connect
+        from architectures.ray_support import connect
         from architectures.config import ConfigError
         from architectures.workers import available_cores
 

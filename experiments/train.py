@@ -23,7 +23,7 @@ from sacred.host_info import host_info_gatherer
 from sacred.observers import FileStorageObserver
 from sacred.utils import apply_backspaces_and_linefeeds
 
-from architectures import ARCHITECTURES, get_train_fn
+from architectures import ARCHITECTURES, get_train_fn, preflight
 from architectures.config import ConfigError, DQNConfig
 from experiments.configs import NAMED_CONFIGS
 
@@ -99,9 +99,12 @@ def build_config(config: dict) -> tuple[str, DQNConfig]:
 
 @ex.config_hook
 def _validate(config: dict, command_name: str, logger) -> dict:
-    # Runs before any observer sees the run: a bad value records nothing.
+    # Runs before any observer sees the run: a bad value, or a run this machine cannot hold
+    # (shared memory), records nothing.
     try:
-        build_config(config)
+        architecture, cfg = build_config(config)
+        if command_name == "main":
+            preflight(architecture, cfg)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -143,7 +146,7 @@ def main(_config: dict, _run) -> dict:
     _run.info["torch_threads"] = cfg.torch_threads
     reporter = SacredReporter(_run, cfg.total_env_steps)
     try:
-        result = get_train_fn(architecture)(cfg, reporter)
+        result = get_train_fn(architecture, cfg.backend)(cfg, reporter)
     finally:
         reporter.close()
     return {"architecture": architecture, **result}

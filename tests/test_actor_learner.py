@@ -13,7 +13,7 @@ import warnings
 
 import pytest
 
-from architectures import actor_learner, vector_env, workers
+from architectures import actor_learner, actors, vector_env, workers
 from architectures.config import DQNConfig
 from architectures.shared import leaked_segments
 from architectures.workers import FAULT_ENV, WorkerFailed
@@ -147,10 +147,10 @@ def test_apex_epsilons_and_prioritized_replay_run():
 
 def test_apex_epsilons_spread_over_actors():
     cfg = small_cfg(num_workers=4, actor_epsilons="apex")
-    eps = [actor_learner.actor_epsilon(cfg, i)(0) for i in range(4)]
+    eps = [actors.actor_epsilon(cfg, i)(0) for i in range(4)]
     assert eps[0] == pytest.approx(0.4) and eps[-1] == pytest.approx(0.4 ** 8)
     assert eps == sorted(eps, reverse=True)
-    sched = actor_learner.actor_epsilon(small_cfg(num_workers=4), 2)
+    sched = actors.actor_epsilon(small_cfg(num_workers=4), 2)
     assert sched(500) == pytest.approx(DQNConfig().eps_start + (0.02 - 1.0) * 2_000 / 2_000)  # global = 4 x 500
 
 
@@ -232,7 +232,7 @@ def test_too_many_workers_warns_naming_the_cores(monkeypatch):
 
 @pytest.mark.parametrize("total, workers", [(10, 3), (6_000, 2), (7, 7), (5, 8)])
 def test_worker_quotas_sum_to_the_total(total, workers):
-    quotas = [actor_learner.worker_quota(total, workers, i) for i in range(workers)]
+    quotas = [actors.worker_quota(total, workers, i) for i in range(workers)]
     assert sum(quotas) == total and max(quotas) - min(quotas) <= 1
 
 

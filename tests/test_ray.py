@@ -13,7 +13,8 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="ray is not installed (optional extra): pip install -e '.[ray]'")
 
-from architectures import actor_learner, actor_learner_ray  # noqa: E402
+from architectures import ray_support  # noqa: E402
+from architectures.actor_learner_ray import train as train_on_ray  # noqa: E402
 from architectures.config import ConfigError, DQNConfig  # noqa: E402
 from architectures.evaluation import checkpoint_steps  # noqa: E402
 from architectures.metrics import NullReporter  # noqa: E402
@@ -85,7 +86,7 @@ class Recorder(NullReporter):
 @pytest.fixture(scope="module")
 def ray_run(cluster):
     recorder = Recorder()
-    result = actor_learner.train(small_cfg(), recorder)
+    result = train_on_ray(small_cfg(), recorder)
     return result, recorder
 
 
@@ -156,7 +157,7 @@ class KillActor(NullReporter):
 def test_a_killed_ray_actor_fails_the_run_naming_it(cluster):
     reporter = KillActor()
     with pytest.raises(WorkerFailed, match=r"actor 1 \(Ray actor, pid \d+\) died after [\d,]+ env steps"):
-        actor_learner.train(small_cfg(total_env_steps=20_000, eval_every=20_000), reporter)
+        train_on_ray(small_cfg(total_env_steps=20_000, eval_every=20_000), reporter)
     assert reporter.killed_at is not None and time.monotonic() - reporter.killed_at < 30  # reported, no hang
     assert _our_actors() == []
 
@@ -170,21 +171,21 @@ def test_a_killed_ray_actor_fails_the_run_naming_it(cluster):
 def test_an_actor_that_raises_dies_or_hangs_fails_the_run(cluster, monkeypatch, fault, message):
     monkeypatch.setenv(FAULT_ENV, fault)
     with pytest.raises(WorkerFailed, match=message):
-        actor_learner.train(small_cfg(total_env_steps=4_000, worker_timeout_s=4.0))
+        train_on_ray(small_cfg(total_env_steps=4_000, worker_timeout_s=4.0))
     assert _our_actors() == []
 
 
 def test_without_ray_backend_ray_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
     with pytest.raises(ConfigError, match=r"pip install -e '\.\[ray\]'"):
-        actor_learner.train(small_cfg())
+        train_on_ray(small_cfg())
 
 
 def test_an_unreachable_address_is_one_clear_line():
     with pytest.raises(ConfigError, match="no Ray cluster reachable at '127.0.0.1:1'"):
-        actor_learner_ray.check_ray_address("127.0.0.1:1")
+        ray_support.check_ray_address("127.0.0.1:1")
     with pytest.raises(ConfigError, match="expected 'auto', 'HOST:PORT'"):
-        actor_learner_ray.check_ray_address("nonsense")
+        ray_support.check_ray_address("nonsense")
 
 
 def test_a_sweep_through_ray_stores_every_run_once_and_resumes(cluster, tmp_path):

@@ -1,0 +1,165 @@
+"""Pieces every multi-worker design shares: quotas, epsilons, priorities, stream states, summaries.
+
+actor_learner (both backends), hogwild and vector_env import these; none of them imports
+another architecture file (tests/test_imports.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from architectures.config import DQNConfig
+from architectures.diagnostics import PolicyLag, name_bottleneck, shares
+from architectures.dqn import EpsilonSchedule
+from architectures.loop import EpisodeStats, LearnerLoop, Stop
+from architectures.networks import GreedyPolicy
+from architectures.replay import Transition
+from architectures.workers import check_weights_flow
+
+ACTOR_ROLES = ("env_step", "act", "n_step", "handoff", "weight_sync", "wait")
+"""What an actor's time goes to; `wait` is idle (rate limiter, a full ring)."""
+
+
+def worker_quota(env_steps: int, num_workers: int, index: int) -> int:
+    """Worker `index`'s share of `env_steps`; the shares sum to env_steps exactly."""
+    return env_steps // num_workers + (index < env_steps % num_workers)
+
+
+def worker_stops(stops: list[Stop], num_workers: int, index: int) -> list[int]:
+    """Worker `index`'s own env-step count at each of the run's parking points."""
+    return [worker_quota(stop.env_steps, num_workers, index) for stop in stops]
+
+
+def actor_epsilon(cfg: DQNConfig, index: int):
+    """Epsilon as a function of this actor's own env steps."""
+    if cfg.actor_epsilons == "apex":  # Horgan et al. 2018: fixed, spread over the actors
+        eps = 0.4 ** (1 + 7 * index / max(1, cfg.num_workers - 1))
+        return lambda own_steps: eps
+    schedule = EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
+    # The global step is estimated as N x this actor's steps: exact when the actors keep pace
+    # (they park together at every checkpoint) and reproducible whatever the timing. A resumed
+    # actor continues from its own saved step count, never from eps_start.
+    return lambda own_steps: schedule(own_steps * cfg.num_workers)
+
+
+def initial_priority(policy: GreedyPolicy, t: Transition) -> float:
+    """Ape-X's initial priority: |n-step TD error| under the actor's local network."""
+    bootstrap = float(policy.q_values(t.next_obs).max()) if t.discount > 0 else 0.0
+    return abs(t.reward + t.discount * bootstrap - float(policy.q_values(t.obs)[t.action]))
+
+
+def publish_times(status_row, seconds: dict[str, float]) -> None:
+    """A worker's time per role into its status row (fields `t_<role>`), for the learner's breakdown."""
+    for role, value in seconds.items():
+        status_row[f"t_{role}"] = value
+
+
+def status_episodes(status: np.ndarray) -> EpisodeStats:
+    """The episode totals of every worker, from their status rows."""
+    return EpisodeStats(int(status["episodes"].sum()), int(status["episode_length_sum"].sum()),
+                        float(status["episode_return_sum"].sum()))
+
+
+def write_episodes(status_row, stats: EpisodeStats) -> None:
+    status_row["episodes"], status_row["episode_length_sum"] = stats.episodes, stats.length_sum
+    status_row["episode_return_sum"] = stats.return_sum
+
+
+RESTART_FIELDS = ("pid", "heartbeat", "state")
+"""Status fields of a process's own life: not carried over to the process that resumes it."""
+
+
+def restore_status(status: np.ndarray, saved: np.ndarray) -> None:
+    """Workers' counters (env steps, episodes, updates, time per role, ...) as they were at the
+    checkpoint, for the processes that resume them."""
+    for name in status.dtype.names:
+        if name not in RESTART_FIELDS:
+            status[name] = saved[name]
+
+
+def per_worker_summary(status: np.ndarray, replay_sources: np.ndarray | None, sampled: np.ndarray | None) -> dict:
+    """Each worker's share of the env steps, the replay and the sampled batches, and its episodes:
+    the answer to "do fast or short-episode workers dominate the data?"."""
+    n = len(status)
+    steps = status["env_steps"].astype(float)
+    worker_shares = {"env_steps": (steps / max(1.0, steps.sum())).tolist()}
+    if replay_sources is not None:
+        worker_shares["replay"] = shares(replay_sources, n)
+    if sampled is not None:
+        worker_shares["sampled"] = (sampled / max(1, sampled.sum())).tolist()
+    episodes = np.maximum(1, status["episodes"])
+    return {"worker_shares": worker_shares, "worker_episodes": status["episodes"].tolist(),
+            "worker_mean_episode_length": (status["episode_length_sum"] / episodes).tolist(),
+            "worker_mean_episode_return": (status["episode_return_sum"] / episodes).tolist()}
+
+
+def actor_learner_summary(driver: LearnerLoop, status: np.ndarray, *, env_steps: int, drained: int, publishes: int,
+                          staleness: PolicyLag, startup_seconds: float, components: dict) -> dict:
+    """The result of an actor_learner run, on either backend: the learner's numbers and each
+    actor's, the hand-off cost per transition, and the bottleneck role."""
+    n = len(status)
+    actor_seconds = {role: float(status[f"t_{role}"].mean()) for role in ACTOR_ROLES}
+    result = driver.result(
+        env_steps=env_steps, episodes=status_episodes(status), components=components,
+        num_workers=n, startup_seconds=startup_seconds, weight_publishes=publishes,
+        worker_weights_versions=status["weights_version"].tolist(),
+        worker_weight_fetches=status["weight_fetches"].tolist(),
+        policy_lag=driver.lag.summary(),
+        # How stale the acting weights were when a transition reached the learner (no replay age).
+        acting_staleness=staleness.summary(),
+        **per_worker_summary(status, driver.replay.data["source"][:driver.replay.size], driver.sampled),
+        actor_time_breakdown={role: {"seconds_per_actor": s, "us_per_env_step": 1e6 * s * n / max(1, env_steps)}
+                              for role, s in actor_seconds.items()},
+    )
+    breakdown = result["time_breakdown"]
+    handoff_write = 1e6 * float(status["t_handoff"].sum()) / max(1, drained)
+    handoff_drain = breakdown["handoff_drain"]["us_per_call"]
+    result["handoff_us_per_transition"] = {"actor_write": handoff_write, "learner_drain": handoff_drain,
+                                           "total": handoff_write + handoff_drain}
+    learner_parts = {name: row["seconds"] for name, row in breakdown.items() if name not in ("eval", "checkpoint")}
+    result["bottleneck"] = name_bottleneck(result["train_seconds"], {"learner": learner_parts, "actors": actor_seconds})
+    for role in ("env_step", "act", "n_step", "handoff", "weight_sync"):
+        result["component_costs_us"][f"actor_{role}"] = result["actor_time_breakdown"][role]["us_per_env_step"] / n
+    return result
+
+
+@dataclass
+class HandoffTally:
+    """The learner's side of the hand-off: transitions moved into the replay and the time it took,
+    its idle waits for data, and (Ray) the requests it made."""
+
+    transitions: int = 0
+    seconds: float = 0.0
+    waits: int = 0
+    wait_seconds: float = 0.0
+    requests: int = 0
+    request_seconds: float = 0.0
+
+
+class Publications:
+    """The learner's weight publications, and which actors have yet to pick one up: the state of
+    the watchdog that fails a run whose actor stops receiving weights (workers.check_weights_flow)."""
+
+    def __init__(self, status: np.ndarray):
+        self.status = status
+        self.count, self.seconds = 0, 0.0
+        self.pending = np.full(len(status), -1, dtype=np.int64)  # per actor: version not yet picked up
+        self.since = np.zeros(len(status), dtype=np.int64)  # ... and that actor's env steps when published
+
+    def published(self, version: int, seconds: float) -> None:
+        self.count += 1
+        self.seconds += seconds
+        fresh = self.pending < 0
+        self.pending[fresh] = version
+        self.since[fresh] = self.status["env_steps"][fresh]
+
+    def check(self, latest: int) -> None:
+        check_weights_flow(self.status, self.pending, self.since, latest)
+
+    def state(self) -> dict:
+        return {"count": self.count, "seconds": self.seconds}
+
+    def restore(self, state: dict) -> None:
+        self.count, self.seconds = state["count"], state["seconds"]

@@ -1,0 +1,94 @@
+"""Ray plumbing for the Ray backend and for sweeps on Ray: connecting, and turning Ray's failures
+into one-line errors that name the actor.
+
+Ray is an optional extra: nothing here imports it at module load, so a missing Ray is a
+one-line ConfigError (`import_ray`) rather than an ImportError.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import numpy as np
+
+from architectures.config import ConfigError
+from architectures.workers import WorkerFailed
+
+INSTALL_HINT = "pip install -e '.[ray]' (or ./setup.sh)"
+
+
+def import_ray():
+    """Ray, or a one-line ConfigError saying how to install it (it is an optional extra)."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(f"backend: 'ray' needs Ray, which is not installed: {INSTALL_HINT}") from None
+    return ray
+
+
+def check_ray_address(address: str) -> None:
+    """Raise a one-line ConfigError if `address` (host:port or ray://host:port) cannot be reached;
+    `auto` and empty (start a local instance) are left to ray.init."""
+    if address in ("", "auto", "local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"ray_address: expected 'auto', 'HOST:PORT' or 'ray://HOST:PORT' (got {address!r})")
+    try:
+        socket.create_connection((host, int(port)), timeout=3.0).close()
+    except OSError as err:
+        raise ConfigError(f"ray_address: no Ray cluster reachable at {address!r}: {err.strerror or err}") from None
+
+
+def connect(ray, address: str, num_cpus: int) -> bool:
+    """Join the cluster at `address`, or start a local instance when empty; returns whether we
+    started the connection (and so must shut it down). An already connected process is reused."""
+    if ray.is_initialized():
+        return False
+    check_ray_address(address)
+    try:
+        if address and address != "local":
+            ray.init(address=address, logging_level="WARNING")
+        else:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING")
+    except ConnectionError as err:
+        raise ConfigError(f"ray_address: no Ray cluster at {address!r}: {str(err).splitlines()[0]}") from None
+    return True
+
+
+def flat(params: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate([p.reshape(-1) for p in params])
+
+
+def wait_ready(ray, actors: list, timeout_s: float) -> list[tuple[int, str]]:
+    try:
+        return ray.get([actor.ready.remote() for actor in actors], timeout=timeout_s)
+    except ray.exceptions.GetTimeoutError:
+        raise WorkerFailed(f"actors: not all {len(actors)} Ray actors started within {timeout_s:.0f} s; each needs "
+                           f"one free CPU in the cluster (ray status shows them)") from None
+    except ray.exceptions.RayError as err:
+        raise WorkerFailed(f"actors: a Ray actor failed to start: {err}") from None
+
+
+def fetch(ray, ref, index: int, row: np.ndarray):
+    """ray.get, with an actor's death or exception turned into a WorkerFailed naming it."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayActorError as err:
+        cause = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise WorkerFailed(f"actor {index} (Ray actor, pid {int(row['pid'])}) died after {int(row['env_steps']):,} "
+                           f"env steps: {type(err).__name__}: {cause}") from None
+    except ray.exceptions.RayTaskError as err:
+        raise WorkerFailed(f"actor {index} (Ray actor, pid {int(row['pid'])}) raised:\n{err}") from None
+    except ray.exceptions.ObjectLostError as err:
+        raise WorkerFailed(f"actor {index} (Ray actor, pid {int(row['pid'])}): its batch was lost ({err})") from None
+
+
+def check_hung(status: np.ndarray, pending: list, busy_since: np.ndarray, timeout_s: float) -> None:
+    now = time.monotonic()
+    for i, queue in enumerate(pending):
+        if queue and now - busy_since[i] > timeout_s:
+            raise WorkerFailed(f"actor {i} (Ray actor, pid {int(status[i]['pid'])}) returned no batch for "
+                               f"{timeout_s:.0f} s at {int(status[i]['env_steps']):,} env steps: hung "
+                               f"(worker_timeout_s)")
