@@ -30,7 +30,8 @@ import numpy as np
 import torch
 
 from architectures.actors import (HandoffTally, Publications, actor_epsilon, actor_learner_summary, initial_priority,
-                                  publish_times, restore_status, status_episodes, worker_stops, write_episodes)
+                                  publish_times, restore_status, resume_epsilons, status_episodes, worker_stops,
+                                  write_episodes)
 from architectures.config import DQNConfig
 from architectures.diagnostics import PolicyLag
 from architectures.dqn import DQNLearner, UpdateRatio
@@ -61,7 +62,7 @@ def preflight(cfg: DQNConfig) -> None:
     spec = env_spec(cfg.env_id)
     net = build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
     check_shared_memory(shared_memory_needs(cfg, spec, sum(p.numel() for p in net.parameters())),
-                        f"actor_learner with {cfg.num_workers} actors")
+                        f"actor_learner with {cfg.num_workers} actor(s)")
 
 
 # ============================================================================== acting (actor process)
@@ -197,6 +198,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             tally = HandoffTally(**saved["tally"])
             actor_states = [{"actor": state, "next_stop": driver.next_stop} for state in saved["actors"]]
             driver.dropped_on_resume = sum(state["pending"] for state in saved["actors"])
+            driver.epsilon_at_resume = resume_epsilons(cfg, saved["actors"])
             control[Control.RELEASED] = driver.next_stop
             control[Control.LEARNER_VERSION] = learner.version
         weights.publish(params, learner.version)

@@ -38,7 +38,8 @@ import numpy as np
 import torch
 
 from architectures.actors import (ACTOR_ROLES, HandoffTally, Publications, actor_epsilon, actor_learner_summary,
-                                  initial_priority, restore_status, status_episodes, worker_stops, write_episodes)
+                                  initial_priority, restore_status, resume_epsilons, status_episodes, worker_stops,
+                                  write_episodes)
 from architectures.config import DQNConfig
 from architectures.diagnostics import PolicyLag
 from architectures.dqn import DQNLearner
@@ -172,6 +173,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         tally, received[:] = HandoffTally(**saved["tally"]), saved["received"]
         resume = [{"actor": state, "row": saved["status"][i]} for i, state in enumerate(saved["actors"])]
         driver.dropped_on_resume = sum(state["pending"] for state in saved["actors"])
+        driver.epsilon_at_resume = resume_epsilons(cfg, saved["actors"])
     quotas = [worker_stops(driver.stops, n, i) for i in range(n)]  # per actor, per parking point
     tag = f"pdqn_actor_{os.getpid()}_{secrets.token_hex(3)}"
     actors: list = []

@@ -44,6 +44,11 @@ def actor_epsilon(cfg: DQNConfig, index: int):
     return lambda own_steps: schedule(own_steps * cfg.num_workers)
 
 
+def resume_epsilons(cfg: DQNConfig, stream_states: list[dict]) -> list[float]:
+    """The epsilon each resumed actor acts with first: its schedule at its saved own steps."""
+    return [actor_epsilon(cfg, i)(state["steps"]) for i, state in enumerate(stream_states)]
+
+
 def initial_priority(policy: GreedyPolicy, t: Transition) -> float:
     """Ape-X's initial priority: |n-step TD error| under the actor's local network."""
     bootstrap = float(policy.q_values(t.next_obs).max()) if t.discount > 0 else 0.0

@@ -103,6 +103,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     saved = driver.resume()  # None, or the state at the end of step saved["env_steps"]
     if saved is not None:
         actor.restore(saved["actor"])
+        driver.epsilon_at_resume = [actor.epsilon(actor.steps)]
         watch.restore(saved["watch"])
     driver.start_clock()
     for env_steps in range(driver.resumed_from_env_steps + 1, cfg.total_env_steps + 1):

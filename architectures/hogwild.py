@@ -34,8 +34,8 @@ import numpy as np
 import torch
 import torch.multiprocessing  # noqa: F401 - registers the reductions that pass shared tensors to workers
 
-from architectures.actors import (actor_epsilon, per_worker_summary, publish_times, restore_status, status_episodes,
-                                  worker_quota, worker_stops, write_episodes)
+from architectures.actors import (actor_epsilon, per_worker_summary, publish_times, restore_status, resume_epsilons,
+                                  status_episodes, worker_quota, worker_stops, write_episodes)
 from architectures.config import ConfigError, DQNConfig
 from architectures.dqn import DQNLearner, FusedAdam, UpdateRatio
 from architectures.envs import EnvSpec, env_spec
@@ -74,7 +74,7 @@ def preflight(cfg: DQNConfig) -> None:
     spec = env_spec(cfg.env_id)
     net = build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
     check_shared_memory(shared_memory_needs(cfg, spec, [tuple(p.shape) for p in net.parameters()]),
-                        f"hogwild with {cfg.num_workers} workers and a {cfg.hogwild_replay} replay")
+                        f"hogwild with {cfg.num_workers} worker(s) and a {cfg.hogwild_replay} replay")
 
 
 # ============================================================================== a worker: acting and learning
@@ -224,6 +224,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             restore_status(status, saved["status"])
             worker_states = [{**state, "next_stop": driver.next_stop} for state in saved["workers"]]
             driver.dropped_on_resume = sum(state["actor"]["pending"] for state in saved["workers"])
+            driver.epsilon_at_resume = resume_epsilons(cfg, [state["actor"] for state in saved["workers"]])
             control[Control.RELEASED] = driver.next_stop
 
         def shared_state() -> dict:

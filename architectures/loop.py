@@ -212,6 +212,7 @@ class LearnerLoop:
         self.last_holdout: float | None = None
         self.resumed_from_env_steps, self.dropped_on_resume, self.saves = 0, 0, 0
         self._clock_before = 0.0  # training seconds before a resume
+        self.epsilon_at_resume: list[float] | None = None  # each env stream's epsilon when it resumed
 
     def start_clock(self) -> None:
         """(Re)start the training clock when the loop proper starts, so set-up (spawning workers,
@@ -390,4 +391,5 @@ class LearnerLoop:
         return run_result(self.cfg, env_steps=env_steps, updates=updates, episodes=episodes.episodes,
                           train_seconds=train_seconds, ratio=self.ratio, timers=self.timers,
                           evaluator=self.evaluator, resumed_from_env_steps=self.resumed_from_env_steps,
-                          dropped_on_resume=self.dropped_on_resume, checkpoints_written=self.saves, **extra)
+                          dropped_on_resume=self.dropped_on_resume, epsilon_at_resume=self.epsilon_at_resume,
+                          checkpoints_written=self.saves, **extra)

@@ -37,6 +37,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+from architectures import janitor
 from architectures.config import ConfigError
 
 SHM_PREFIX = "pdqn"
@@ -101,7 +102,7 @@ def shm_free_bytes(path: str = SHM_DIR) -> int | None:
 
 
 def _mb(nbytes: float) -> str:
-    return f"{nbytes / 2**20:,.1f} MB"
+    return f"{nbytes / 2**20:,.1f} MB" if nbytes >= 2**20 / 10 else f"{nbytes / 2**10:,.0f} KB"
 
 
 def check_shared_memory(needs: dict[str, int], what: str) -> None:
@@ -130,6 +131,7 @@ class SharedBlocks:
     """Owner of one run's shared arrays. `allocate` matches `replay.Allocator`."""
 
     def __init__(self) -> None:
+        janitor.install()  # a group kill must not leave these blocks behind (architectures/janitor.py)
         self.tag = f"{SHM_PREFIX}_{os.getpid()}_{secrets.token_hex(3)}"
         self.specs: dict[str, BlockSpec] = {}
         self._segments: list[shared_memory.SharedMemory] = []

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 
+from architectures import janitor
 from architectures.actors import per_worker_summary
 from architectures.config import DQNConfig
 from architectures.diagnostics import name_bottleneck
@@ -43,7 +44,9 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     warn_if_oversubscribed(cfg.num_workers, "env processes plus the acting/learning process")
     torch.set_num_threads(cfg.torch_threads)
     # AsyncVectorEnv's shared memory comes from multiprocessing's heap, which falls back from
-    # /dev/shm to the temp dir by itself when /dev/shm is short: nothing to check here.
+    # /dev/shm to the temp dir by itself when /dev/shm is short: nothing to check here. Its
+    # semaphores are named in /dev/shm, though: the janitor unlinks them after a group kill.
+    janitor.install()
     envs = AsyncVectorEnv([functools.partial(make_env, cfg.env_id, cfg.env_step_cost_us)] * cfg.num_workers,
                           shared_memory=True, context="spawn", autoreset_mode=AutoresetMode.DISABLED)
     try:
@@ -68,6 +71,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: AsyncVectorEnv) -> dict:
         driver.dropped_on_resume = sum(s.restore(state) for s, state in zip(streams, saved["streams"]))
         policy.rng.bit_generator.state = saved["policy_rng"]
         env_steps, vector_steps, seconds = saved["env_steps"], saved["vector_steps"], saved["seconds"]
+        driver.epsilon_at_resume = [epsilon(env_steps)] * n
     obs, _ = envs.reset(seed=[s.episode_seed for s in streams])  # (N, *obs)
     perf = time.perf_counter
     driver.start_clock()

@@ -30,6 +30,7 @@ from typing import Callable
 
 import numpy as np
 
+from architectures import janitor
 from architectures.shared import DONE, FAILED, RUNNING, Control, attach
 
 FAULT_ENV = "PDQN_FAULT"
@@ -117,6 +118,7 @@ class WorkerPool:
 
     def __init__(self, role: str, status: np.ndarray, control: Control, timeout_s: float):
         self.role, self.status, self.control, self.timeout_s = role, status, control, timeout_s
+        janitor.install()  # the pool's semaphores are unlinked even after a group kill
         self.ctx = mp.get_context("spawn")
         self.errors = self.ctx.SimpleQueue()
         self.procs: list[mp.process.BaseProcess] = []

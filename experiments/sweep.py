@@ -55,17 +55,22 @@ class RunSpec:
         return ["with", *self.named, *(f"{k}={_sacred_value(v)}" for k, v in sorted(self.updates.items())),
                 f"seed={self.seed}"]
 
+    def config(self) -> dict:
+        """The run's config as Sacred resolves it: defaults, then each named config, then overrides."""
+        from architectures.config import DQNConfig
+        from experiments.configs import NAMED_CONFIGS
+
+        values = DQNConfig().to_dict()
+        for name in self.named:
+            values.update(NAMED_CONFIGS.get(name, {}))
+        values.update(self.updates, seed=self.seed)
+        return values
+
     def processes(self) -> int:
         """Processes the run keeps busy: the CPUs a Ray task reserves for it."""
         if self.architecture not in PARALLEL_ARCHITECTURES:
             return 1
-        from experiments.configs import NAMED_CONFIGS
-
-        values = {}
-        for name in self.named:
-            values.update(NAMED_CONFIGS.get(name, {}))
-        values.update(self.updates)
-        return int(values.get("num_workers", 1)) + 1
+        return int(self.config().get("num_workers", 1)) + 1
 
     def label(self) -> str:
         extra = " ".join(f"{k}={v}" for k, v in sorted(self.updates.items()) if k not in _QUIET_KEYS)
@@ -185,8 +190,11 @@ def _die_with_parent() -> None:
 
 def run_command(run: RunSpec, store: FileStore) -> list[str]:
     args = run.sacred_args()
-    if run.experiment == "train":  # a killed run resumes from here (architectures that checkpoint)
+    if run.experiment == "train":  # a killed run resumes from its last checkpoint, at every holdout checkpoint
+        config = run.config()
         args.append(f"checkpoint_path={os.path.join(store.out, '_checkpoints', run.run_id + '.pt')}")
+        if not config.get("checkpoint_every"):
+            args.append(f"checkpoint_every={config['eval_every']}")
     return [sys.executable, "-m", f"experiments.{run.experiment}", *args, "--id", run.run_id, "-l", "WARNING",
             *store.observer_args()]
 

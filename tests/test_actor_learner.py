@@ -60,14 +60,21 @@ def alive(pids: list[int]) -> list[int]:
     return out
 
 
+SERVICES = ("resource_tracker", "architectures.janitor")
+"""Helper processes that live as long as the test process itself, by design."""
+
+
 def assert_clean() -> None:
     """No shared-memory segment of this process and no live worker process is left."""
     assert leaked_segments(os.getpid()) == []
+
+    def workers() -> list[int]:
+        return alive([p for p in descendants(os.getpid()) if not any(s in _cmdline(p) for s in SERVICES)])
+
     deadline = time.monotonic() + 5
-    while alive([p for p in descendants(os.getpid()) if "resource_tracker" not in _cmdline(p)]) and (
-            time.monotonic() < deadline):
+    while workers() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert alive([p for p in descendants(os.getpid()) if "resource_tracker" not in _cmdline(p)]) == []
+    assert workers() == []
 
 
 def _cmdline(pid: int) -> str:
