@@ -29,9 +29,10 @@ import time
 import numpy as np
 import torch
 
-from architectures.actors import (HandoffTally, Publications, actor_epsilon, actor_learner_summary, initial_priority,
-                                  publish_times, restore_status, resume_epsilons, status_episodes, worker_stops,
-                                  write_episodes)
+from architectures.actors import (HandoffTally, Publications, actor_epsilon, actor_learner_summary, all_parked,
+                                  check_design_memory,
+                                  initial_priority, park, publish_times, restore_status, resume_epsilons,
+                                  status_episodes, worker_stops, write_episodes)
 from architectures.config import DQNConfig
 from architectures.diagnostics import PolicyLag
 from architectures.dqn import DQNLearner, UpdateRatio
@@ -41,28 +42,26 @@ from architectures.metrics import NullReporter, Reporter
 from architectures.networks import GreedyPolicy, build_q_network
 from architectures.replay import make_replay, transition_dtype
 from architectures.shared import (DONE, LOCK_BYTES, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks,
-                                  TransitionRing, WeightChannel, block_bytes, check_shared_memory)
+                                  TransitionRing, WeightChannel, block_bytes)
 from architectures.workers import Waiter, WorkerPool, misbehave, run_worker, warn_if_oversubscribed, worker_fault
 
 RING_CAPACITY = 4096
 """Transitions an actor may hand off before the learner drains them (then the actor waits)."""
 
 
-def shared_memory_needs(cfg: DQNConfig, spec: EnvSpec, num_params: int) -> dict[str, int]:
+def shared_memory_needs(cfg: DQNConfig, spec: EnvSpec, param_shapes: list[tuple]) -> dict[str, int]:
     """What a run maps in /dev/shm, by part (tests/test_resume.py checks it against the blocks)."""
     n, record = cfg.num_workers, transition_dtype(spec.obs_shape, spec.obs_dtype)
     ring = block_bytes((RING_CAPACITY,), record) + block_bytes((RING_CAPACITY,), np.float32) + block_bytes(
         (2, 8), np.int64)
+    num_params = sum(int(np.prod(shape)) for shape in param_shapes)
     return {"rings": n * ring, "weights": block_bytes((num_params,), np.float32) + block_bytes((8,), np.int64),
             "status": block_bytes((n,), STATUS_DTYPE) + block_bytes((4, 8), np.int64),
             "locks": (n + 3) * LOCK_BYTES}  # a lock per ring, the weights' lock, the error queue's two
 
 
 def preflight(cfg: DQNConfig) -> None:
-    spec = env_spec(cfg.env_id)
-    net = build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
-    check_shared_memory(shared_memory_needs(cfg, spec, sum(p.numel() for p in net.parameters())),
-                        f"actor_learner with {cfg.num_workers} actor(s)")
+    check_design_memory(cfg, shared_memory_needs, f"actor_learner with {cfg.num_workers} actor(s)")
 
 
 # ============================================================================== acting (actor process)
@@ -144,11 +143,7 @@ def _act(index, cfg, arrays, ring_lock, weight_lock, state_pipe, parent_pid, par
                 publish_times(status, times())
         # ------------------------------------------------------------------ park at the stop
         publish_times(status, times())
-        status["parked"] = k + 1
-        if run_stops[k].save:  # the learner reads it once every actor is parked
-            state_pipe.send(loop.state())
-        if k + 1 < len(run_stops):  # parked time is evaluation or checkpoint time: off every clock
-            waiter.until(lambda: control[Control.RELEASED] > k)
+        park(k, run_stops, status, control, waiter, state_pipe, loop.state)
     loop.close()
     status["state"] = DONE
 
@@ -228,8 +223,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             # -------------------------------------------------------------- learning
             if driver.owed(global_steps) > 0 and replay.size > 0:
                 driver.learn_owed(global_steps, limit=8)  # then drain again, so the rings never fill up
-            elif (bool((status["parked"] > driver.next_stop).all())
-                  and global_steps == driver.stops[driver.next_stop].env_steps):
+            elif all_parked(driver, status, global_steps):
                 # ---------------------------------------------------------- evaluation / checkpoint (actors parked)
                 if driver.at_stop(global_steps, lambda: {
                         "actors": pool.collect(), "status": status.copy(), "staleness": staleness.state_dict(),

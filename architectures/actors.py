@@ -7,6 +7,7 @@ another architecture file (tests/test_imports.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -16,10 +17,15 @@ from architectures.dqn import EpsilonSchedule
 from architectures.loop import EpisodeStats, LearnerLoop, Stop
 from architectures.networks import GreedyPolicy
 from architectures.replay import Transition
-from architectures.workers import check_weights_flow
+from architectures.envs import env_spec
+from architectures.networks import build_q_network
+from architectures.shared import Control, check_shared_memory
+from architectures.workers import Waiter, check_weights_flow
 
 ACTOR_ROLES = ("env_step", "act", "n_step", "handoff", "weight_sync", "wait")
 """What an actor's time goes to; `wait` is idle (rate limiter, a full ring)."""
+WORKER_TIMES = ("env_step", "act", "sample", "gradient", "apply")
+"""What a hogwild worker's time goes to."""
 
 
 def worker_quota(env_steps: int, num_workers: int, index: int) -> int:
@@ -53,6 +59,31 @@ def initial_priority(policy: GreedyPolicy, t: Transition) -> float:
     """Ape-X's initial priority: |n-step TD error| under the actor's local network."""
     bootstrap = float(policy.q_values(t.next_obs).max()) if t.discount > 0 else 0.0
     return abs(t.reward + t.discount * bootstrap - float(policy.q_values(t.obs)[t.action]))
+
+
+def check_design_memory(cfg: DQNConfig, needs: Callable, what: str) -> None:
+    """Check `needs(cfg, env spec, parameter shapes)` against /dev/shm before any block or worker
+    exists: a design that cannot fit stops with one line (shared.check_shared_memory)."""
+    spec = env_spec(cfg.env_id)
+    net = build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
+    check_shared_memory(needs(cfg, spec, [tuple(p.shape) for p in net.parameters()]), what)
+
+
+def park(k: int, run_stops: list[Stop], status_row, control: Control, waiter: Waiter, state_pipe,
+         state: Callable[[], dict]) -> None:
+    """In a worker, at parking point k: say so, send this worker's state if the point is a save
+    (the main process reads it once every worker is parked), and wait to be released. Parked
+    time is evaluation or checkpoint time: off every clock."""
+    status_row["parked"] = k + 1
+    if run_stops[k].save:
+        state_pipe.send(state())
+    if k + 1 < len(run_stops):
+        waiter.until(lambda: control[Control.RELEASED] > k)
+
+
+def all_parked(driver: LearnerLoop, status: np.ndarray, env_steps: int) -> bool:
+    """In the main process: every worker is parked at the next parking point."""
+    return bool((status["parked"] > driver.next_stop).all()) and env_steps == driver.stops[driver.next_stop].env_steps
 
 
 def publish_times(status_row, seconds: dict[str, float]) -> None:
@@ -127,6 +158,41 @@ def actor_learner_summary(driver: LearnerLoop, status: np.ndarray, *, env_steps:
     result["bottleneck"] = name_bottleneck(result["train_seconds"], {"learner": learner_parts, "actors": actor_seconds})
     for role in ("env_step", "act", "n_step", "handoff", "weight_sync"):
         result["component_costs_us"][f"actor_{role}"] = result["actor_time_breakdown"][role]["us_per_env_step"] / n
+    return result
+
+
+def hogwild_summary(driver: LearnerLoop, final: np.ndarray, *, env_steps: int, startup_seconds: float,
+                    shared_adam_steps: float | None, replay_sources: np.ndarray | None) -> dict:
+    """The result of a hogwild run: how often workers' writes overlapped, how stale their
+    gradients were, whose Adam state was in force, and each worker's share of the work."""
+    cfg, n, global_steps = driver.cfg, len(final), env_steps
+    updates = int(final["updates"].sum())
+    per_worker = {name: float(final[f"t_{name}"].mean()) for name in WORKER_TIMES}
+    summary = per_worker_summary(final, replay_sources, None)  # a local replay holds only its own worker's rows
+    summary["worker_shares"]["updates"] = (final["updates"] / max(1, updates)).tolist()
+    result = driver.result(
+        env_steps=global_steps, episodes=status_episodes(final), updates=updates, num_workers=n,
+        startup_seconds=startup_seconds, hogwild_lock=cfg.hogwild_lock, optimizer_state=cfg.optimizer_state,
+        hogwild_replay=cfg.hogwild_replay,
+        # Share of optimizer steps during which another worker was also inside its own step.
+        overlap_fraction=float(final["overlaps"].sum()) / max(1, updates),
+        # Updates other workers applied while one worker computed its gradient (gradient staleness).
+        mean_version_gap=float(final["version_gap_sum"].sum()) / max(1, updates),
+        worker_updates=final["updates"].tolist(),
+        # Adam's step count as each worker saw it at the end: the total with a shared state, the
+        # worker's own updates with per-worker states (the test of which one was in force).
+        worker_adam_steps=final["adam_steps"].tolist(),
+        # The shared Adam step counter counts every worker's steps when the state is shared.
+        shared_adam_steps=shared_adam_steps,
+        **summary,
+        worker_time_breakdown={name: {"seconds_per_worker": s, "us_per_env_step": 1e6 * s * n / max(1, global_steps)}
+                               for name, s in per_worker.items()},
+    )
+    if replay_sources is not None:  # rows a sampler redrew because a writer was inside them
+        result["replay_resampled_rows"] = int(final["replay_resampled"].sum())
+        result["replay_write_waits"] = int(final["replay_write_waits"].sum())
+    for name, s in per_worker.items():
+        result["component_costs_us"][f"worker_{name}"] = 1e6 * s * n / max(1, global_steps)
     return result
 
 

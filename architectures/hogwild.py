@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.multiprocessing  # noqa: F401 - registers the reductions that pass shared tensors to workers
 
-from architectures.actors import (actor_epsilon, per_worker_summary, publish_times, restore_status, resume_epsilons,
+from architectures.actors import (actor_epsilon, all_parked, check_design_memory, hogwild_summary, park, publish_times, restore_status, resume_epsilons,
                                   status_episodes, worker_quota, worker_stops, write_episodes)
 from architectures.config import ConfigError, DQNConfig
 from architectures.dqn import DQNLearner, FusedAdam, UpdateRatio
@@ -44,10 +44,9 @@ from architectures.metrics import NullReporter, Reporter
 from architectures.networks import GreedyPolicy, build_q_network
 from architectures.replay import make_replay, transition_dtype
 from architectures.shared import (DONE, LOCK_BYTES, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks,
-                                  SharedReplay, block_bytes, check_shared_memory)
+                                  SharedReplay, block_bytes)
 from architectures.workers import Waiter, WorkerPool, misbehave, run_worker, warn_if_oversubscribed, worker_fault
 
-WORKER_TIMES = ("env_step", "act", "sample", "gradient", "apply", "wait")
 ADAM_KEYS = ("exp_avgs", "exp_avg_sqs", "steps")
 
 
@@ -71,9 +70,7 @@ def preflight(cfg: DQNConfig) -> None:
     if cfg.prioritized:  # the workers would never update priorities: sampling would silently be uniform
         raise ConfigError("prioritized: hogwild workers do not update priorities; use single_env or actor_learner "
                           "for prioritized replay (got true)")
-    spec = env_spec(cfg.env_id)
-    net = build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
-    check_shared_memory(shared_memory_needs(cfg, spec, [tuple(p.shape) for p in net.parameters()]),
+    check_design_memory(cfg, shared_memory_needs,
                         f"hogwild with {cfg.num_workers} worker(s) and a {cfg.hogwild_replay} replay")
 
 
@@ -168,14 +165,10 @@ def _act_and_learn(index, cfg, arrays, online, target, optimizer_state, lock, re
             status["replay_resampled"], status["replay_write_waits"] = replay.resampled, replay.write_waits
         status["env_steps"] = loop.steps
         status["adam_steps"] = float(learner.optimizer.steps[0])  # what this worker's Adam state has counted
-        status["parked"] = k + 1
-        if run_stops[k].save:  # the main process reads it once every worker is parked
-            state_pipe.send({"actor": loop.state(), "replay_rng": replay_rng.bit_generator.state,
-                             "replay": replay.state_dict() if cfg.hogwild_replay == "local" and cfg.checkpoint_replay
-                             else None,
-                             "adam": learner.optimizer.state_dict() if optimizer_state is None else None})
-        if k + 1 < len(run_stops):
-            waiter.until(lambda: control[Control.RELEASED] > k)
+        park(k, run_stops, status, control, waiter, state_pipe, lambda: {
+            "actor": loop.state(), "replay_rng": replay_rng.bit_generator.state,
+            "replay": replay.state_dict() if cfg.hogwild_replay == "local" and cfg.checkpoint_replay else None,
+            "adam": learner.optimizer.state_dict() if optimizer_state is None else None})
     loop.close()
     status["state"] = DONE
 
@@ -252,8 +245,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 driver.log(global_steps, status_episodes(status), updates=updates, loss_sum=loss_total - logged_loss,
                            overlap_fraction=float(status["overlaps"].sum()) / max(1, updates))
                 logged_loss = loss_total
-            if (bool((status["parked"] > driver.next_stop).all())
-                    and global_steps == driver.stops[driver.next_stop].env_steps):
+            if all_parked(driver, status, global_steps):
                 if driver.at_stop(global_steps, lambda: {"workers": pool.collect(), "status": status.copy(),
                                                          "shared": shared_state()}):
                     break  # the shared weights were evaluated with the workers parked
@@ -266,39 +258,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         if pool is not None:
             pool.stop()
         blocks.close()
-    return _summary(cfg, driver, final, global_steps, startup_seconds, adam_steps, replay_sources)
-
-
-def _summary(cfg, driver, final, global_steps, startup_seconds, adam_steps, replay_sources) -> dict:
-    n = cfg.num_workers
-    updates = int(final["updates"].sum())
-    per_worker = {name: float(final[f"t_{name}"].mean()) for name in WORKER_TIMES if name != "wait"}
-    summary = per_worker_summary(final, replay_sources, None)  # a local replay holds only its own worker's rows
-    summary["worker_shares"]["updates"] = (final["updates"] / max(1, updates)).tolist()
-    result = driver.result(
-        env_steps=global_steps, episodes=status_episodes(final), updates=updates, num_workers=n,
-        startup_seconds=startup_seconds, hogwild_lock=cfg.hogwild_lock, optimizer_state=cfg.optimizer_state,
-        hogwild_replay=cfg.hogwild_replay,
-        # Share of optimizer steps during which another worker was also inside its own step.
-        overlap_fraction=float(final["overlaps"].sum()) / max(1, updates),
-        # Updates other workers applied while one worker computed its gradient (gradient staleness).
-        mean_version_gap=float(final["version_gap_sum"].sum()) / max(1, updates),
-        worker_updates=final["updates"].tolist(),
-        # Adam's step count as each worker saw it at the end: the total with a shared state, the
-        # worker's own updates with per-worker states (the test of which one was in force).
-        worker_adam_steps=final["adam_steps"].tolist(),
-        # The shared Adam step counter counts every worker's steps when the state is shared.
-        shared_adam_steps=adam_steps,
-        **summary,
-        worker_time_breakdown={name: {"seconds_per_worker": s, "us_per_env_step": 1e6 * s * n / max(1, global_steps)}
-                               for name, s in per_worker.items()},
-    )
-    if replay_sources is not None:  # rows a sampler redrew because a writer was inside them
-        result["replay_resampled_rows"] = int(final["replay_resampled"].sum())
-        result["replay_write_waits"] = int(final["replay_write_waits"].sum())
-    for name, s in per_worker.items():
-        result["component_costs_us"][f"worker_{name}"] = 1e6 * s * n / max(1, global_steps)
-    return result
+    return hogwild_summary(driver, final, env_steps=global_steps, startup_seconds=startup_seconds,
+                           shared_adam_steps=adam_steps, replay_sources=replay_sources)
 
 
 if __name__ == "__main__":

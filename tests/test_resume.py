@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 
 from architectures import actor_learner, high_utd, hogwild
@@ -241,8 +240,7 @@ def test_the_predicted_need_is_what_the_blocks_take(monkeypatch, module, overrid
     module.train(cfg)
     spec = env_spec(cfg.env_id)
     shapes = [(32, 4), (32,), (32, 32), (32,), (2, 32), (2,)]
-    needs = (module.shared_memory_needs(cfg, spec, sum(int(np.prod(s)) for s in shapes)) if module is actor_learner
-             else module.shared_memory_needs(cfg, spec, shapes))
+    needs = module.shared_memory_needs(cfg, spec, shapes)
     assert set(needs) == parts
     ours = sum(v for k, v in needs.items() if k not in ("locks", "networks", "adam state"))
     assert allocated == [ours]
