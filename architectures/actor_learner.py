@@ -29,12 +29,9 @@ import time
 import numpy as np
 import torch
 
-from architectures.actors import (HandoffTally, Publications, actor_epsilon, actor_learner_summary, all_parked,
-                                  check_design_memory,
-                                  initial_priority, park, publish_times, restore_status, resume_epsilons,
-                                  status_episodes, worker_stops, write_episodes)
+from architectures.actors import (ActorBooks, actor_epsilon, all_parked, check_design_memory, initial_priority, park,
+                                  publish_times, status_episodes, worker_stops, write_episodes)
 from architectures.config import DQNConfig
-from architectures.diagnostics import PolicyLag
 from architectures.dqn import DQNLearner, UpdateRatio
 from architectures.envs import EnvSpec, env_spec
 from architectures.loop import EnvLoop, LearnerLoop, rng_seeds, stops
@@ -43,7 +40,7 @@ from architectures.networks import GreedyPolicy, build_q_network
 from architectures.replay import make_replay, transition_dtype
 from architectures.shared import (DONE, LOCK_BYTES, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks,
                                   TransitionRing, WeightChannel, block_bytes)
-from architectures.workers import Waiter, WorkerPool, misbehave, run_worker, warn_if_oversubscribed, worker_fault
+from architectures.workers import Waiter, WorkerPool, misbehave, warn_if_oversubscribed, worker_fault
 
 RING_CAPACITY = 4096
 """Transitions an actor may hand off before the learner drains them (then the actor waits)."""
@@ -65,13 +62,8 @@ def preflight(cfg: DQNConfig) -> None:
 
 
 # ============================================================================== acting (actor process)
-def _actor(index: int, cfg: DQNConfig, specs: dict, ring_lock, weight_lock, errors, state_pipe, parent_pid: int,
-           param_shapes: list[tuple], resume: dict | None) -> None:
-    run_worker("actor", index, specs, errors, lambda arrays: _act(
-        index, cfg, arrays, ring_lock, weight_lock, state_pipe, parent_pid, param_shapes, resume))
-
-
-def _act(index, cfg, arrays, ring_lock, weight_lock, state_pipe, parent_pid, param_shapes, resume) -> None:
+def _act(index: int, arrays: dict, cfg: DQNConfig, ring_lock, weight_lock, state_pipe, parent_pid: int,
+         param_shapes: list[tuple], resume: dict | None) -> None:
     # ------------------------------------------------------------------ setup
     torch.set_num_threads(1)
     status, control = arrays["status"][index], Control(arrays["control"])
@@ -161,8 +153,6 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                                          cfg.seed), cfg)
     params = [p.detach().numpy() for p in learner.online.parameters()]
     replay = make_replay(cfg, spec.obs_shape, spec.obs_dtype)
-    staleness = PolicyLag(seed=cfg.seed + 1)  # learner version at hand-off minus the acting version
-    tally = HandoffTally()
     blocks, pool = SharedBlocks(), None
     try:
         control = Control.allocate(blocks)
@@ -174,40 +164,30 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         pool = WorkerPool("actor", status, control, cfg.worker_timeout_s)
         ring_locks, weight_lock = [pool.ctx.Lock() for _ in range(n)], pool.ctx.Lock()
         weights = WeightChannel(weight_arrays["weights"], weight_arrays["weights_header"], weight_lock, shapes)
-        publications = Publications(status)
+        books = ActorBooks(cfg, status)  # staleness at hand-off, publications, hand-off tally
 
         def publish() -> None:  # after every update: the rate limiter's count, and weights on their period
             control[Control.LEARNER_VERSION] = learner.version
             if learner.version % cfg.weight_sync_period == 0:
                 began = time.perf_counter()
                 weights.publish(params, learner.version)
-                publications.published(learner.version, time.perf_counter() - began)
+                books.publications.published(learner.version, time.perf_counter() - began)
 
         driver = LearnerLoop("actor_learner", cfg, reporter, learner, replay, sources=n, after_update=publish)
         saved = driver.resume()
         actor_states = [None] * n
         if saved is not None:  # actors continue their streams; the rings start empty
-            restore_status(status, saved["status"])
-            staleness.load_state_dict(saved["staleness"])
-            publications.restore(saved["publications"])
-            tally = HandoffTally(**saved["tally"])
-            actor_states = [{"actor": state, "next_stop": driver.next_stop} for state in saved["actors"]]
-            driver.dropped_on_resume = sum(state["pending"] for state in saved["actors"])
-            driver.epsilon_at_resume = resume_epsilons(cfg, saved["actors"])
+            actor_states = [{"actor": state, "next_stop": driver.next_stop} for state in books.restore(saved, driver)]
             control[Control.RELEASED] = driver.next_stop
             control[Control.LEARNER_VERSION] = learner.version
         weights.publish(params, learner.version)
 
         def sink(rows: np.ndarray, priorities: np.ndarray) -> None:
-            staleness.record(learner.version, rows["version"])
-            if cfg.prioritized:
-                replay.extend(rows, priorities)  # the actors' initial priorities travel with the rows
-            else:
-                replay.extend(rows)
+            books.store(rows, priorities, learner.version, replay)
 
         rings = [TransitionRing(**ring_arrays[i], lock=ring_locks[i], status_row=status[i]) for i in range(n)]
-        pool.start(_actor, lambda i: (cfg, blocks.specs, ring_locks[i], weight_lock, pool.errors,
-                                      pool.state_writers[i], os.getpid(), shapes, actor_states[i]))
+        pool.start(_act, blocks.specs, lambda i: (cfg, ring_locks[i], weight_lock, pool.state_writers[i], os.getpid(),
+                                                  shapes, actor_states[i]))
         pool.wait_until(lambda: bool((status["state"] >= READY).all()), "the actors to start", max(120.0, cfg.worker_timeout_s))
         startup_seconds = time.perf_counter() - started
         control[Control.GO] = 1
@@ -217,45 +197,39 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         while True:
             # -------------------------------------------------------------- hand-off (drain rings)
             t0 = perf()
-            tally.transitions += sum(ring.drain(sink) for ring in rings)
+            books.tally.transitions += sum(ring.drain(sink) for ring in rings)
             global_steps = sum(ring.env_steps_seen for ring in rings)
-            tally.seconds += perf() - t0
+            books.tally.seconds += perf() - t0
             # -------------------------------------------------------------- learning
             if driver.owed(global_steps) > 0 and replay.size > 0:
                 driver.learn_owed(global_steps, limit=8)  # then drain again, so the rings never fill up
             elif all_parked(driver, status, global_steps):
                 # ---------------------------------------------------------- evaluation / checkpoint (actors parked)
-                if driver.at_stop(global_steps, lambda: {
-                        "actors": pool.collect(), "status": status.copy(), "staleness": staleness.state_dict(),
-                        "publications": publications.state(), "tally": vars(tally).copy()}):
+                if driver.at_stop(global_steps, lambda: books.parts(pool.collect())):
                     break
                 control[Control.RELEASED] = driver.next_stop
             else:
                 t6 = perf()
                 time.sleep(2e-4)  # the learner is ahead of the data: wait for the actors
-                tally.wait_seconds += perf() - t6
-                tally.waits += 1
+                books.tally.wait_seconds += perf() - t6
+                books.tally.waits += 1
             # -------------------------------------------------------------- health and logging
             if time.monotonic() - last_check > 0.2:
                 last_check = time.monotonic()
                 pool.check()
-                publications.check(weights.latest_version())
+                books.publications.check(weights.latest_version())
             if driver.log_due(global_steps):
                 driver.log(global_steps, status_episodes(status),
                            actor_weights_staleness_max=float(learner.version - status["weights_version"].min()))
 
         # ------------------------------------------------------------------ summary
         pool.wait_until(lambda: bool((status["state"] == DONE).all()), "the actors to finish", 30.0)
-        final = status.copy()
+        books.status = status.copy()  # the blocks go next
     finally:
         if pool is not None:
             pool.stop()
         blocks.close()
-    return actor_learner_summary(driver, final, env_steps=global_steps, drained=tally.transitions,
-                                 publishes=publications.count, staleness=staleness, startup_seconds=startup_seconds,
-                                 components={"handoff_drain": (tally.seconds, tally.transitions),
-                                             "weight_publish": (publications.seconds, publications.count),
-                                             "wait": (tally.wait_seconds, tally.waits)})
+    return books.result(driver, env_steps=global_steps, startup_seconds=startup_seconds)
 
 
 if __name__ == "__main__":

@@ -37,11 +37,9 @@ from collections import deque
 import numpy as np
 import torch
 
-from architectures.actors import (ACTOR_ROLES, HandoffTally, Publications, actor_epsilon, actor_learner_summary,
-                                  initial_priority, restore_status, resume_epsilons, status_episodes, worker_stops,
-                                  write_episodes)
+from architectures.actors import (ACTOR_ROLES, ActorBooks, actor_epsilon, initial_priority, status_episodes,
+                                  worker_stops, write_episodes)
 from architectures.config import DQNConfig
-from architectures.diagnostics import PolicyLag
 from architectures.dqn import DQNLearner
 from architectures.envs import env_spec
 from architectures.loop import EnvLoop, LearnerLoop, rng_seeds
@@ -151,29 +149,23 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                                          cfg.seed), cfg)
     params = [p.detach().numpy() for p in learner.online.parameters()]
     replay = make_replay(cfg, spec.obs_shape, spec.obs_dtype)
-    staleness = PolicyLag(seed=cfg.seed + 1)  # learner version at hand-off minus the acting version
     status = np.zeros(n, STATUS_DTYPE)  # the learner's copy of each actor's counters, as of its last batch
     status["weights_version"] = -1
     received = np.zeros(n, dtype=np.int64)  # transitions fetched from each actor
-    publications, tally, weights = Publications(status), HandoffTally(), [0, None]
+    books, weights = ActorBooks(cfg, status), [0, None]  # staleness at hand-off, publications, hand-off tally
 
     def publish() -> None:  # after every update: weights into the object store on their period
         if learner.version % cfg.weight_sync_period == 0:
             began = time.perf_counter()
             weights[:] = [learner.version, ray.put(flat(params))]
-            publications.published(learner.version, time.perf_counter() - began)
+            books.publications.published(learner.version, time.perf_counter() - began)
 
     driver = LearnerLoop("actor_learner", cfg, reporter, learner, replay, sources=n, after_update=publish)
     saved = driver.resume()
     resume = [None] * n
     if saved is not None:  # actors continue their streams from the saved counters
-        restore_status(status, saved["status"])
-        staleness.load_state_dict(saved["staleness"])
-        publications.restore(saved["publications"])
-        tally, received[:] = HandoffTally(**saved["tally"]), saved["received"]
-        resume = [{"actor": state, "row": saved["status"][i]} for i, state in enumerate(saved["actors"])]
-        driver.dropped_on_resume = sum(state["pending"] for state in saved["actors"])
-        driver.epsilon_at_resume = resume_epsilons(cfg, saved["actors"])
+        resume = [{"actor": state, "row": saved["status"][i]} for i, state in enumerate(books.restore(saved, driver))]
+        received[:] = saved["received"]
     quotas = [worker_stops(driver.stops, n, i) for i in range(n)]  # per actor, per parking point
     tag = f"pdqn_actor_{os.getpid()}_{secrets.token_hex(3)}"
     actors: list = []
@@ -205,9 +197,9 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                     pending[i].append((actors[i].collect.remote(steps, list(weights), bool(after_stop[i])), steps))
                     requested[i] += steps
                     after_stop[i] = False
-                    tally.requests += 1
+                    books.tally.requests += 1
             t1 = perf()
-            tally.request_seconds += t1 - t0
+            books.tally.request_seconds += t1 - t0
             heads = [q[0][0] for q in pending if q]
             ready = set(ray.wait(heads, num_returns=len(heads), timeout=0)[0]) if heads else set()
             for i in range(n):
@@ -215,26 +207,20 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                     ref, _ = pending[i].popleft()
                     payload, status[i] = fetch(ray, ref, i, status[i])
                     rows, priorities = pickle.loads(payload)
-                    staleness.record(learner.version, rows["version"])
-                    if cfg.prioritized:
-                        replay.extend(rows, priorities)  # the actors' initial priorities travel with the rows
-                    else:
-                        replay.extend(rows)
+                    books.store(rows, priorities, learner.version, replay)
                     received[i] += len(rows)
-                    tally.transitions += len(rows)
+                    books.tally.transitions += len(rows)
                     busy_since[i] = time.monotonic()
             global_steps = int(status["env_steps"].sum())
-            tally.seconds += perf() - t1
+            books.tally.seconds += perf() - t1
             # -------------------------------------------------------------- learning
             if driver.owed(global_steps) > 0 and replay.size > 0:
                 driver.learn_owed(global_steps, limit=8)  # then fetch again, so the actors never wait long
             elif (not any(pending) and all(requested[i] == quotas[i][k] for i in range(n))
                   and global_steps == driver.stops[k].env_steps):
                 # ---------------------------------------------------------- evaluation / checkpoint (actors idle)
-                if driver.at_stop(global_steps, lambda: {
-                        "actors": ray.get([actor.state.remote() for actor in actors]), "status": status.copy(),
-                        "staleness": staleness.state_dict(), "publications": publications.state(),
-                        "tally": vars(tally).copy(), "received": received.copy()}):
+                if driver.at_stop(global_steps, lambda: {**books.parts(ray.get([a.state.remote() for a in actors])),
+                                                         "received": received.copy()}):
                     break
                 after_stop[:] = True
             else:  # the learner is ahead of the data: wait for the next batch
@@ -242,13 +228,13 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 heads = [q[0][0] for q in pending if q]
                 if heads:
                     ray.wait(heads, num_returns=1, timeout=0.05)
-                tally.wait_seconds += perf() - t7
-                tally.waits += 1
+                books.tally.wait_seconds += perf() - t7
+                books.tally.waits += 1
             # -------------------------------------------------------------- health and logging
             if time.monotonic() - last_check > 0.2:
                 last_check = time.monotonic()
                 check_hung(status, pending, busy_since, cfg.worker_timeout_s)
-                publications.check(weights[0])
+                books.publications.check(weights[0])
             if driver.log_due(global_steps):
                 driver.log(global_steps, status_episodes(status),
                            actor_weights_staleness_max=float(learner.version - status["weights_version"].min()))
@@ -258,16 +244,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             ray.kill(actor, no_restart=True)
         if owns_connection:
             ray.shutdown()
-    result = actor_learner_summary(
-        driver, status, env_steps=global_steps, drained=tally.transitions, publishes=publications.count,
-        staleness=staleness, startup_seconds=startup_seconds,
-        components={"handoff_drain": (tally.seconds, tally.transitions),
-                    "handoff_request": (tally.request_seconds, tally.requests),
-                    "weight_publish": (publications.seconds, publications.count),
-                    "wait": (tally.wait_seconds, tally.waits)})
-    handoff = result["handoff_us_per_transition"]  # the learner's side also pays for its requests
-    handoff["learner_request"] = 1e6 * tally.request_seconds / max(1, tally.transitions)
-    handoff["total"] += handoff["learner_request"]
+    result = books.result(driver, env_steps=global_steps, startup_seconds=startup_seconds)
     result.update(backend="ray", batch_steps=BATCH_STEPS, worker_transitions=status["transitions"].tolist(),
                   worker_transitions_received=received.tolist(), actor_hosts=[host for _, host in where])
     return result

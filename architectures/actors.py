@@ -131,34 +131,6 @@ def per_worker_summary(status: np.ndarray, replay_sources: np.ndarray | None, sa
             "worker_mean_episode_return": (status["episode_return_sum"] / episodes).tolist()}
 
 
-def actor_learner_summary(driver: LearnerLoop, status: np.ndarray, *, env_steps: int, drained: int, publishes: int,
-                          staleness: PolicyLag, startup_seconds: float, components: dict) -> dict:
-    """The result of an actor_learner run, on either backend: the learner's numbers and each
-    actor's, the hand-off cost per transition, and the bottleneck role."""
-    n = len(status)
-    actor_seconds = {role: float(status[f"t_{role}"].mean()) for role in ACTOR_ROLES}
-    result = driver.result(
-        env_steps=env_steps, episodes=status_episodes(status), components=components,
-        num_workers=n, startup_seconds=startup_seconds, weight_publishes=publishes,
-        worker_weights_versions=status["weights_version"].tolist(),
-        worker_weight_fetches=status["weight_fetches"].tolist(),
-        policy_lag=driver.lag.summary(),
-        # How stale the acting weights were when a transition reached the learner (no replay age).
-        acting_staleness=staleness.summary(),
-        **per_worker_summary(status, driver.replay.data["source"][:driver.replay.size], driver.sampled),
-        actor_time_breakdown={role: {"seconds_per_actor": s, "us_per_env_step": 1e6 * s * n / max(1, env_steps)}
-                              for role, s in actor_seconds.items()},
-    )
-    breakdown = result["time_breakdown"]
-    handoff_write = 1e6 * float(status["t_handoff"].sum()) / max(1, drained)
-    handoff_drain = breakdown["handoff_drain"]["us_per_call"]
-    result["handoff_us_per_transition"] = {"actor_write": handoff_write, "learner_drain": handoff_drain,
-                                           "total": handoff_write + handoff_drain}
-    learner_parts = {name: row["seconds"] for name, row in breakdown.items() if name not in ("eval", "checkpoint")}
-    result["bottleneck"] = name_bottleneck(result["train_seconds"], {"learner": learner_parts, "actors": actor_seconds})
-    for role in ("env_step", "act", "n_step", "handoff", "weight_sync"):
-        result["component_costs_us"][f"actor_{role}"] = result["actor_time_breakdown"][role]["us_per_env_step"] / n
-    return result
 
 
 def hogwild_summary(driver: LearnerLoop, final: np.ndarray, *, env_steps: int, startup_seconds: float,
@@ -234,3 +206,75 @@ class Publications:
 
     def restore(self, state: dict) -> None:
         self.count, self.seconds = state["count"], state["seconds"]
+
+
+class ActorBooks:
+    """What the learner of an actor_learner run keeps of its actors, on either backend: their
+    counters (`status`, one row per actor), the acting weights' staleness at hand-off, the weight
+    publications and the hand-off tally. `parts` is what a checkpoint saves of them, `restore`
+    puts it back, `result` is the run's result."""
+
+    def __init__(self, cfg: DQNConfig, status: np.ndarray):
+        self.cfg, self.status = cfg, status
+        self.staleness = PolicyLag(seed=cfg.seed + 1)  # learner version at hand-off minus the acting version
+        self.publications = Publications(status)
+        self.tally = HandoffTally()
+
+    def store(self, rows: np.ndarray, priorities: np.ndarray, learner_version: int, replay) -> None:
+        """Hand-off into the replay: record how stale the rows' acting weights were, then store them."""
+        self.staleness.record(learner_version, rows["version"])
+        if self.cfg.prioritized:
+            replay.extend(rows, priorities)  # the actors' initial priorities travel with the rows
+        else:
+            replay.extend(rows)
+
+    def parts(self, actor_states: list[dict]) -> dict:
+        return {"actors": actor_states, "status": self.status.copy(), "staleness": self.staleness.state_dict(),
+                "publications": self.publications.state(), "tally": vars(self.tally).copy()}
+
+    def restore(self, saved: dict, driver: LearnerLoop) -> list[dict]:
+        """Put the saved books back; returns each actor's saved stream state."""
+        restore_status(self.status, saved["status"])
+        self.staleness.load_state_dict(saved["staleness"])
+        self.publications.restore(saved["publications"])
+        self.tally = HandoffTally(**saved["tally"])
+        driver.dropped_on_resume = sum(state["pending"] for state in saved["actors"])
+        driver.epsilon_at_resume = resume_epsilons(self.cfg, saved["actors"])
+        return saved["actors"]
+
+    def result(self, driver: LearnerLoop, *, env_steps: int, startup_seconds: float) -> dict:
+        """The run's result: the learner's numbers and each actor's, the hand-off cost per
+        transition, and the bottleneck role."""
+        status = self.status
+        n = len(status)
+        tally, publications = self.tally, self.publications
+        components = {"handoff_drain": (tally.seconds, tally.transitions),
+                      "weight_publish": (publications.seconds, publications.count),
+                      "wait": (tally.wait_seconds, tally.waits)}
+        if tally.requests:  # Ray: the learner's requests for batches
+            components["handoff_request"] = (tally.request_seconds, tally.requests)
+        actor_seconds = {role: float(status[f"t_{role}"].mean()) for role in ACTOR_ROLES}
+        result = driver.result(
+            env_steps=env_steps, episodes=status_episodes(status), components=components,
+            num_workers=n, startup_seconds=startup_seconds, weight_publishes=publications.count,
+            worker_weights_versions=status["weights_version"].tolist(),
+            worker_weight_fetches=status["weight_fetches"].tolist(),
+            policy_lag=driver.lag.summary(),
+            # How stale the acting weights were when a transition reached the learner (no replay age).
+            acting_staleness=self.staleness.summary(),
+            **per_worker_summary(status, driver.replay.data["source"][:driver.replay.size], driver.sampled),
+            actor_time_breakdown={role: {"seconds_per_actor": s, "us_per_env_step": 1e6 * s * n / max(1, env_steps)}
+                                  for role, s in actor_seconds.items()},
+        )
+        breakdown = result["time_breakdown"]
+        handoff_write = 1e6 * float(status["t_handoff"].sum()) / max(1, tally.transitions)
+        handoff_drain = breakdown["handoff_drain"]["us_per_call"]
+        handoff = {"actor_write": handoff_write, "learner_drain": handoff_drain}
+        if tally.requests:
+            handoff["learner_request"] = 1e6 * tally.request_seconds / max(1, tally.transitions)
+        result["handoff_us_per_transition"] = {**handoff, "total": sum(handoff.values())}
+        learner_parts = {name: row["seconds"] for name, row in breakdown.items() if name not in ("eval", "checkpoint")}
+        result["bottleneck"] = name_bottleneck(result["train_seconds"], {"learner": learner_parts, "actors": actor_seconds})
+        for role in ("env_step", "act", "n_step", "handoff", "weight_sync"):
+            result["component_costs_us"][f"actor_{role}"] = result["actor_time_breakdown"][role]["us_per_env_step"] / n
+        return result

@@ -45,7 +45,7 @@ from architectures.networks import GreedyPolicy, build_q_network
 from architectures.replay import make_replay, transition_dtype
 from architectures.shared import (DONE, LOCK_BYTES, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks,
                                   SharedReplay, block_bytes)
-from architectures.workers import Waiter, WorkerPool, misbehave, run_worker, warn_if_oversubscribed, worker_fault
+from architectures.workers import Waiter, WorkerPool, misbehave, warn_if_oversubscribed, worker_fault
 
 ADAM_KEYS = ("exp_avgs", "exp_avg_sqs", "steps")
 
@@ -75,14 +75,8 @@ def preflight(cfg: DQNConfig) -> None:
 
 
 # ============================================================================== a worker: acting and learning
-def _worker(index: int, cfg: DQNConfig, specs: dict, online, target, optimizer_state, lock, replay_lock, errors,
-            state_pipe, parent_pid: int, resume: dict | None) -> None:
-    run_worker("worker", index, specs, errors, lambda arrays: _act_and_learn(
-        index, cfg, arrays, online, target, optimizer_state, lock, replay_lock, state_pipe, parent_pid, resume))
-
-
-def _act_and_learn(index, cfg, arrays, online, target, optimizer_state, lock, replay_lock, state_pipe, parent_pid,
-                   resume) -> None:
+def _act_and_learn(index: int, arrays: dict, cfg: DQNConfig, online, target, optimizer_state, lock, replay_lock,
+                   state_pipe, parent_pid: int, resume: dict | None) -> None:
     # ------------------------------------------------------------------ setup
     torch.set_num_threads(1)
     status, control = arrays["status"][index], Control(arrays["control"])
@@ -184,8 +178,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     spec, n = env_spec(cfg.env_id), cfg.num_workers
     online = build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed).share_memory()
     target = copy.deepcopy(online).requires_grad_(False).share_memory()
-    optimizer_state = None
-    if cfg.optimizer_state == "shared":  # created and shared BEFORE any worker exists
+    adam = optimizer_state = None
+    if cfg.optimizer_state == "shared":  # created and shared (in place) BEFORE any worker exists
         adam = FusedAdam(list(online.parameters()), lr=cfg.lr, eps=cfg.adam_eps)
         optimizer_state = {key: [t.share_memory_() for t in getattr(adam, key)] for key in ADAM_KEYS}
     driver = LearnerLoop("hogwild", cfg, reporter, None, net=online)
@@ -205,12 +199,10 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         worker_states = [None] * n
         if saved is not None:  # the shared state as it was; each worker gets its own part back
             shared = saved["shared"]
-            online.load_state_dict(shared["online"])
+            online.load_state_dict(shared["online"])  # copies into the shared storage
             target.load_state_dict(shared["target"])
-            if optimizer_state is not None:
-                for key in ADAM_KEYS:
-                    for dst, src in zip(optimizer_state[key], shared["adam"][key]):
-                        dst.copy_(src)
+            if adam is not None:
+                adam.load_state_dict(shared["adam"])
             target_epoch[:] = shared["target_epoch"]
             if shared["replay"] is not None:
                 replay.load_state_dict(shared["replay"])
@@ -222,13 +214,12 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
 
         def shared_state() -> dict:
             return {"online": online.state_dict(), "target": target.state_dict(), "target_epoch": target_epoch.copy(),
-                    "adam": None if optimizer_state is None else {k: [t.clone() for t in v]
-                                                                  for k, v in optimizer_state.items()},
+                    "adam": adam.state_dict() if adam is not None else None,
                     "replay": replay.state_dict() if replay is not None and cfg.checkpoint_replay else None}
 
-        pool.start(_worker, lambda i: (cfg, blocks.specs, online, target, optimizer_state, lock,
-                                       replay and replay.lock, pool.errors, pool.state_writers[i], os.getpid(),
-                                       worker_states[i]))
+        pool.start(_act_and_learn, blocks.specs, lambda i: (cfg, online, target, optimizer_state, lock,
+                                                            replay and replay.lock, pool.state_writers[i],
+                                                            os.getpid(), worker_states[i]))
         pool.wait_until(lambda: bool((status["state"] >= READY).all()), "the workers to start",
                         max(120.0, cfg.worker_timeout_s))
         startup_seconds = time.perf_counter() - started

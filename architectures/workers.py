@@ -68,15 +68,15 @@ def worker_fault(index: int) -> tuple[str, int] | None:
     return (kind, int(step)) if int(worker) == index else None
 
 
-def run_worker(role: str, index: int, specs: dict, errors, body: Callable[[dict], None]) -> None:
-    """In a worker process: map the run's shared blocks, call `body(arrays)` with the signal and
-    error handling described above, and unmap them again."""
+def run_worker(role: str, index: int, specs: dict, errors, body: Callable, *args) -> None:
+    """A worker process's target: map the run's shared blocks, call `body(index, arrays, *args)`
+    with the signal and error handling described above, and unmap them again."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     arrays, segments = attach(specs)
     status_row = arrays["status"][index]
     status_row["pid"] = os.getpid()
     try:
-        body(arrays)
+        body(index, arrays, *args)
     except Stopped:
         pass
     except BaseException:  # noqa: BLE001 - report everything, then exit non-zero
@@ -128,10 +128,11 @@ class WorkerPool:
         self._state_readers = [reader for reader, _ in pipes]
         self.state_writers = [writer for _, writer in pipes]  # worker i sends its state on state_writers[i]
 
-    def start(self, target: Callable, args_for: Callable[[int], tuple]) -> None:
+    def start(self, body: Callable, specs: dict, args_for: Callable[[int], tuple]) -> None:
+        """Start worker i running `body(i, arrays, *args_for(i))` (run_worker) over the blocks `specs`."""
         for index in range(len(self.status)):
-            proc = self.ctx.Process(target=target, args=(index, *args_for(index)), name=f"{self.role}-{index}",
-                                    daemon=True)
+            proc = self.ctx.Process(target=run_worker, args=(self.role, index, specs, self.errors, body,
+                                                             *args_for(index)), name=f"{self.role}-{index}", daemon=True)
             proc.start()
             self.procs.append(proc)
         for writer in self.state_writers:  # the children hold their own copies now
