@@ -8,6 +8,11 @@ reported, so drift in machine load hits both sides alike.
 
     pip install -e '.[bench]' -c constraints.txt
     python -m experiments.bench_sb3 --steps 50000 --rounds 3
+    python -m experiments.bench_sb3 --baseline ../old-checkout   # and single_env from another checkout
+
+With `--baseline DIR` a third contender runs this same benchmark's single_env from the checkout
+in DIR (e.g. `git worktree add ../old-checkout <commit>`), in the same alternating rounds, and
+the in-loop ratio against it is printed: how a change to the loop moved its speed.
 
 It also prints where the suite's time goes: each component's cost per call inside the loop,
 each component's cost alone (warm, in a separate process), and the fraction of the
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -110,10 +116,13 @@ def run_sb3(steps: int, seed: int) -> dict:
     return {"loop_steps_per_sec": steps / (time.perf_counter() - start)}
 
 
-def spawn(role: str, steps: int, seed: int) -> tuple[float, dict]:
+def spawn(role: str, steps: int, seed: int, baseline: str | None = None) -> tuple[float, dict]:
+    """One fresh process per run; `baseline` runs role `ours` from the checkout in that folder."""
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "experiments.bench_sb3", "--child", role, "--steps", str(steps),
-                          "--seed", str(seed)], check=True, capture_output=True, text=True)
+    child = "ours" if role == "baseline" else role
+    out = subprocess.run([sys.executable, "-m", "experiments.bench_sb3", "--child", child, "--steps", str(steps),
+                          "--seed", str(seed)], check=True, capture_output=True, text=True,
+                         cwd=baseline if role == "baseline" else None)
     wall = time.perf_counter() - start
     return wall, json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -123,8 +132,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50_000, help="env steps per run (default 50000)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--baseline", metavar="DIR", help="also run single_env from the checkout in DIR")
     parser.add_argument("--child", choices=["ours", "sb3", "components"], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.baseline and not os.path.isfile(os.path.join(args.baseline, "experiments", "bench_sb3.py")):
+        parser.error(f"--baseline: {args.baseline!r} is not a checkout of this suite (no experiments/bench_sb3.py)")
     if args.steps < 2_000 or args.rounds < 1:
         parser.error("--steps must be >= 2000 (learning starts at 1000) and --rounds >= 1")
     if args.child:
@@ -137,11 +149,12 @@ def main() -> None:
     except ImportError:
         parser.exit(2, "error: stable-baselines3 is not installed: pip install -e '.[bench]' -c constraints.txt\n")
     rows = []
+    roles = ["ours", "sb3"] + (["baseline"] if args.baseline else [])
     for r in range(args.rounds):
-        for role in ("ours", "sb3") if r % 2 == 0 else ("sb3", "ours"):
-            wall, info = spawn(role, args.steps, args.seed + r)
+        for role in roles[r % len(roles):] + roles[:r % len(roles)]:  # rotate who goes first
+            wall, info = spawn(role, args.steps, args.seed + r, args.baseline)
             rows.append({"round": r, "role": role, "wall": wall, "process_steps_per_sec": args.steps / wall, **info})
-            print(f"round {r} {role:>4}: {wall:6.2f} s wall, {args.steps / wall:7,.0f} env steps/s whole process, "
+            print(f"round {r} {role:>8}: {wall:6.2f} s wall, {args.steps / wall:7,.0f} env steps/s whole process, "
                   f"{info['loop_steps_per_sec']:7,.0f} in the training loop", flush=True)
     pairs = list(zip([x for x in rows if x["role"] == "ours"], [x for x in rows if x["role"] == "sb3"]))
     ratios = [o["process_steps_per_sec"] / s["process_steps_per_sec"] for o, s in pairs]
@@ -149,6 +162,13 @@ def main() -> None:
     print(f"\nthroughput ratio single_env / SB3 DQN, whole process: median {statistics.median(ratios):.2f}x "
           f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
     print(f"throughput ratio, training loop only:                median {statistics.median(loop_ratios):.2f}x")
+    if args.baseline:
+        ours = [x["loop_steps_per_sec"] for x in rows if x["role"] == "ours"]
+        base = [x["loop_steps_per_sec"] for x in rows if x["role"] == "baseline"]
+        per_round = [o / b for o, b in zip(ours, base)]
+        print(f"single_env in the training loop: this checkout median {statistics.median(ours):,.0f} env steps/s, "
+              f"baseline {args.baseline} median {statistics.median(base):,.0f}; ratio per round "
+              f"{', '.join(f'{x:.3f}' for x in per_round)}, median {statistics.median(per_round):.3f}")
     last = pairs[-1][0]
     costs = ", ".join(f"{k} {v:.1f}" for k, v in last["costs_us"].items() if k != "eval")
     print(f"\nsingle_env in-loop cost per call (last round, us): {costs}")
