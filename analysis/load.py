@@ -147,7 +147,8 @@ def _frames(documents, problems: list[str]) -> RunSet:
             "seed": int(config.get("seed", 0)),
             "env": _env_name(config.get("env_id")),
         }
-        row = dict(keys, experiment=experiment, source=where)
+        row = dict(keys, experiment=experiment, source=where,
+                   overrides=(run.get("meta") or {}).get("comment") or "")  # a sweep's `with ...`
         row.update({key: config.get(key) for key in CONFIG_COLUMNS})
         row.update({key: result.get(key) for key in RESULT_COLUMNS})
         bottleneck = result.get("bottleneck")
@@ -174,16 +175,20 @@ def _frames(documents, problems: list[str]) -> RunSet:
         if experiment != "update_timing" and config.get("eval_episodes", 1) and not result.get("holdout_curve"):
             problems.append(f"run {run_id} ({where}): no holdout checkpoints stored; left out of learning curves")
 
-    runs = pd.DataFrame(run_rows, columns=KEY_COLUMNS + ["experiment", "source"] + CONFIG_COLUMNS + RESULT_COLUMNS
-                        + ["bottleneck", "cpu_model", "cpu_count", "git_commit", "result"])
+    runs = pd.DataFrame(run_rows, columns=KEY_COLUMNS + ["experiment", "source", "overrides"] + CONFIG_COLUMNS
+                        + RESULT_COLUMNS + ["bottleneck", "cpu_model", "cpu_count", "git_commit", "result"])
     metrics_frame = pd.DataFrame(metric_rows, columns=KEY_COLUMNS + ["metric", "env_step", "wall_time", "value"])
     holdout = pd.DataFrame(holdout_rows, columns=KEY_COLUMNS + ["env_step", "return_mean", "train_seconds"])
     return RunSet(runs.sort_values("run_id", ignore_index=True), metrics_frame, holdout, problems)
 
 
 # ---------------------------------------------------------------------- entry point
+FRAME_VERSION = 2
+"""Bumped when the frames' columns change, so a cache of the old layout is never read."""
+
+
 def _fingerprint(sources: list[str]) -> str:
-    digest = hashlib.sha1()
+    digest = hashlib.sha1(f"frames v{FRAME_VERSION}".encode())
     for source in sources:
         digest.update(source.encode())
         if source.startswith(("mongodb://", "mongodb+srv://")):

@@ -164,8 +164,11 @@ def _headline(runs: pd.DataFrame) -> pd.DataFrame:
 
 def _arch_label(row) -> str:
     if row["architecture"] in ("single_env", "high_utd"):
-        return row["architecture"] if row["architecture"] == "single_env" else f"high_utd (utd {row['utd']:g})"
-    return f"{row['architecture']} ({int(row['num_workers'])})"
+        label = row["architecture"] if row["architecture"] == "single_env" else f"high_utd (utd {row['utd']:g})"
+    else:
+        label = f"{row['architecture']} ({int(row['num_workers'])})"
+    overrides = row.get("overrides") if hasattr(row, "get") else None
+    return f"{label} [{overrides}]" if isinstance(overrides, str) and overrides else label  # a sweep's `with ...`
 
 
 def _regular_curves(report: Report, holdout: pd.DataFrame, figure: str) -> pd.DataFrame:

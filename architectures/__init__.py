@@ -36,8 +36,12 @@ def get_train_fn(name: str, backend: str = "local") -> Callable:
 
 
 def preflight(name: str, cfg) -> None:
-    """The checks a design makes of this machine before any work (shared memory that must fit,
-    settings it refuses); a ConfigError names the problem. Designs without any have none."""
+    """The checks made before any work: the env can be made and has the spaces DQN needs, and
+    the design's own (shared memory that must fit, settings it refuses); a ConfigError names
+    the problem in one line."""
+    from architectures.envs import env_spec
+
+    env_spec(cfg.env_id)  # a probe env: its action and observation spaces
     check = getattr(_module(name, cfg.backend), "preflight", None)
     if check is not None:
         check(cfg)

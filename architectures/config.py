@@ -138,13 +138,14 @@ class DQNConfig:
     log_every: int = 1_000
     """Env steps between logged training scalars (keeps metric volume small)."""
 
-    # --- checkpointing (single_env)
+    # --- checkpointing (every architecture)
     checkpoint_every: int = 0
-    """single_env: env steps between checkpoints, each taken at the next episode end; 0 disables."""
+    """Env steps between checkpoints (single_env, high_utd: at the next episode end; the others
+    park their workers exactly there); 0 disables."""
     checkpoint_path: str = ""
-    """single_env: checkpoint file; a run started with an existing file resumes from it."""
+    """Checkpoint file; a run started with an existing file resumes from it, a finished run deletes it."""
     checkpoint_replay: bool = True
-    """single_env: include the replay buffer in checkpoints (needed for an exact resume)."""
+    """Include the replay buffer(s) in checkpoints (needed for an exact resume)."""
 
     def __post_init__(self) -> None:
         _validate(self)

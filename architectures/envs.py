@@ -7,11 +7,14 @@ disjoint by construction, and every run of every architecture evaluates on the s
 
 from __future__ import annotations
 
+import importlib
 import time
 from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
+
+from architectures.config import ConfigError
 
 TRAIN_SEED_LIMIT = 2**31
 """Training-episode seeds are drawn from [0, TRAIN_SEED_LIMIT)."""
@@ -31,15 +34,31 @@ def _register_minatar() -> None:
 
 
 def check_env_id(env_id: str) -> str | None:
-    """None if `env_id` is a registered gymnasium id, else a one-line reason."""
-    if env_id.startswith("MinAtar/"):
+    """None if `env_id` names a registered gymnasium env, else a one-line reason.
+
+    Users' own envs work the standard gymnasium way, `module:EnvId`: the module (on PYTHONPATH)
+    is imported and registers the env, in every process that makes one (gym.make does the
+    import itself, so spawned workers, AsyncVectorEnv's subprocesses and Ray actors need
+    nothing more than the module on their path)."""
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except Exception as err:  # noqa: BLE001 - whatever the user's module raises, in one line
+            detail = str(err).strip().splitlines()[0] if str(err).strip() else ""
+            return f"module {module!r} does not import ({type(err).__name__}: {detail}); is it on PYTHONPATH?"
+    if name.startswith("MinAtar/"):
         _register_minatar()
     try:
-        gym.spec(env_id)
+        gym.spec(name)
     except Exception:
+        if module:
+            return f"module {module!r} does not register a gymnasium env {name!r} (gymnasium.register(id={name!r}, ...))"
         hint = ""
-        if env_id.lower().startswith("minatar"):
+        if name.lower().startswith("minatar"):
             hint = "; MinAtar ids look like 'MinAtar/Breakout-v1'"
+        elif ":" not in env_id and "." not in name:
+            hint = "; an env of your own is named 'your_module:YourEnv-v0'"
         return f"unknown gymnasium id {env_id!r}{hint}"
     return None
 
@@ -63,17 +82,26 @@ class CPUCostWrapper(gym.Wrapper):
         return self.env.step(action)
 
 
+def _one_line(space) -> str:
+    text = " ".join(str(space).split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def make_env(env_id: str, env_step_cost_us: float = 0.0) -> gym.Env:
     """Create one env. Seeding happens at reset (see `training_episode_seeds`, `holdout_seeds`)."""
     problem = check_env_id(env_id)
     if problem:
-        raise ValueError(f"env_id: {problem}")
+        raise ConfigError(f"env_id: {problem}")
     # The passive env checker only inspects the first steps but stays in the call path.
     env = gym.make(env_id, disable_env_checker=True)
     if not isinstance(env.action_space, gym.spaces.Discrete):
-        raise ValueError(f"env_id: {env_id!r} has action space {env.action_space}; DQN needs Discrete")
+        env.close()
+        raise ConfigError(f"env_id: {env_id!r} has action space {_one_line(env.action_space)}; DQN needs a "
+                          "Discrete action space")
     if not isinstance(env.observation_space, gym.spaces.Box):
-        raise ValueError(f"env_id: {env_id!r} has observation space {env.observation_space}; need a Box")
+        env.close()
+        raise ConfigError(f"env_id: {env_id!r} has observation space {_one_line(env.observation_space)}; the "
+                          "Q-network needs a Box (flatten dict or tuple observations with a wrapper first)")
     if env_step_cost_us > 0:
         env = CPUCostWrapper(env, env_step_cost_us)
     return env

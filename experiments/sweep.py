@@ -1,9 +1,17 @@
-"""Run a named sweep end to end, resumably: `python -m experiments.sweep NAME [options]`.
+"""Run a named sweep end to end, resumably: `python -m experiments.sweep NAME [options] [with ...]`.
 
     python -m experiments.sweep smoke                  # every landed architecture, ~2 minutes
     python -m experiments.sweep scaling --dry-run      # list the runs and the estimate, run nothing
     python -m experiments.sweep architectures --seeds 5 --mongo mongodb://localhost:27017/dqn
     python -m experiments.sweep smoke --ray auto       # runs as Ray tasks on a running cluster
+    python -m experiments.sweep scaling with env_id=my_envs:MyEnv-v0 hidden_sizes=[256,256]
+
+`with NAMED ... KEY=VALUE ...` (Sacred's own syntax) applies named configs and overrides to every
+cell, after the cell's own: the grid runs on your env, network or budget. They are part of each
+run's id (another override is another run; the same one resumes), shown in the listing, the
+progress lines and the summary, stored with each run (its Sacred comment, which the report's
+labels show), and by default the sweep's store is its own (`results/sweeps/NAME-with-<hash>`).
+A bad key or value stops the sweep before any run, naming it (exit 2).
 
 Every run is one Sacred run (`experiments.train`) in its own process, with a deterministic id
 derived from its config (`<sweep>-<hash>`), stored under `--out` (files, the default) or in
@@ -33,13 +41,37 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from experiments.sweeps import SCALES, SEED_SETS, SWEEPS, Sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARCHITECTURE_CONFIGS = ("single_env", "actor_learner", "vector_env", "hogwild", "high_utd")
 PARALLEL_ARCHITECTURES = ("actor_learner", "vector_env", "hogwild")  # a main process plus num_workers
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """`with NAMED ... KEY=VALUE ...` from the sweep's command line, applied to every cell."""
+
+    named: tuple[str, ...] = ()
+    updates: dict = field(default_factory=dict)
+
+    @staticmethod
+    def parse(tokens: list[str]) -> "Overrides":
+        from sacred.arg_parser import get_config_updates
+
+        updates, named = get_config_updates(tokens)
+        return Overrides(tuple(named), updates)
+
+    def text(self) -> str:
+        """As typed: `with cartpole lr=0.001` (empty without overrides)."""
+        items = [*self.named, *(f"{k}={_sacred_value(v)}" for k, v in sorted(self.updates.items()))]
+        return f"with {' '.join(items)}" if items else ""
+
+    def digest(self) -> str:
+        key = json.dumps({"named": self.named, "updates": self.updates}, sort_keys=True)
+        return hashlib.sha1(key.encode()).hexdigest()[:8]
 
 
 @dataclass(frozen=True)
@@ -50,6 +82,8 @@ class RunSpec:
     updates: dict
     seed: int
     experiment: str = "train"
+    overrides: str = ""
+    """The sweep's `with ...` text this run carries (shown in its label and stored with it)."""
 
     def sacred_args(self) -> list[str]:
         return ["with", *self.named, *(f"{k}={_sacred_value(v)}" for k, v in sorted(self.updates.items())),
@@ -74,7 +108,8 @@ class RunSpec:
 
     def label(self) -> str:
         extra = " ".join(f"{k}={v}" for k, v in sorted(self.updates.items()) if k not in _QUIET_KEYS)
-        return f"{' '.join(self.named)} seed={self.seed} {extra}".strip()
+        text = f"{' '.join(self.named)} seed={self.seed} {extra}".strip()
+        return f"{text} [{self.overrides}]" if self.overrides else text
 
 
 def _sacred_value(value) -> str:
@@ -90,7 +125,10 @@ def _sacred_value(value) -> str:
 _QUIET_KEYS = {"eval_episodes", "log_every", "eval_every", "learning_starts", "eps_decay_steps", "buffer_size"}
 
 
-def expand(sweep: Sweep, scale: str, seeds: int | None) -> list[RunSpec]:
+def expand(sweep: Sweep, scale: str, seeds: int | None, overrides: Overrides | None = None) -> list[RunSpec]:
+    """The sweep's runs: every cell, with `overrides` after the cell's own named configs and
+    updates (as Sacred applies them), crossed with the seeds; ids hash the resolved cell."""
+    overrides = overrides or Overrides()
     runs = []
     for cell in sweep.cells[scale]:
         if sweep.experiment != "train":
@@ -98,11 +136,41 @@ def expand(sweep: Sweep, scale: str, seeds: int | None) -> list[RunSpec]:
         else:
             architecture = next((n for n in cell.named if n in ARCHITECTURE_CONFIGS),
                                 cell.updates.get("architecture", "single_env"))
+        named, updates = (*cell.named, *overrides.named), {**cell.updates, **overrides.updates}
         for seed in SEED_SETS[sweep.seed_set][:seeds or sweep.seeds[scale]]:
-            key = json.dumps({"named": cell.named, "updates": cell.updates, "seed": seed}, sort_keys=True)
+            key = json.dumps({"named": named, "updates": updates, "seed": seed}, sort_keys=True)
             run_id = f"{sweep.name}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
-            runs.append(RunSpec(run_id, architecture, cell.named, dict(cell.updates), seed, sweep.experiment))
+            runs.append(RunSpec(run_id, architecture, named, updates, seed, sweep.experiment, overrides.text()))
     return runs
+
+
+TIMING_KEYS = ("network", "batch_size", "torch_threads", "device", "updates", "warmup")
+"""The keys of the timing experiment (experiments/timing.py): what a timing sweep may override."""
+
+
+def check_runs(runs: list[RunSpec], overrides: Overrides) -> None:
+    """Build every run's config before any run starts: a bad key or value is one ConfigError."""
+    from architectures.config import ConfigError, DQNConfig
+    from architectures.envs import env_spec
+    from experiments.configs import NAMED_CONFIGS
+
+    for name in overrides.named:
+        if name not in NAMED_CONFIGS:
+            raise ConfigError(f"with {name}: unknown named config (valid: {', '.join(NAMED_CONFIGS)})")
+    for key in ("architecture", "seed"):
+        if key in overrides.updates:
+            raise ConfigError(f"{key}: set by the sweep itself (each cell's architecture, --seeds), not by `with`")
+    envs = set()
+    for run in runs:
+        if run.experiment == "timing":
+            unknown = sorted(set(overrides.updates) - set(TIMING_KEYS))
+            if unknown:
+                raise ConfigError(f"{unknown[0]}: not a key of the timing experiment (valid: {', '.join(TIMING_KEYS)})")
+            continue
+        config = {k: v for k, v in run.config().items() if k != "architecture"}
+        envs.add(DQNConfig.from_dict(config).env_id)
+    for env_id in sorted(envs):  # the spaces DQN needs, from one probe env each
+        env_spec(env_id)
 
 
 # ---------------------------------------------------------------------- stores
@@ -195,8 +263,9 @@ def run_command(run: RunSpec, store: FileStore) -> list[str]:
         args.append(f"checkpoint_path={os.path.join(store.out, '_checkpoints', run.run_id + '.pt')}")
         if not config.get("checkpoint_every"):
             args.append(f"checkpoint_every={config['eval_every']}")
+    comment = ["--comment", run.overrides] if run.overrides else []  # the report labels the run with it
     return [sys.executable, "-m", f"experiments.{run.experiment}", *args, "--id", run.run_id, "-l", "WARNING",
-            *store.observer_args()]
+            *comment, *store.observer_args()]
 
 
 def run_logged(cmd: list[str], log_path: str, quiet: bool) -> int:
@@ -295,7 +364,8 @@ def hold_store_lock(out: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     usage="%(prog)s NAME [options] [with NAMED ... KEY=VALUE ...]")
     parser.add_argument("name", help=f"one of: {', '.join(SWEEPS)}")
     parser.add_argument("--seeds", type=int, help="seeds per grid cell (default: the sweep's, per scale)")
     parser.add_argument("--out", help="run store and logs (default: results/sweeps/NAME)")
@@ -309,7 +379,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", nargs="?", const="", metavar="DIR",
                         help="after the runs, build the analysis report from this store into DIR "
                              "(default: <out>/report)")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    with_tokens: list[str] = []
+    if "with" in argv:  # Sacred's syntax after the options: with NAMED ... KEY=VALUE ...
+        at = argv.index("with")
+        argv, with_tokens = argv[:at], argv[at + 1:]
+        if not with_tokens:
+            parser.exit(2, "error: with: name a config or KEY=VALUE after it, e.g. with lr=0.001\n")
     args = parser.parse_args(argv)
+    try:
+        overrides = Overrides.parse(with_tokens)
+    except Exception as err:  # noqa: BLE001 - Sacred's parser raises several kinds
+        parser.exit(2, f"error: with: {err}\n")
 
     if args.name not in SWEEPS:
         parser.exit(2, f"error: unknown sweep {args.name!r}; valid sweeps: {', '.join(SWEEPS)}\n")
@@ -322,13 +403,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         parser.exit(2, f"error: --jobs must be >= 1 (got {args.jobs})\n")
     sweep = SWEEPS[args.name]
-    out = args.out or os.path.join(ROOT, "results", "sweeps", sweep.name)
+    default_out = sweep.name + (f"-with-{overrides.digest()}" if overrides.text() else "")
+    out = args.out or os.path.join(ROOT, "results", "sweeps", default_out)
     store = MongoStore(args.mongo, out) if args.mongo else FileStore(out)
     store.check()  # an unwritable --out or unreachable --mongo stops us before any run
     ray_runner = RayRunner(args.ray) if args.ray else None  # no Ray or an unreachable address: stop here too
     from architectures import ARCHITECTURES
 
-    runs = expand(sweep, args.scale, args.seeds)
+    runs = expand(sweep, args.scale, args.seeds, overrides)
+    from architectures.config import ConfigError
+
+    try:
+        check_runs(runs, overrides)
+    except ConfigError as err:
+        parser.exit(2, f"error: {err}\n")
     available = set(ARCHITECTURES) | {"timing"}
     landed = [r for r in runs if r.architecture in available]
     skipped = sorted({r.architecture for r in runs if r.architecture not in available})
@@ -342,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     todo = [r for r in landed if status[r.run_id] != "COMPLETED"]
     minutes = sweep.minutes[args.scale] * len(landed) / max(1, len(runs))
     print(f"sweep {sweep.name} ({args.scale}): {sweep.description}", file=sys.stderr)
+    if overrides.text():
+        print(f"every cell {overrides.text()}", file=sys.stderr)
     print(f"{len(landed)} runs, {len(landed) - len(todo)} already completed, {len(todo)} to run; "
           f"estimated {minutes * len(todo) / max(1, len(landed)):.1f} min on a 2-core machine; store: "
           f"{args.mongo or out}", file=sys.stderr)

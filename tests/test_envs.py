@@ -41,7 +41,7 @@ def test_factory_rejects_unknown_ids():
 
 
 def test_factory_rejects_continuous_actions():
-    with pytest.raises(ValueError, match="needs Discrete"):
+    with pytest.raises(ValueError, match="needs a Discrete action space"):
         make_env("Pendulum-v1")
 
 

@@ -1,0 +1,170 @@
+"""A user's own env, named the gymnasium way (`module:EnvId`), in every design and every process
+that makes an env; one-line errors for a module that does not import, an id it does not
+register and spaces DQN cannot use; and sweeps that take `with ...` overrides."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from architectures import get_train_fn
+from architectures.config import ConfigError, DQNConfig
+from tests.test_sweep import _statuses
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The README's example env, verbatim.
+CORRIDOR = textwrap.dedent('''
+    import gymnasium as gym
+    import numpy as np
+
+    class Corridor(gym.Env):
+        """Walk right to the end of a corridor; reward 1 there. Obs: position / length."""
+        observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.pos = 0
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action):
+            self.pos = max(0, self.pos + (1 if action == 1 else -1))
+            done = self.pos == 10
+            return np.array([self.pos / 10], np.float32), float(done), done, False, {}
+
+    gym.register("Corridor-v0", entry_point=Corridor, max_episode_steps=100)
+''')
+BROKEN = {
+    "user_envs_broken": "raise ImportError('needs the simulator library sim3d')\n",
+    "user_envs_empty": "x = 1\n",
+    "user_envs_spaces": CORRIDOR.replace("Corridor-v0", "BoxActions-v0").replace(
+        "action_space = gym.spaces.Discrete(2)", "action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)")
+    + CORRIDOR.replace("Corridor-v0", "DiscreteObs-v0").replace(
+        "observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)",
+        "observation_space = gym.spaces.Discrete(11)"),
+}
+ENV_ID = "user_envs:Corridor-v0"
+TINY = dict(env_id=ENV_ID, total_env_steps=2_000, eval_every=1_000, eval_episodes=2, learning_starts=200,
+            hidden_sizes=(16,), buffer_size=2_000, batch_size=16, log_every=500, num_workers=2,
+            worker_timeout_s=30.0)
+
+
+@pytest.fixture(scope="module")
+def env_dir(tmp_path_factory):
+    """A folder outside the repo holding the user's modules, on sys.path and PYTHONPATH."""
+    folder = tmp_path_factory.mktemp("user_code")
+    (folder / "user_envs.py").write_text(CORRIDOR)
+    for name, text in BROKEN.items():
+        (folder / f"{name}.py").write_text(text)
+    sys.path.insert(0, str(folder))  # spawned workers get the parent's sys.path
+    yield folder
+    sys.path.remove(str(folder))
+
+
+def _env(folder) -> dict:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
+
+
+@pytest.mark.parametrize("architecture, extra", [
+    ("single_env", {}), ("high_utd", {"utd": 1.0}), ("actor_learner", {}), ("vector_env", {}), ("hogwild", {}),
+    ("hogwild", {"hogwild_replay": "shared"}),
+])
+def test_every_design_trains_on_a_users_env(env_dir, architecture, extra):
+    result = get_train_fn(architecture)(DQNConfig(**{**TINY, **extra}))
+    assert result["env_steps"] == 2_000 and [c["env_steps"] for c in result["holdout_curve"]] == [1_000, 2_000]
+    assert result["updates"] > 0
+
+
+def test_actor_learner_on_ray_trains_on_a_users_env(env_dir, tmp_path):
+    pytest.importorskip("ray", reason="ray is not installed (optional extra): pip install -e '.[ray]'")
+    args = [f"{k}={json.dumps(list(v) if isinstance(v, tuple) else v) if not isinstance(v, str) else v}"
+            for k, v in TINY.items()]
+    proc = subprocess.run([sys.executable, "-m", "experiments.train", "with", "actor_learner", "backend=ray", *args,
+                           "-F", str(tmp_path / "runs"), "-l", "WARNING"], cwd=ROOT, env=_env(env_dir),
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = _statuses(tmp_path / "runs").values()
+    assert run["status"] == "COMPLETED" and run["result"]["env_steps"] == 2_000 and run["result"]["backend"] == "ray"
+
+
+@pytest.mark.parametrize("env_id, message", [
+    ("user_envs_broken:Any-v0", "env_id: module 'user_envs_broken' does not import (ImportError: needs the "
+                                "simulator library sim3d); is it on PYTHONPATH?"),
+    ("no_such_module:Any-v0", "env_id: module 'no_such_module' does not import (ModuleNotFoundError"),
+    ("user_envs_empty:Nope-v0", "env_id: module 'user_envs_empty' does not register a gymnasium env 'Nope-v0'"),
+    ("MyCorridor-v0", "env_id: unknown gymnasium id 'MyCorridor-v0'; an env of your own is named "
+                    "'your_module:YourEnv-v0'"),
+])
+def test_a_bad_env_id_is_one_line_naming_the_key(env_dir, env_id, message):
+    with pytest.raises(ConfigError) as info:
+        DQNConfig(env_id=env_id)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("env_id, message", [
+    ("user_envs_spaces:BoxActions-v0", "has action space Box(-1.0, 1.0, (1,), float32); DQN needs a Discrete"),
+    ("user_envs_spaces:DiscreteObs-v0", "has observation space Discrete(11); the Q-network needs a Box"),
+])
+def test_spaces_dqn_cannot_use_stop_the_run_before_anything_is_recorded(env_dir, tmp_path, env_id, message):
+    out = tmp_path / "runs"
+    proc = subprocess.run([sys.executable, "-m", "experiments.train", "with", f"env_id={env_id}", "-F", str(out)],
+                          cwd=ROOT, env=_env(env_dir), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith(f"error: env_id: '{env_id}' ")
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists() or _statuses(out) == {}
+
+
+# ---------------------------------------------------------------------- sweeps with overrides
+def _sweep(args, folder, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "experiments.sweep", *args], cwd=ROOT, env=_env(folder),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_smoke_sweep_runs_on_a_users_env_and_a_restart_skips_it(env_dir, tmp_path):
+    out = str(tmp_path / "out")
+    args = ["smoke", "--out", out, "with", f"env_id={ENV_ID}", "total_env_steps=3000", "eval_every=1500"]
+    first = _sweep(args, env_dir)
+    assert first.returncode == 0, first.stderr[-3000:]
+    runs = _statuses(out)
+    assert len(runs) == 5 and all(r["status"] == "COMPLETED" for r in runs.values())
+    assert {r["result"]["architecture"] for r in runs.values()} == {"single_env", "actor_learner", "vector_env",
+                                                                    "hogwild", "high_utd"}
+    assert all(r["result"]["env_steps"] == 3_000 for r in runs.values())
+    assert all(r["meta"]["comment"] == f"with env_id={ENV_ID} eval_every=1500 total_env_steps=3000"
+               for r in runs.values())  # stored with each run, for the report's labels
+    assert f"[with env_id={ENV_ID} eval_every=1500 total_env_steps=3000]" in first.stdout  # the summary
+    again = _sweep(args, env_dir)
+    assert again.returncode == 0 and "5 already completed, 0 to run" in again.stderr
+
+
+def test_overrides_make_other_runs_and_show_in_the_listing(env_dir, tmp_path):
+    from experiments.sweep import Overrides, expand
+    from experiments.sweeps import SWEEPS
+
+    plain = {r.run_id for r in expand(SWEEPS["scaling"], "small", 1)}
+    mine = expand(SWEEPS["scaling"], "small", 1, Overrides.parse([f"env_id={ENV_ID}", "hidden_sizes=[256,256]"]))
+    assert plain.isdisjoint(r.run_id for r in mine) and len(mine) == len(plain)
+    assert all(r.config()["env_id"] == ENV_ID and r.config()["hidden_sizes"] == [256, 256] for r in mine)
+    again = expand(SWEEPS["scaling"], "small", 1, Overrides.parse(["hidden_sizes=[256,256]", f"env_id={ENV_ID}"]))
+    assert [r.run_id for r in again] == [r.run_id for r in mine]  # the same overrides: the same runs
+    dry = _sweep(["scaling", "--dry-run", "--out", str(tmp_path / "o"), "with", "hidden_sizes=[256,256]"], env_dir)
+    assert dry.returncode == 0 and dry.stdout.count("[with hidden_sizes=[256, 256]]") == len(plain)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["with", "no_such_key=1"], "error: no_such_key: unknown config key"),
+    (["with", "lr=-1"], "error: lr: must be a number > 0"),
+    (["with", "no_such_config"], "error: with no_such_config: unknown named config"),
+    (["with", "env_id=user_envs_empty:Nope-v0"], "error: env_id: module 'user_envs_empty' does not register"),
+    (["with", "seed=3"], "error: seed: set by the sweep itself"),
+    (["with"], "error: with: name a config or KEY=VALUE"),
+])
+def test_a_bad_override_stops_the_sweep_before_any_run(env_dir, tmp_path, args, message):
+    out = tmp_path / "out"
+    proc = _sweep(["smoke", "--out", str(out), *args], env_dir, timeout=60)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists() or _statuses(out) == {}
