@@ -168,6 +168,7 @@ def check_runs(runs: list[RunSpec], overrides: Overrides) -> None:
                 raise ConfigError(f"{unknown[0]}: not a key of the timing experiment (valid: {', '.join(TIMING_KEYS)})")
             continue
         config = {k: v for k, v in run.config().items() if k != "architecture"}
+        config["checkpoint_path"] = f"{run.run_id}.pt"  # every sweep run gets one (run_command)
         envs.add(DQNConfig.from_dict(config).env_id)
     for env_id in sorted(envs):  # the spaces DQN needs, from one probe env each
         env_spec(env_id)

@@ -224,20 +224,35 @@ def test_a_full_disk_fails_clearly_and_leaves_completed_runs_intact(tmp_path):
 
 
 def test_a_failing_run_is_named_and_the_others_still_complete(tmp_path):
+    # The actor_learner run's actor 0 crashes at its 100th env step (the workers' fault hook);
+    # the single_env run has no workers and completes.
+    code = TINY_SWEEP.replace(
+        "'small': [Cell(('cartpole', 'single_env'), {TINY!r})]".format(TINY=TINY),
+        "'small': [Cell(('cartpole', 'single_env'), {TINY!r}), Cell(('cartpole', 'actor_learner'), {TINY!r})]".format(
+            TINY=TINY))
+    assert code != TINY_SWEEP
+    proc = subprocess.run([sys.executable, "-c", code, "tiny", "--seeds", "1", "--out", str(tmp_path), "--report"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "PDQN_FAULT": "0:crash:100"})
+    assert proc.returncode == 1
+    assert "failed (exit 1)" in proc.stderr and "_logs" in proc.stderr and "rerun the same command" in proc.stderr
+    assert sorted(r["status"] for r in _statuses(tmp_path).values()) == ["COMPLETED", "FAILED"]
+    # --report builds from what is there, naming the failed run it left out.
+    assert (tmp_path / "report" / "figures" / "learning_curves.csv").exists()
+    assert (tmp_path / "report" / "generated" / "numbers.tex").exists()
+    assert "status FAILED; left out" in proc.stderr
+    assert "failed (" not in proc.stderr.split("report: building")[1]  # every figure it had data for built
+
+
+def test_a_bad_value_in_a_sweeps_own_cell_stops_it_before_any_run(tmp_path):
     code = TINY_SWEEP.replace(
         "'small': [Cell(('cartpole', 'single_env'), {TINY!r})]".format(TINY=TINY),
         "'small': [Cell(('cartpole', 'single_env'), {TINY!r}), Cell(('cartpole',), dict({TINY!r}, lr=-1.0))]".format(
             TINY=TINY))
-    assert code != TINY_SWEEP
-    proc = subprocess.run([sys.executable, "-c", code, "tiny", "--seeds", "1", "--out", str(tmp_path), "--report"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 1
-    assert "failed (exit 2)" in proc.stderr and "_logs" in proc.stderr and "rerun the same command" in proc.stderr
-    assert [r["status"] for r in _statuses(tmp_path).values()] == ["COMPLETED"]
-    # --report builds from what is there (the bad run never started: its config was refused).
-    assert (tmp_path / "report" / "figures" / "learning_curves.csv").exists()
-    assert (tmp_path / "report" / "generated" / "numbers.tex").exists()
-    assert "failed (" not in proc.stderr.split("report: building")[1]  # every figure it had data for built
+    proc = subprocess.run([sys.executable, "-c", code, "tiny", "--seeds", "1", "--out", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "error: lr: must be a number > 0" in proc.stderr
+    assert _statuses(tmp_path) == {}
 
 
 def test_a_second_sweep_on_the_same_store_is_refused(tmp_path):
