@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -15,28 +14,17 @@ from architectures.config import ConfigError, DQNConfig
 from tests.test_sweep import _statuses
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The README's example env, verbatim.
-CORRIDOR = textwrap.dedent('''
-    import gymnasium as gym
-    import numpy as np
 
-    class Corridor(gym.Env):
-        """Walk right to the end of a corridor; reward 1 there. Obs: position / length."""
-        observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
-        action_space = gym.spaces.Discrete(2)
 
-        def reset(self, *, seed=None, options=None):
-            super().reset(seed=seed)
-            self.pos = 0
-            return np.zeros(1, np.float32), {}
+def _readme_env() -> str:
+    """The README's example env, as the README prints it."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    block = text.split("<!-- example-env:", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    return block
 
-        def step(self, action):
-            self.pos = max(0, self.pos + (1 if action == 1 else -1))
-            done = self.pos == 10
-            return np.array([self.pos / 10], np.float32), float(done), done, False, {}
 
-    gym.register("Corridor-v0", entry_point=Corridor, max_episode_steps=100)
-''')
+CORRIDOR = _readme_env()
 BROKEN = {
     "user_envs_broken": "raise ImportError('needs the simulator library sim3d')\n",
     "user_envs_empty": "x = 1\n",
@@ -46,7 +34,7 @@ BROKEN = {
         "observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)",
         "observation_space = gym.spaces.Discrete(11)"),
 }
-ENV_ID = "user_envs:Corridor-v0"
+ENV_ID = "user_envs:Corridor-v0"  # the README names its module my_envs; here it is user_envs.py
 TINY = dict(env_id=ENV_ID, total_env_steps=2_000, eval_every=1_000, eval_episodes=2, learning_starts=200,
             hidden_sizes=(16,), buffer_size=2_000, batch_size=16, log_every=500, num_workers=2,
             worker_timeout_s=30.0)
