@@ -28,7 +28,7 @@ import pandas as pd
 
 KEY_COLUMNS = ["run_id", "sweep", "architecture", "num_workers", "utd", "seed", "env"]
 """Identify a run in every frame."""
-CONFIG_COLUMNS = ["env_id", "total_env_steps", "eval_every", "layer_norm", "reset_period", "hogwild_lock",
+CONFIG_COLUMNS = ["env_id", "total_env_steps", "learning_starts", "eval_every", "layer_norm", "reset_period", "hogwild_lock",
                   "optimizer_state", "hogwild_replay", "backend", "env_step_cost_us", "prioritized",
                   "actor_epsilons", "weight_sync_period", "torch_threads", "network", "batch_size", "device"]
 """Config keys copied into `runs` (the ones sweeps vary)."""
@@ -36,6 +36,8 @@ RESULT_COLUMNS = ["env_steps_per_sec", "updates_per_sec", "train_seconds", "fina
                   "updates", "episodes", "diverged", "max_abs_q", "overlap_fraction", "mean_version_gap",
                   "update_us_median", "update_us_p10", "update_us_p90", "threads_in_effect"]
 """Result scalars copied into `runs`; nested results stay in the `result` column."""
+TRAINING_EXPERIMENTS = ("parallel_dqn", "")
+"""experiments/train.py's Sacred name (and none, for runs stored without one)."""
 SKIP_FOLDERS = {"_sources", "_logs", "_incomplete", "_checkpoints", ".cache"}
 
 
@@ -141,7 +143,9 @@ def _frames(documents, problems: list[str]) -> RunSet:
         keys = {
             "run_id": run_id,
             "sweep": run_id.rsplit("-", 1)[0] if "-" in run_id else "",
-            "architecture": config.get("architecture") or result.get("architecture") or experiment,
+            # A training run's architecture; any other experiment's runs go by its name.
+            "architecture": (config.get("architecture") or result.get("architecture") or experiment)
+            if experiment in TRAINING_EXPERIMENTS else experiment,
             "num_workers": int(config.get("num_workers", 1)),
             "utd": float(config.get("utd", float("nan"))),
             "seed": int(config.get("seed", 0)),
@@ -172,7 +176,7 @@ def _frames(documents, problems: list[str]) -> RunSet:
             at = point.get("train_seconds", at)
             holdout_rows.append(dict(keys, env_step=int(point["env_steps"]), return_mean=float(point["return_mean"]),
                                      train_seconds=float("nan") if at is None else float(at)))
-        if experiment != "update_timing" and config.get("eval_episodes", 1) and not result.get("holdout_curve"):
+        if experiment in TRAINING_EXPERIMENTS and config.get("eval_episodes", 1) and not result.get("holdout_curve"):
             problems.append(f"run {run_id} ({where}): no holdout checkpoints stored; left out of learning curves")
 
     runs = pd.DataFrame(run_rows, columns=KEY_COLUMNS + ["experiment", "source", "overrides"] + CONFIG_COLUMNS

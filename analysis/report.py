@@ -14,6 +14,7 @@ seeded stratified-bootstrap intervals (analysis/stats.py), so a rebuild gives id
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import sys
@@ -29,7 +30,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from analysis import stats  # noqa: E402
-from analysis.load import NoRunsError, RunSet, load_runs  # noqa: E402
+from analysis import cost_model  # noqa: E402
+from analysis.load import TRAINING_EXPERIMENTS, NoRunsError, RunSet, load_runs  # noqa: E402
 
 ARCH_ORDER = ["single_env", "actor_learner", "vector_env", "hogwild", "high_utd"]
 PALETTE = dict(zip(ARCH_ORDER, sns.color_palette("colorblind", len(ARCH_ORDER))))
@@ -158,7 +160,7 @@ def _headline(runs: pd.DataFrame) -> pd.DataFrame:
     else every training run outside the dedicated sweeps (e.g. `smoke`, or your own sweep)."""
     chosen = _sweep(runs, "architectures")
     if chosen.empty:
-        chosen = runs[(runs["experiment"] != TIMING_EXPERIMENT) & ~runs["sweep"].isin(DEDICATED_SWEEPS)]
+        chosen = runs[runs["experiment"].isin(TRAINING_EXPERIMENTS) & ~runs["sweep"].isin(DEDICATED_SWEEPS)]
     return chosen
 
 
@@ -220,21 +222,13 @@ def figure_threads(report: Report, rs: RunSet) -> None:
 
 
 # ---------------------------------------------------------------------- 2. scaling
-def _component_bound(single: pd.Series, workers: np.ndarray) -> np.ndarray:
-    """Env steps/s no design can beat with n workers: min(n actors' rate, learner's rate), from
-    single_env's measured costs (acting + env step per env step on the actor side; utd x
-    (sample + update) per env step on the learner's side)."""
-    costs = single["result"].get("component_costs_us", {})
-    actor_us = costs.get("act", 0.0) + costs.get("env_step", 0.0)
-    learner_us = single["utd"] * (costs.get("sample", 0.0) + costs.get("update", 0.0))
-    return np.minimum(workers * 1e6 / max(actor_us, 1e-9), 1e6 / max(learner_us, 1e-9))
-
-
 def figure_scaling(report: Report, rs: RunSet) -> None:
-    runs = _sweep(rs.runs, "scaling")
+    scaling = _sweep(rs.runs, "scaling")
+    runs = scaling[scaling["experiment"].isin(TRAINING_EXPERIMENTS)]
     if runs.empty:
         report.note("scaling: no runs of the `scaling` sweep; run `python -m experiments.sweep scaling`")
         return
+    measured = scaling[scaling["experiment"] == "components"]
     rows = []
     costs = sorted(runs["env_step_cost_us"].unique())
     fig, axes = plt.subplots(2, len(costs), figsize=(5 * len(costs), 6.5), squeeze=False, sharex=True)
@@ -244,24 +238,52 @@ def figure_scaling(report: Report, rs: RunSet) -> None:
         base = float(single["env_steps_per_sec"].median()) if not single.empty else float("nan")
         ax, eff = axes[0][col], axes[1][col]
         workers = np.array(sorted(part.loc[part["architecture"] != "single_env", "num_workers"].unique()))
+        components = measured[measured["env_step_cost_us"] == cost]
+        model = {}
+        if components.empty:
+            report.note(f"scaling: no `components` run at env step cost {cost:g} us, so the cost model's prediction "
+                        "is not drawn; run the `scaling` sweep again (it measures them)")
+        else:
+            first, config = components.iloc[0], part.iloc[0]
+            measured_costs, cores = cost_model.medians(first["result"]["costs_us"]), int(first["result"]["cores"])
+            for p in cost_model.predict_all(measured_costs, utd=float(config["utd"]), cores=cores,
+                                            weight_sync_period=int(config["weight_sync_period"] or 10),
+                                            workers=[int(w) for w in workers]):
+                # A run's env steps/s averages its first learning_starts steps (no updates) in.
+                over_run = cost_model.over_a_run(
+                    p.design, p.workers, measured_costs, utd=float(config["utd"]), cores=cores,
+                    total_env_steps=int(config["total_env_steps"]),
+                    learning_starts=int(config["learning_starts"] or 0),
+                    weight_sync_period=int(config["weight_sync_period"] or 10))
+                model[(p.design, p.workers)] = dataclasses.replace(p, env_steps_per_sec=over_run)
         for arch in ARCH_ORDER[1:4]:
             sub = part[part["architecture"] == arch].groupby("num_workers")["env_steps_per_sec"].median()
             if sub.empty:
                 continue
             ax.plot(sub.index, sub.values, marker="o", color=PALETTE[arch], label=arch)
             eff.plot(sub.index, sub.values / (sub.index * base), marker="o", color=PALETTE[arch], label=arch)
-            rows += [{"env_step_cost_us": cost, "architecture": arch, "num_workers": int(n), "env_steps_per_sec": v,
-                      "parallel_efficiency": v / (n * base)} for n, v in sub.items()]
+            for n, v in sub.items():
+                p = model.get((arch, int(n)))
+                rows.append({"env_step_cost_us": cost, "architecture": arch, "num_workers": int(n),
+                             "env_steps_per_sec": v, "parallel_efficiency": v / (n * base),
+                             "predicted_env_steps_per_sec": p.env_steps_per_sec if p else np.nan,
+                             "predicted_bottleneck": p.bottleneck if p else "",
+                             "prediction_error": v / p.env_steps_per_sec - 1 if p else np.nan})
+            if model:
+                predicted = [model[(arch, int(n))].env_steps_per_sec for n in workers]
+                ax.plot(workers, predicted, "--", color=PALETTE[arch], lw=1, alpha=0.8)
         if np.isfinite(base):
-            ax.plot(workers, workers * base, "k--", lw=1, label="ideal linear (n x single_env)")
-            bound = _component_bound(single.iloc[0], workers)
-            ax.plot(workers, bound, ":", color="grey", lw=1.5, label="component-cost bound")
+            ax.plot(workers, workers * base, "k:", lw=1, label="ideal linear (n x single_env)")
             ax.axhline(base, color=PALETTE["single_env"], lw=1, label="single_env")
-            rows += [{"env_step_cost_us": cost, "architecture": "single_env", "num_workers": 1,
-                      "env_steps_per_sec": base, "parallel_efficiency": 1.0}]
-            rows += [{"env_step_cost_us": cost, "architecture": "bound", "num_workers": int(n),
-                      "env_steps_per_sec": b, "parallel_efficiency": b / (n * base)} for n, b in zip(workers, bound)]
+            p = model.get(("single_env", 1))
+            rows.append({"env_step_cost_us": cost, "architecture": "single_env", "num_workers": 1,
+                         "env_steps_per_sec": base, "parallel_efficiency": 1.0,
+                         "predicted_env_steps_per_sec": p.env_steps_per_sec if p else np.nan,
+                         "predicted_bottleneck": p.bottleneck if p else "",
+                         "prediction_error": base / p.env_steps_per_sec - 1 if p else np.nan})
             report.number(macro_name("scaling", "single", "cost", int(cost)), base)
+        if model:
+            ax.plot([], [], "--", color="grey", lw=1, label="cost model (from measured components)")
         _log_axis(ax, "y")
         if col == 0:
             ax.set_ylabel("env steps/s (median over seeds)")
@@ -274,16 +296,30 @@ def figure_scaling(report: Report, rs: RunSet) -> None:
         eff.set_xticks(workers)
     data = pd.DataFrame(rows).sort_values(["env_step_cost_us", "architecture", "num_workers"], ignore_index=True)
     fig.tight_layout()
-    report.figure(fig, "scaling", data)
-    for _, row in data[data["architecture"] == "bound"].iterrows():
-        report.number(macro_name("scaling", "bound", int(row["num_workers"]), "cost", int(row["env_step_cost_us"])),
-                      row["env_steps_per_sec"])
-    for _, row in data[data["architecture"].isin(ARCH_ORDER[1:4])].iterrows():
-        report.number(macro_name("scaling", row["architecture"], int(row["num_workers"]), "cost",
-                                 int(row["env_step_cost_us"])), row["env_steps_per_sec"])
-        report.number(macro_name("speedup", row["architecture"], int(row["num_workers"]), "cost",
-                                 int(row["env_step_cost_us"])), row["parallel_efficiency"] * row["num_workers"],
-                      "{:.2f}")
+    report.figure(fig, "scaling", data.round({"env_steps_per_sec": 1, "parallel_efficiency": 4,
+                                              "predicted_env_steps_per_sec": 1, "prediction_error": 4}))
+    for _, row in data.iterrows():
+        arch, n, cost = row["architecture"], int(row["num_workers"]), int(row["env_step_cost_us"])
+        if arch != "single_env":
+            report.number(macro_name("scaling", arch, n, "cost", cost), row["env_steps_per_sec"])
+            report.number(macro_name("speedup", arch, n, "cost", cost), row["parallel_efficiency"] * n, "{:.2f}")
+        if np.isfinite(row["predicted_env_steps_per_sec"]):
+            report.number(macro_name("model", arch, n, "cost", cost), row["predicted_env_steps_per_sec"])
+            report.number(macro_name("model", "error", arch, n, "cost", cost), 100 * row["prediction_error"],
+                          "{:+.0f}")
+    fitted = data[np.isfinite(data["prediction_error"])]
+    if not fitted.empty:
+        within = fitted[fitted["num_workers"] <= int(measured.iloc[0]["result"]["cores"])]
+        report.number("ModelWorstErrorWithinCores", 100 * within["prediction_error"].abs().max(), "{:.0f}")
+        table = pd.DataFrame({
+            "env step cost (us)": fitted["env_step_cost_us"].map("{:g}".format), "design": fitted["architecture"],
+            "workers": fitted["num_workers"], "measured env steps/s": fitted["env_steps_per_sec"].map("{:,.0f}".format),
+            "predicted": fitted["predicted_env_steps_per_sec"].map("{:,.0f}".format),
+            "error": fitted["prediction_error"].map(lambda e: f"{100 * e:+.0f}%"),
+            "predicted bottleneck": fitted["predicted_bottleneck"]})
+        report.table("scaling_model", table,
+                     "Scaling sweep: measured env steps/s against the cost model's prediction from the components "
+                     "measured alone in the same sweep")
 
 
 # ---------------------------------------------------------------------- 3. learning curves

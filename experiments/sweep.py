@@ -131,16 +131,20 @@ def expand(sweep: Sweep, scale: str, seeds: int | None, overrides: Overrides | N
     overrides = overrides or Overrides()
     runs = []
     for cell in sweep.cells[scale]:
-        if sweep.experiment != "train":
-            architecture = sweep.experiment  # not an architecture: always available
+        experiment = cell.experiment or sweep.experiment
+        if experiment != "train":
+            architecture = experiment  # not an architecture: always available
         else:
             architecture = next((n for n in cell.named if n in ARCHITECTURE_CONFIGS),
                                 cell.updates.get("architecture", "single_env"))
         named, updates = (*cell.named, *overrides.named), {**cell.updates, **overrides.updates}
         for seed in SEED_SETS[sweep.seed_set][:seeds or sweep.seeds[scale]]:
-            key = json.dumps({"named": named, "updates": updates, "seed": seed}, sort_keys=True)
+            resolved = {"named": named, "updates": updates, "seed": seed}
+            if cell.experiment:  # a cell of its own experiment is another run, whatever its config
+                resolved["experiment"] = cell.experiment
+            key = json.dumps(resolved, sort_keys=True)
             run_id = f"{sweep.name}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
-            runs.append(RunSpec(run_id, architecture, named, updates, seed, sweep.experiment, overrides.text()))
+            runs.append(RunSpec(run_id, architecture, named, updates, seed, experiment, overrides.text()))
     return runs
 
 
@@ -418,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         check_runs(runs, overrides)
     except ConfigError as err:
         parser.exit(2, f"error: {err}\n")
-    available = set(ARCHITECTURES) | {"timing"}
+    available = set(ARCHITECTURES) | {"timing", "components"}
     landed = [r for r in runs if r.architecture in available]
     skipped = sorted({r.architecture for r in runs if r.architecture not in available})
     if any(str(r.updates.get("device", "cpu")).startswith("cuda") for r in landed):

@@ -30,6 +30,9 @@ class Cell:
     """Named configs applied first, in order (experiments/configs.py)."""
     updates: dict
     """Config overrides applied after them."""
+    experiment: str | None = None
+    """This cell's experiment when it is not the sweep's (`components`: the component costs the
+    cost model predicts from, measured beside the runs it predicts)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ def _scaling(steps_by_cost: dict[float, int], workers: list[int]) -> list[Cell]:
     for cost, steps in steps_by_cost.items():
         budget = dict(_NO_EVAL, env_step_cost_us=cost, total_env_steps=steps, eval_every=steps)
         cells.append(Cell(("cartpole", "single_env"), dict(budget)))
+        cells.append(Cell(("cartpole",), dict(budget), experiment="components"))  # the cost model's inputs
         for arch in ("actor_learner", "vector_env", "hogwild"):
             cells += [Cell(("cartpole", arch), dict(budget, num_workers=n)) for n in workers]
     return cells

@@ -1,0 +1,157 @@
+"""The cost model: env steps/s of every design at N workers, from component costs measured alone.
+
+Inputs are microseconds per call, measured warm and one at a time on the machine in question
+(`experiments.components`), and the machine's core count. Each design is a few roles, each
+role a loop of components; the model says how fast each role could go and which one bounds
+the run:
+
+- single_env (and high_utd, the same loop): one process does everything in turn,
+  T = env + act + fold + store + utd (sample + update).
+- actor_learner(N): N actors each pay `actor` = env + act + fold + ring_write per env step; the
+  learner pays `learner` = utd (sample + update + diagnostics + publish / weight_sync_period)
+  + ring_drain per env step. Steady state is the smallest of the actors' rate N / actor, the
+  learner's 1 / learner, and the cores' C / (actor + learner): with more processes than
+  cores they time-share, and together cannot use more than C cores.
+- hogwild(N): each worker pays the whole single_env loop on its own env steps (its own replay
+  store, its own updates): min(N, C) / T.
+- vector_env(N): one main process per vector step acts for all N envs, sends, learns what it
+  owes while the envs step, receives, folds and stores. The learning and the N env steps run
+  at once on the cores (processor sharing: k runnable processes on C cores each run at
+  min(1, C / k)), the rest is serial.
+
+Every prediction names its bottleneck: the role whose rate is the minimum (or `cores` when the
+time-sharing bound is). The report's `scaling` figure and `experiments.plan` both use `predict`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DESIGNS = ("single_env", "actor_learner", "vector_env", "hogwild")
+"""high_utd runs single_env's loop: at the same utd its speed is single_env's."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    design: str
+    workers: int
+    env_steps_per_sec: float
+    bottleneck: str
+    """The role that bounds this point: `process` (single_env: all of it), `learner`, `actors`,
+    `workers`, `envs`, `main` (vector_env's serial part) or `cores` (time-sharing)."""
+    oversubscribed: bool
+    """More busy processes than cores."""
+    rates: dict
+    """Env steps/s each role alone would allow."""
+
+
+def medians(costs: dict) -> dict:
+    """Measured costs ({name: {us, p10, p90}}, or {name: {N: {us, ...}}} for per-N costs, as
+    experiments/components.py stores them) -> {name: us} / {name: {N: us}}, what `predict` takes."""
+    out = {}
+    for name, value in costs.items():
+        out[name] = value["us"] if "us" in value else {int(str(n).removeprefix("json://")): v["us"]
+                                                       for n, v in value.items()}
+    return out
+
+
+def _at(table: dict, n: int) -> float:
+    """A per-N cost at n: measured, or interpolated linearly between the measured N (extrapolated
+    from the two nearest beyond them)."""
+    points = sorted((int(k), float(v)) for k, v in table.items())
+    if len(points) == 1:
+        return points[0][1]
+    for (n0, v0), (n1, v1) in zip(points, points[1:]):
+        if n <= n1 or (n1, v1) == points[-1]:
+            return v0 + (v1 - v0) * (n - n0) / (n1 - n0)
+    return points[-1][1]
+
+
+def _shared_finish(jobs: list[float], cores: int) -> tuple[float, float]:
+    """Processor sharing: jobs (CPU microseconds, one process each) start together on `cores`;
+    each of k runnable jobs runs at min(1, cores / k). Returns (first job's finish, last's)."""
+    remaining = sorted((w, i) for i, w in enumerate(jobs))
+    done_at, now, left = {}, 0.0, [w for w, _ in remaining]
+    ids = [i for _, i in remaining]
+    progress = 0.0  # CPU each still-running job has received
+    for k in range(len(left)):
+        running = len(left) - k
+        rate = min(1.0, cores / running)
+        now += (left[k] - progress) / rate
+        progress = left[k]
+        done_at[ids[k]] = now
+    return done_at[0], max(done_at.values())
+
+
+def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
+            weight_sync_period: int = 10) -> Prediction:
+    """Predicted env steps/s of `design` at `workers` workers on `cores` cores (see module doc).
+    `costs` holds microseconds per call: env_step, act, fold, store, sample, update, and for the
+    parallel designs diagnostics, ring_write, ring_drain, weight_publish, act_batch {N: us},
+    vector_send {N: us}, vector_recv {N: us}, vector_round_trip {N: us}."""
+    c, n = costs, workers
+    loop = c["env_step"] + c["act"] + c["fold"] + c["store"] + utd * (c["sample"] + c["update"])
+    if design == "single_env":
+        return Prediction(design, 1, 1e6 / loop, "process", False, {"process": 1e6 / loop})
+    if design == "hogwild":
+        rates = {"workers": n * 1e6 / loop, "cores": cores * 1e6 / loop}
+        return _bounded(design, n, rates, n > cores)
+    if design == "actor_learner":
+        actor = c["env_step"] + c["act"] + c["fold"] + c["ring_write"]
+        learner = utd * (c["sample"] + c["update"] + c["diagnostics"] + c["weight_publish"] / weight_sync_period) \
+            + c["ring_drain"]
+        rates = {"actors": n * 1e6 / actor, "learner": 1e6 / learner, "cores": cores * 1e6 / (actor + learner)}
+        return _bounded(design, n, rates, n + 1 > cores)
+    if design == "vector_env":
+        learn = n * utd * (c["sample"] + c["update"] + c["diagnostics"])  # owed per vector step, overlapped
+        send, recv = _at(c["vector_send"], n), _at(c["vector_recv"], n)
+        # The envs' side of a round trip: their step plus the IPC latency, as measured with the
+        # main process idle; under learning it time-shares the cores with the learner.
+        env_side = max(c["env_step"], _at(c["vector_round_trip"], n) - send - recv)
+        serial = _at(c["act_batch"], n) + send + recv + n * (c["fold"] + c["store"])
+        learner_done, envs_done = _shared_finish([learn] + [env_side] * n, cores)
+        step = serial + max(learner_done, envs_done)
+        rates = {"main": n * 1e6 / (serial + learn), "envs": n * 1e6 / (serial + env_side)}
+        rates["cores"] = n * 1e6 / step
+        bottleneck = "learner" if learner_done >= envs_done else "envs"
+        if n + 1 > cores and envs_done > env_side * 1.05 and learner_done < envs_done:
+            bottleneck = "cores"
+        return Prediction(design, n, n * 1e6 / step, bottleneck, n + 1 > cores, rates)
+    raise ValueError(f"design: unknown {design!r} (valid: {', '.join(DESIGNS)})")
+
+
+def over_a_run(design: str, workers: int, costs: dict, *, utd: float, cores: int, total_env_steps: int,
+               learning_starts: int, weight_sync_period: int = 10) -> float:
+    """Predicted env steps/s averaged over a whole run: its first `learning_starts` env steps go
+    without updates (as fast as utd 0 allows), the rest at the run's utd. What a run's
+    `env_steps_per_sec` (env steps over training seconds) is to be compared with."""
+    kwargs = dict(cores=cores, weight_sync_period=weight_sync_period)
+    fast = predict(design, workers, costs, utd=0.0, **kwargs).env_steps_per_sec
+    steady = predict(design, workers, costs, utd=utd, **kwargs).env_steps_per_sec
+    warm = min(learning_starts, total_env_steps)
+    return total_env_steps / (warm / fast + (total_env_steps - warm) / steady)
+
+
+def _bounded(design: str, n: int, rates: dict, oversubscribed: bool) -> Prediction:
+    role = min(rates, key=rates.get)
+    return Prediction(design, n, rates[role], role, oversubscribed, rates)
+
+
+def predict_all(costs: dict, *, utd: float, cores: int, weight_sync_period: int = 10,
+                workers: list[int] | None = None) -> list[Prediction]:
+    """Every design at 1 .. cores workers and at 2 x cores (single_env once)."""
+    counts = workers or sorted(set(range(1, cores + 1)) | {2 * cores})
+    out = [predict("single_env", 1, costs, utd=utd, cores=cores)]
+    for design in DESIGNS[1:]:
+        out += [predict(design, n, costs, utd=utd, cores=cores, weight_sync_period=weight_sync_period)
+                for n in counts]
+    return out
+
+
+def recommend(predictions: list[Prediction]) -> tuple[Prediction, Prediction]:
+    """The fastest point that does not oversubscribe the cores, and the runner-up of another design
+    (or the same design at other workers when only one design is in the running)."""
+    fitting = sorted((p for p in predictions if not p.oversubscribed), key=lambda p: -p.env_steps_per_sec)
+    best = fitting[0]
+    others = [p for p in fitting[1:] if p.design != best.design] or fitting[1:]
+    return best, others[0]

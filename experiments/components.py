@@ -1,0 +1,252 @@
+"""What each piece of the designs costs on this machine, measured warm and alone, with spread.
+
+    python -m experiments.components with cartpole env_step_cost_us=1000     # a tracked run
+    python -m experiments.plan with env_id=my_envs:MyEnv-v0                   # uses `measure`
+
+For one env and learner config: the env step (resets amortised over the episodes), one greedy
+action, batched greedy actions for N observations, the n-step fold and the replay store per
+step, one replay sample and one update at the configured network and batch, the policy-lag
+diagnostics per update, the hand-off per transition through a shared-memory ring (the actor's
+write, the learner's drain into the replay), a weight publication, and AsyncVectorEnv's round
+trip for N envs (step_async, step_wait once the results are in, and both back to back); on
+CUDA, where present, the update with its host-to-device copy. Each cost is the median over
+repeated timed blocks, with their p10 and p90: the inputs of analysis/cost_model.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from architectures.config import DQNConfig
+
+BLOCKS = 9
+"""Timed blocks per component: the median is reported, with p10 and p90 as the spread."""
+
+
+def _spread(samples: list[float]) -> dict:
+    qs = np.percentile(samples, [10, 50, 90])
+    return {"us": float(qs[1]), "p10": float(qs[0]), "p90": float(qs[2])}
+
+
+def _timed(fn, calls: int, blocks: int = BLOCKS, warmup: int | None = None) -> dict:
+    """us per call of fn(), median over `blocks` blocks of `calls` calls, after a warm-up."""
+    for _ in range(warmup if warmup is not None else max(1, calls // 5)):
+        fn()
+    samples = []
+    for _ in range(blocks):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append(1e6 * (time.perf_counter() - start) / calls)
+    return _spread(samples)
+
+
+def vector_sizes(cores: int) -> list[int]:
+    """The env counts at which AsyncVectorEnv's round trip is measured; the model interpolates."""
+    return sorted({1, 2, cores, 2 * cores})
+
+
+def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) -> dict:
+    """Every component's cost for `cfg` (us per call, with spread). `budget_s` paces the blocks."""
+    import torch
+
+    from architectures.diagnostics import PolicyLag
+    from architectures.dqn import DQNLearner
+    from architectures.envs import make_env
+    from architectures.networks import GreedyPolicy, build_q_network
+    from architectures.replay import NStepAdder, make_replay
+    from architectures.shared import SharedBlocks, TransitionRing, WeightChannel
+
+    torch.set_num_threads(cfg.torch_threads)
+    rng = np.random.default_rng(cfg.seed)
+    env = make_env(cfg.env_id, cfg.env_step_cost_us)
+    space = env.observation_space
+    costs: dict = {}
+    # ------------------------------------------------------------------ the env, resets amortised
+    obs, _ = env.reset(seed=int(rng.integers(2**31)))
+    steps_log: list[tuple] = []
+
+    def env_step():
+        nonlocal obs
+        action = int(rng.integers(env.action_space.n))
+        nxt, reward, term, trunc, _ = env.step(action)
+        if len(steps_log) < 20_000:
+            steps_log.append((obs, action, reward, nxt, term, trunc))
+        obs = env.reset(seed=int(rng.integers(2**31)))[0] if term or trunc else nxt
+
+    probe = time.perf_counter()
+    for _ in range(50):
+        env_step()
+    per_step = (time.perf_counter() - probe) / 50
+    calls = int(max(50, min(5_000, budget_s * 0.15 / BLOCKS / max(per_step, 1e-6))))
+    costs["env_step"] = _timed(env_step, calls)
+    log(f"  env step (resets amortised): {costs['env_step']['us']:,.1f} us")
+    # ------------------------------------------------------------------ acting, folding, storing
+    net = build_q_network(space.shape, int(env.action_space.n), cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
+    learner = DQNLearner(net, cfg)
+    policy = GreedyPolicy(learner.online, rng)
+    observations = np.stack([s[0] for s in steps_log[:512]])
+    i = iter(range(10**9))
+    costs["act"] = _timed(lambda: policy.act(observations[next(i) % len(observations)], 0.0), 2_000)
+    # Per-N costs are keyed by str(N): run stores (JSON, MongoDB) keep only string keys.
+    costs["act_batch"] = {str(n): _timed(lambda n=n: policy.act_batch(observations[:n], 0.0), 500)
+                          for n in vector_sizes(cores) if n <= len(observations)}
+    adder = NStepAdder(cfg.n_step, cfg.gamma)
+    replay = make_replay(cfg, space.shape, space.dtype)
+    j = iter(range(10**9))
+
+    def fold():
+        return adder.step(*steps_log[next(j) % len(steps_log)], 0)
+
+    costs["fold"] = _timed(fold, 2_000)
+    transitions = [t for _ in range(len(steps_log)) for t in fold()][:max(4 * cfg.batch_size, 5_000)]
+    k = iter(range(10**9))
+    costs["store"] = _timed(lambda: replay.add(transitions[next(k) % len(transitions)]), 2_000)
+    log(f"  act {costs['act']['us']:,.1f} us, fold {costs['fold']['us']:,.1f} us, store {costs['store']['us']:,.1f} us")
+    # ------------------------------------------------------------------ learning
+    costs["sample"] = _timed(lambda: replay.sample(cfg.batch_size, rng), 300)
+    batches = [replay.sample(cfg.batch_size, rng) for _ in range(16)]  # fresh rows, sampled apart
+    batch = batches[0]
+    probe = time.perf_counter()
+    learner.update(batch)
+    per_update = time.perf_counter() - probe
+    b = iter(range(10**9))
+    costs["update"] = _timed(lambda: learner.update(batches[next(b) % 16]),
+                             int(max(5, min(300, budget_s * 0.3 / BLOCKS / max(per_update, 1e-6)))))
+    lag, sources = PolicyLag(), np.zeros(8, np.int64)
+
+    def diagnostics():
+        lag.record(100, batch["version"])
+        sources[:] += np.bincount(batch["source"], minlength=8)[:8]
+
+    costs["diagnostics"] = _timed(diagnostics, 500)
+    log(f"  sample {costs['sample']['us']:,.1f} us, update {costs['update']['us']:,.1f} us (batch {cfg.batch_size})")
+    if torch.cuda.is_available():
+        gpu = DQNLearner(build_q_network(space.shape, int(env.action_space.n), cfg.hidden_sizes, cfg.layer_norm,
+                                         cfg.seed), cfg.replace(device="cuda"))
+
+        def cuda_update():  # the host-to-device copy of the batch is part of it
+            gpu.update(batches[next(b) % 16])
+            torch.cuda.synchronize()
+
+        costs["update_cuda"] = _timed(cuda_update, 100)
+        log(f"  update on CUDA (host-to-device copy included): {costs['update_cuda']['us']:,.1f} us")
+    # ------------------------------------------------------------------ hand-off and weights (shared memory)
+    import multiprocessing as mp
+
+    blocks = SharedBlocks()
+    try:
+        status = np.zeros(1, [("env_steps", np.int64)])
+        ring = TransitionRing(**TransitionRing.allocate(blocks, "ring", 4096, replay.dtype),
+                              lock=mp.get_context("spawn").Lock(), status_row=status[0])
+        rows = iter(range(10**9))
+
+        def write():
+            if not ring.has_room():
+                ring.drain(lambda r, p: None)
+            ring.write(transitions[next(rows) % len(transitions)])
+            ring.publish(1)
+
+        costs["ring_write"] = _timed(write, 2_000)
+        ring.drain(lambda r, p: None)
+
+        staleness = PolicyLag()
+
+        def drain(rows_per_drain: int = 16) -> float:
+            """The learner's side: drain a ring holding what an actor handed off since the last
+            drain (16 rows: 8 updates' worth at utd 0.25 from two actors) into the replay."""
+            for _ in range(rows_per_drain):
+                ring.write(transitions[next(rows) % len(transitions)])
+            ring.publish(1)
+            began = time.perf_counter()
+            ring.drain(lambda r, p: (staleness.record(0, r["version"]), replay.extend(r)))
+            return 1e6 * (time.perf_counter() - began) / rows_per_drain
+
+        costs["ring_drain"] = _spread([drain() for _ in range(BLOCKS * 20)])
+        params = [p.detach().numpy() for p in learner.online.parameters()]
+        arrays = WeightChannel.allocate(blocks, [p.shape for p in params])
+        weights = WeightChannel(arrays["weights"], arrays["weights_header"], mp.get_context("spawn").Lock(),
+                                [p.shape for p in params])
+        version = iter(range(10**9))
+        costs["weight_publish"] = _timed(lambda: weights.publish(params, next(version)), 200)
+    finally:
+        blocks.close()
+    log(f"  hand-off per transition: write {costs['ring_write']['us']:,.1f} us, drain {costs['ring_drain']['us']:,.1f}"
+        f" us; weight publication {costs['weight_publish']['us']:,.1f} us")
+    env.close()
+    costs.update(_vector_costs(cfg, cores, env.action_space.n))
+    return costs
+
+
+def _vector_costs(cfg: DQNConfig, cores: int, num_actions: int) -> dict:
+    """AsyncVectorEnv for N envs: step_async, step_wait once the results are there, and the two
+    back to back with nothing between (the round trip: the envs' step plus the IPC)."""
+    from gymnasium.vector import AsyncVectorEnv, AutoresetMode
+
+    from architectures import janitor
+    from architectures.envs import make_env
+
+    janitor.install()
+    send, recv, round_trip = {}, {}, {}
+    for n in vector_sizes(cores):
+        envs = AsyncVectorEnv([functools.partial(make_env, cfg.env_id, cfg.env_step_cost_us)] * n,
+                              shared_memory=True, context="spawn", autoreset_mode=AutoresetMode.NEXT_STEP)
+        try:
+            envs.reset(seed=list(range(n)))
+            actions = np.zeros(n, dtype=np.int64)
+            rt = []
+            for _ in range(60):
+                began = time.perf_counter()
+                envs.step_async(actions)
+                envs.step_wait()
+                rt.append(1e6 * (time.perf_counter() - began))
+            sends, recvs = [], []
+            for _ in range(40):
+                began = time.perf_counter()
+                envs.step_async(actions)
+                sends.append(1e6 * (time.perf_counter() - began))
+                time.sleep(max(0.002, 3e-6 * statistics.median(rt)))  # the envs are done by now
+                began = time.perf_counter()
+                envs.step_wait()
+                recvs.append(1e6 * (time.perf_counter() - began))
+        finally:
+            envs.close(terminate=True)
+        round_trip[str(n)], send[str(n)], recv[str(n)] = _spread(rt[10:]), _spread(sends), _spread(recvs)
+    return {"vector_round_trip": round_trip, "vector_send": send, "vector_recv": recv}
+
+
+# ---------------------------------------------------------------------- the tracked experiment
+def _experiment():
+    from sacred import SETTINGS, Experiment
+
+    from experiments.configs import NAMED_CONFIGS
+    from experiments.train import _cpu_count, _cpu_model, _git, _packages, _thread_env, build_config
+
+    SETTINGS.CAPTURE_MODE = "sys"
+    ex = Experiment("components", save_git_info=False,
+                    additional_host_info=[_cpu_count, _cpu_model, _packages, _thread_env, _git])
+    ex.add_config(dict(architecture="single_env", **DQNConfig().to_dict()))
+    for name, values in NAMED_CONFIGS.items():
+        ex.add_named_config(name, values)
+
+    @ex.main
+    def main(_config: dict) -> dict:
+        from architectures.workers import available_cores
+
+        _, cfg = build_config(_config)
+        cores = available_cores()
+        return {"cores": cores, "costs_us": measure(cfg, cores=cores, log=lambda line: print(line, file=sys.stderr))}
+
+    return ex
+
+
+if __name__ == "__main__":
+    from experiments.train import attach_observers
+
+    experiment = _experiment()
+    experiment.run_commandline(attach_observers(experiment, list(sys.argv)))

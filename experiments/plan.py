@@ -1,0 +1,214 @@
+"""A measured plan for this machine: which design, how many workers, how many torch threads.
+
+    python -m experiments.plan                                           # CartPole, the default config
+    python -m experiments.plan with cartpole env_step_cost_us=1000
+    python -m experiments.plan with env_id=my_envs:MyEnv-v0 hidden_sizes=[256,256] --out results/plan-mine
+
+For the env and learner config given (Sacred's `with` syntax, as `experiments.train` takes it):
+1. measures every component the designs are built of, warm and alone, with spread
+   (experiments/components.py), and the update at 1 .. min(cores, 4) torch threads;
+2. predicts env steps/s for every design at 1 .. cores workers and at 2 x cores (marked
+   oversubscribed) with analysis/cost_model.py, naming the role that bounds each point;
+3. recommends a design, a worker count and a torch thread count, with the predicted gain over
+   single_env, and confirms it: the recommended point and the runner-up run for real (short
+   runs, evaluation off, one at a time, each in a fresh process), predicted beside measured;
+4. writes plan.json (per design and worker count `predicted_env_steps_per_sec` and
+   `bottleneck`; per confirmed run `measured_env_steps_per_sec`; the component costs; the host)
+   and plan.png (the predicted curves with the measured points) into --out.
+About 2 minutes on a 2-core machine with the default budget. Bad config input stops it before
+any measurement, with one line naming the key (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _config(tokens: list[str]):
+    from architectures.config import DQNConfig
+    from experiments.configs import NAMED_CONFIGS
+    from experiments.sweep import Overrides
+
+    overrides = Overrides.parse(tokens)
+    values = DQNConfig().to_dict()
+    for name in overrides.named:
+        if name not in NAMED_CONFIGS:
+            raise ValueError(f"with {name}: unknown named config (valid: {', '.join(NAMED_CONFIGS)})")
+        values.update({k: v for k, v in NAMED_CONFIGS[name].items() if k != "architecture"})
+    values.update(overrides.updates)
+    return DQNConfig.from_dict(values), overrides
+
+
+def _threads(cfg, cores: int) -> dict[int, float]:
+    """The update's median us at 1 .. min(cores, 4) torch threads, in fresh processes."""
+    out = {}
+    for threads in range(1, min(cores, 4) + 1):
+        code = ("import json, sys; from experiments.plan import _update_us; "
+                f"print(json.dumps(_update_us({cfg.to_dict()!r}, {threads})))")
+        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        if proc.returncode == 0:
+            out[threads] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+def _update_us(config: dict, threads: int) -> float:
+    import numpy as np
+    import torch
+
+    from architectures.config import DQNConfig
+    from architectures.dqn import DQNLearner
+    from architectures.envs import env_spec
+    from architectures.networks import build_q_network
+    from experiments.components import _timed
+
+    torch.set_num_threads(threads)
+    cfg = DQNConfig.from_dict(config)
+    spec = env_spec(cfg.env_id)
+    learner = DQNLearner(build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm,
+                                         cfg.seed), cfg)
+    rng, b = np.random.default_rng(0), cfg.batch_size
+    obs = rng.random((b, *spec.obs_shape)).astype(spec.obs_dtype)
+    batch = {"obs": obs, "next_obs": obs.copy(), "action": rng.integers(0, spec.num_actions, b),
+             "reward": rng.random(b).astype(np.float32), "discount": np.full(b, 0.99, np.float32)}
+    return _timed(lambda: learner.update(batch), 30, blocks=5)["us"]
+
+
+def confirm(cfg, design: str, workers: int, predicted: float, seconds: float) -> dict:
+    """Run `design` at `workers` for about `seconds` (evaluation off) in a fresh process."""
+    steps = int(min(200_000, max(5_000, predicted * seconds)))
+    run_cfg = cfg.replace(num_workers=workers, total_env_steps=steps, eval_every=steps, eval_episodes=0,
+                          learning_starts=min(cfg.learning_starts, steps // 10), log_every=steps,
+                          checkpoint_every=0, checkpoint_path="")
+    args = [item for k, v in run_cfg.to_dict().items()
+            for item in (f"--{k}", json.dumps(v) if not isinstance(v, str) else v) if v != ""]
+    proc = subprocess.run([sys.executable, "-m", f"architectures.{design}", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=max(600, 20 * seconds))
+    if proc.returncode != 0:
+        raise RuntimeError(f"{design} ({workers}) failed: {proc.stderr.strip().splitlines()[-1]}")
+    result = json.loads(proc.stdout)
+    return {"design": design, "workers": workers, "env_steps": steps,
+            "measured_env_steps_per_sec": result["env_steps_per_sec"], "predicted_env_steps_per_sec": predicted,
+            "bottleneck_measured": (result.get("bottleneck") or {}).get("summary")}
+
+
+def _figure(path: str, predictions, confirmed: list[dict], title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from analysis.report import PALETTE
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    base = next(p for p in predictions if p.design == "single_env").env_steps_per_sec
+    ax.axhline(base, color=PALETTE["single_env"], lw=1, label="single_env (predicted)")
+    for design in ("actor_learner", "vector_env", "hogwild"):
+        points = sorted((p.workers, p.env_steps_per_sec, p.oversubscribed) for p in predictions if p.design == design)
+        ax.plot([w for w, _, _ in points], [v for _, v, _ in points], marker="o", ms=3, color=PALETTE[design],
+                label=f"{design} (predicted)")
+        over = [(w, v) for w, v, o in points if o]
+        ax.scatter([w for w, _ in over], [v for _, v in over], facecolors="none", edgecolors=PALETTE[design], s=60)
+    for c in confirmed:
+        ax.scatter([c["workers"]], [c["measured_env_steps_per_sec"]], marker="*", s=140, zorder=5,
+                   color=PALETTE[c["design"]], edgecolors="black", label=f"{c['design']} ({c['workers']}) measured")
+    ax.set_xlabel("workers (open circles: more processes than cores)")
+    ax.set_ylabel("env steps/s")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     usage="%(prog)s [--out DIR] [--budget S] [--no-confirm] [with NAMED ... KEY=VALUE ...]")
+    parser.add_argument("--out", default=os.path.join(ROOT, "results", "plan"), help="default: results/plan")
+    parser.add_argument("--budget", type=float, default=40.0, help="seconds for the component measurements (default 40)")
+    parser.add_argument("--confirm-seconds", type=float, default=15.0, help="length of each confirming run (default 15)")
+    parser.add_argument("--no-confirm", action="store_true", help="predict only")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    tokens: list[str] = []
+    if "with" in argv:
+        argv, tokens = argv[:argv.index("with")], argv[argv.index("with") + 1:]
+    args = parser.parse_args(argv)
+    from analysis.cost_model import medians, predict_all, recommend
+    from architectures.config import ConfigError
+    from architectures.envs import env_spec
+    from architectures.workers import available_cores
+    from experiments.components import measure
+
+    try:
+        cfg, overrides = _config(tokens)
+        env_spec(cfg.env_id)
+    except (ConfigError, ValueError) as err:
+        parser.exit(2, f"error: {err}\n")
+    os.makedirs(args.out, exist_ok=True)
+    cores = available_cores()
+    started = time.monotonic()
+    what = overrides.text() or "the default config (CartPole-v1)"
+    print(f"plan for {what} on {cores} cores ({platform.processor() or platform.machine()})", file=sys.stderr)
+    print("measuring components, each warm and alone:", file=sys.stderr)
+    costs = measure(cfg, cores=cores, budget_s=args.budget, log=lambda line: print(line, file=sys.stderr))
+    threads = _threads(cfg, cores)
+    best_threads = min(threads, key=threads.get) if threads else 1
+    if threads and threads[best_threads] > 0.9 * threads[1]:
+        best_threads = 1  # under 10% faster is not worth a core the actors could use
+    print("  update by torch threads: " + ", ".join(f"{t}: {us:,.0f} us" for t, us in threads.items()), file=sys.stderr)
+    predictions = predict_all(medians(costs), utd=cfg.utd, cores=cores, weight_sync_period=cfg.weight_sync_period)
+    best, runner_up = recommend(predictions)
+    base = predictions[0].env_steps_per_sec
+    confirmed = []
+    if not args.no_confirm:
+        print(f"confirming: {best.design} ({best.workers}) and {runner_up.design} ({runner_up.workers}), "
+              f"~{args.confirm_seconds:.0f} s each, one at a time", file=sys.stderr)
+        for p in (best, runner_up):
+            confirmed.append(confirm(cfg, p.design, p.workers, p.env_steps_per_sec, args.confirm_seconds))
+    # ------------------------------------------------------------------ the table
+    print(f"\n{'design':<14} {'workers':>7} {'predicted env steps/s':>22} {'x single_env':>12}  bottleneck")
+    for p in predictions:
+        mark = " (oversubscribed)" if p.oversubscribed else ""
+        print(f"{p.design:<14} {p.workers:>7} {p.env_steps_per_sec:>22,.0f} {p.env_steps_per_sec / base:>11.2f}x  "
+              f"{p.bottleneck}{mark}")
+    print(f"\nrecommended: {best.design} with {best.workers} worker(s), torch_threads={best_threads}: predicted "
+          f"{best.env_steps_per_sec:,.0f} env steps/s, {best.env_steps_per_sec / base:.2f}x single_env "
+          f"({base:,.0f}); bound by {best.bottleneck}")
+    print(f"runner-up:   {runner_up.design} with {runner_up.workers} worker(s): predicted "
+          f"{runner_up.env_steps_per_sec:,.0f} env steps/s")
+    for c in confirmed:
+        error = c["measured_env_steps_per_sec"] / c["predicted_env_steps_per_sec"] - 1
+        print(f"confirmed:   {c['design']} ({c['workers']}): predicted {c['predicted_env_steps_per_sec']:,.0f}, "
+              f"measured {c['measured_env_steps_per_sec']:,.0f} env steps/s ({error:+.0%})")
+    plan = {
+        "config": cfg.to_dict(), "overrides": overrides.text(), "cores": cores,
+        "host": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version(),
+                 "node": platform.node()},
+        "component_costs_us": costs, "update_us_by_threads": threads,
+        "predictions": [{"design": p.design, "workers": p.workers, "predicted_env_steps_per_sec": p.env_steps_per_sec,
+                         "bottleneck": p.bottleneck, "oversubscribed": p.oversubscribed, "role_rates": p.rates}
+                        for p in predictions],
+        "recommended": {"design": best.design, "workers": best.workers, "torch_threads": best_threads,
+                        "predicted_env_steps_per_sec": best.env_steps_per_sec,
+                        "predicted_gain_over_single_env": best.env_steps_per_sec / base},
+        "runner_up": {"design": runner_up.design, "workers": runner_up.workers,
+                      "predicted_env_steps_per_sec": runner_up.env_steps_per_sec},
+        "confirmed": confirmed, "seconds": time.monotonic() - started,
+    }
+    with open(os.path.join(args.out, "plan.json"), "w") as f:
+        json.dump(plan, f, indent=1)
+    _figure(os.path.join(args.out, "plan.png"), predictions, confirmed, f"plan: {what} on {cores} cores")
+    print(f"\nwrote {args.out}/plan.json and plan.png in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

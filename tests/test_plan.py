@@ -1,0 +1,154 @@
+"""The cost model (table-driven, on known costs), the component measurements, `plan` end to end,
+and the report's scaling figure drawing the model beside the measured points."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from analysis import cost_model
+from analysis.cost_model import _shared_finish, predict, predict_all, recommend
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# us per call: a CartPole-sized learner (update 600 us) and a cheap env.
+COSTS = dict(env_step=10.0, act=10.0, fold=2.0, store=2.0, sample=20.0, update=580.0, diagnostics=10.0,
+             ring_write=4.0, ring_drain=2.0, weight_publish=10.0, act_batch={1: 12.0, 2: 14.0, 8: 20.0},
+             vector_send={1: 30.0, 8: 100.0}, vector_recv={1: 50.0, 8: 150.0},
+             vector_round_trip={1: 200.0, 8: 600.0})
+
+
+def test_processor_sharing_finishes_jobs_as_fair_shares_would():
+    assert _shared_finish([100.0, 100.0], cores=2) == (100.0, 100.0)  # one core each
+    assert _shared_finish([100.0, 100.0, 100.0], cores=2) == pytest.approx((150.0, 150.0))  # 2/3 core each
+    first, last = _shared_finish([50.0, 200.0, 200.0], cores=2)  # 2/3 each until 50 done, then 1 each
+    assert first == pytest.approx(75.0) and last == pytest.approx(75.0 + 150.0)
+
+
+@pytest.mark.parametrize("design, workers, cores, utd, expected_role", [
+    ("single_env", 1, 2, 0.25, "process"),
+    ("actor_learner", 2, 4, 0.25, "learner"),     # 150 us of learning per env step vs 26 us per actor step
+    ("actor_learner", 1, 2, 0.0, "actors"),       # no learning: the one actor bounds it
+    ("actor_learner", 8, 2, 0.02, "cores"),       # nine processes on two cores
+    ("hogwild", 2, 2, 0.25, "workers"),
+    ("hogwild", 4, 2, 0.25, "cores"),
+    ("vector_env", 1, 2, 0.25, "learner"),
+    ("vector_env", 8, 16, 0.0, "envs"),
+])
+def test_each_point_names_the_role_that_bounds_it(design, workers, cores, utd, expected_role):
+    p = predict(design, workers, COSTS, utd=utd, cores=cores)
+    assert p.bottleneck == expected_role, p
+    assert p.env_steps_per_sec == pytest.approx(min(p.rates.values())) or design == "vector_env"
+    assert p.oversubscribed == (workers + (design != "hogwild") > cores and design != "single_env")
+
+
+def test_single_env_and_hogwild_follow_the_loop_cost_exactly():
+    loop = 10 + 10 + 2 + 2 + 0.25 * (20 + 580)  # 174 us per env step
+    assert predict("single_env", 1, COSTS, utd=0.25, cores=2).env_steps_per_sec == pytest.approx(1e6 / loop)
+    assert predict("hogwild", 2, COSTS, utd=0.25, cores=2).env_steps_per_sec == pytest.approx(2e6 / loop)
+    assert predict("hogwild", 3, COSTS, utd=0.25, cores=2).env_steps_per_sec == pytest.approx(2e6 / loop)
+
+
+def test_actor_learner_is_the_learners_rate_when_the_learner_is_slowest():
+    learner = 0.25 * (20 + 580 + 10 + 10 / 10) + 2  # sample, update, diagnostics, publish share; drain
+    p = predict("actor_learner", 2, COSTS, utd=0.25, cores=4)
+    assert p.env_steps_per_sec == pytest.approx(1e6 / learner)
+
+
+def test_the_run_average_counts_the_steps_before_learning_starts():
+    fast = predict("single_env", 1, COSTS, utd=0.0, cores=2).env_steps_per_sec
+    steady = predict("single_env", 1, COSTS, utd=0.25, cores=2).env_steps_per_sec
+    got = cost_model.over_a_run("single_env", 1, COSTS, utd=0.25, cores=2, total_env_steps=10_000,
+                                learning_starts=1_000)
+    assert got == pytest.approx(10_000 / (1_000 / fast + 9_000 / steady)) and steady < got < fast
+
+
+def test_the_recommendation_never_oversubscribes_and_the_runner_up_is_another_design():
+    predictions = predict_all(COSTS, utd=0.25, cores=2)
+    assert {p.workers for p in predictions if p.design == "hogwild"} == {1, 2, 4}  # 1 .. cores and 2 x cores
+    best, runner_up = recommend(predictions)
+    assert not best.oversubscribed and best.env_steps_per_sec == max(
+        p.env_steps_per_sec for p in predictions if not p.oversubscribed)
+    assert runner_up.design != best.design
+
+
+def test_per_n_costs_are_interpolated_between_measured_counts():
+    assert cost_model._at({1: 10.0, 3: 30.0}, 2) == pytest.approx(20.0)
+    assert cost_model._at({1: 10.0, 3: 30.0}, 5) == pytest.approx(50.0)  # extrapolated from the last two
+    assert cost_model.medians({"update": {"us": 5.0, "p10": 4.0, "p90": 6.0},
+                               "act_batch": {"json://2": {"us": 3.0}, "4": {"us": 4.0}}}) == {
+        "update": 5.0, "act_batch": {2: 3.0, 4: 4.0}}
+
+
+def test_components_are_measured_with_spread_for_every_model_input():
+    from architectures.config import DQNConfig
+    from experiments.components import measure
+
+    costs = measure(DQNConfig(hidden_sizes=(16,), batch_size=16, buffer_size=2_000), cores=2, budget_s=2.0,
+                    log=lambda line: None)
+    needed = {"env_step", "act", "fold", "store", "sample", "update", "diagnostics", "ring_write", "ring_drain",
+              "weight_publish", "act_batch", "vector_send", "vector_recv", "vector_round_trip"}
+    assert needed <= set(costs)
+    for name in needed:
+        rows = costs[name].values() if "us" not in costs[name] else [costs[name]]
+        for row in rows:
+            assert 0 < row["p10"] <= row["us"] <= row["p90"], (name, row)
+    assert set(costs["vector_round_trip"]) == {"1", "2", "4"}  # 1, 2, cores and 2 x cores on two cores
+    predict_all(cost_model.medians(costs), utd=0.25, cores=2)  # the model takes them as they are
+
+
+def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(tmp_path), "--budget", "4",
+                           "--confirm-seconds", "2", "with", "cartpole", "hidden_sizes=[32]", "buffer_size=5000"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert (tmp_path / "plan.png").stat().st_size > 10_000
+    designs = {(p["design"], p["workers"]) for p in plan["predictions"]}
+    assert {("single_env", 1), ("actor_learner", 2), ("vector_env", 4), ("hogwild", 1)} <= designs
+    assert all(p["predicted_env_steps_per_sec"] > 0 and p["bottleneck"] for p in plan["predictions"])
+    assert len(plan["confirmed"]) == 2 and all(c["measured_env_steps_per_sec"] > 0 for c in plan["confirmed"])
+    assert plan["recommended"]["torch_threads"] >= 1 and plan["component_costs_us"]["update"]["us"] > 0
+    assert plan["config"]["hidden_sizes"] == [32] and plan["cores"] >= 1 and plan["host"]["cpu"]
+    assert "recommended:" in proc.stdout and proc.stdout.count("confirmed:") == 2
+    assert "predicted" in proc.stdout and "measured" in proc.stdout  # side by side
+
+
+def test_plan_refuses_a_bad_key_before_measuring_anything(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(tmp_path), "with", "no_such_key=1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "error: no_such_key: unknown config key" in proc.stderr
+    assert not (tmp_path / "plan.json").exists()
+
+
+def test_the_scaling_figure_draws_the_model_beside_the_measured_points(tmp_path):
+    import pandas as pd
+    from sacred import Experiment
+    from sacred.observers import FileStorageObserver
+
+    from analysis import report
+    from tests.synthetic_runs import make_runs
+
+    store = tmp_path / "runs"
+    make_runs(FileStorageObserver(str(store)), [
+        {"run_id": "scaling-single", "speed": 5_000.0},
+        {"run_id": "scaling-actor2", "architecture": "actor_learner", "num_workers": 2, "speed": 4_000.0},
+        {"run_id": "scaling-hogwild2", "architecture": "hogwild", "num_workers": 2, "speed": 9_000.0}])
+    components = Experiment("components", save_git_info=False)
+    stored = {k: ({"us": v, "p10": v, "p90": v} if not isinstance(v, dict) else
+                  {str(n): {"us": x, "p10": x, "p90": x} for n, x in v.items()}) for k, v in COSTS.items()}
+    components.main(lambda: {"cores": 2, "costs_us": stored})
+    components.observers.append(FileStorageObserver(str(store)))
+    components.add_config(env_step_cost_us=0.0)
+    components.run(options={"--id": "scaling-components", "--loglevel": "ERROR"})
+    assert report.main(["--runs", str(store), "--out", str(tmp_path / "report"), "--cache", ""]) == 0
+    data = pd.read_csv(tmp_path / "report" / "figures" / "scaling.csv")
+    actor = data[(data["architecture"] == "actor_learner") & (data["num_workers"] == 2)].iloc[0]
+    expected = cost_model.over_a_run("actor_learner", 2, COSTS, utd=0.25, cores=2, total_env_steps=3_000,
+                                     learning_starts=0)
+    assert actor["predicted_env_steps_per_sec"] == pytest.approx(expected, rel=1e-3)
+    assert actor["predicted_bottleneck"] == "learner"
+    assert actor["prediction_error"] == pytest.approx(actor["env_steps_per_sec"] / expected - 1, abs=1e-3)
+    table = (tmp_path / "report" / "tables" / "scaling_model.md").read_text()
+    assert "| 0 | hogwild | 2 |" in table and "predicted bottleneck" in table
