@@ -29,8 +29,8 @@ import time
 import numpy as np
 import torch
 
-from architectures.actors import (ActorBooks, actor_epsilon, all_parked, check_design_memory, initial_priority, park,
-                                  publish_times, status_episodes, worker_stops, write_episodes)
+from architectures.actors import (ActorBooks, StepQuota, actor_epsilon, all_parked, check_design_memory,
+                                  initial_priority, park, publish_times, status_episodes, write_episodes)
 from architectures.config import DQNConfig
 from architectures.dqn import DQNLearner, UpdateRatio
 from architectures.envs import EnvSpec, env_spec
@@ -53,8 +53,8 @@ def shared_memory_needs(cfg: DQNConfig, spec: EnvSpec, param_shapes: list[tuple]
         (2, 8), np.int64)
     num_params = sum(int(np.prod(shape)) for shape in param_shapes)
     return {"rings": n * ring, "weights": block_bytes((num_params,), np.float32) + block_bytes((8,), np.int64),
-            "status": block_bytes((n,), STATUS_DTYPE) + block_bytes((4, 8), np.int64),
-            "locks": (n + 3) * LOCK_BYTES}  # a lock per ring, the weights' lock, the error queue's two
+            "status": block_bytes((n,), STATUS_DTYPE) + block_bytes(Control.SHAPE, np.int64),
+            "locks": (n + 4) * LOCK_BYTES}  # a lock per ring, the weights' and the claims', the error queue's two
 
 
 def preflight(cfg: DQNConfig) -> None:
@@ -62,8 +62,8 @@ def preflight(cfg: DQNConfig) -> None:
 
 
 # ============================================================================== acting (actor process)
-def _act(index: int, arrays: dict, cfg: DQNConfig, ring_lock, weight_lock, state_pipe, parent_pid: int,
-         param_shapes: list[tuple], resume: dict | None) -> None:
+def _act(index: int, arrays: dict, cfg: DQNConfig, ring_lock, weight_lock, claim_lock, state_pipe,
+         parent_pid: int, param_shapes: list[tuple], resume: dict | None) -> None:
     # ------------------------------------------------------------------ setup
     torch.set_num_threads(1)
     status, control = arrays["status"][index], Control(arrays["control"])
@@ -72,7 +72,7 @@ def _act(index: int, arrays: dict, cfg: DQNConfig, ring_lock, weight_lock, state
     weights = WeightChannel(arrays["weights"], arrays["weights_header"], weight_lock, param_shapes)
     waiter = Waiter(control, status, parent_pid)
     all_steps = arrays["status"]["env_steps"]  # (N,) every actor's published env steps
-    loop = EnvLoop(cfg, index, None, actor_epsilon(cfg, index))
+    loop = EnvLoop(cfg, index, None, actor_epsilon(cfg, index, lambda: control[Control.CLAIMED]))
     space = loop.env.observation_space
     net = build_q_network(space.shape, int(loop.env.action_space.n), cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
     params = [p.detach().numpy() for p in net.parameters()]  # the policy acts through views of these
@@ -82,7 +82,7 @@ def _act(index: int, arrays: dict, cfg: DQNConfig, ring_lock, weight_lock, state
         loop.restore(resume["actor"])
         first_stop = resume["next_stop"]
     run_stops = stops(cfg)
-    stop_at = worker_stops(run_stops, cfg.num_workers, index)
+    quota = StepQuota(cfg, index, run_stops, control, claim_lock)  # equal shares, or free-running
     ratio = UpdateRatio(cfg.utd, cfg.learning_starts)
     slack_updates = int(cfg.utd_slack_steps * ratio.ratio)
     fault = worker_fault(index)
@@ -100,7 +100,8 @@ def _act(index: int, arrays: dict, cfg: DQNConfig, ring_lock, weight_lock, state
                 "weight_sync": sync_s, "wait": wait_s}
 
     for k in range(first_stop, len(run_stops)):
-        while loop.steps < stop_at[k]:
+        quota.begin(k)
+        while quota.may_step(loop.steps):
             # -------------------------------------------------------------- rate limiter
             if loop.steps % 16 == 0:  # wait while the learner owes more than the slack in updates
                 wait_s += waiter.until(lambda: ratio.target_updates(int(all_steps.sum()))
@@ -162,7 +163,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         shapes = [tuple(p.shape) for p in params]
         weight_arrays = WeightChannel.allocate(blocks, shapes)
         pool = WorkerPool("actor", status, control, cfg.worker_timeout_s)
-        ring_locks, weight_lock = [pool.ctx.Lock() for _ in range(n)], pool.ctx.Lock()
+        ring_locks, weight_lock, claim_lock = [pool.ctx.Lock() for _ in range(n)], pool.ctx.Lock(), pool.ctx.Lock()
         weights = WeightChannel(weight_arrays["weights"], weight_arrays["weights_header"], weight_lock, shapes)
         books = ActorBooks(cfg, status)  # staleness at hand-off, publications, hand-off tally
 
@@ -180,15 +181,17 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             actor_states = [{"actor": state, "next_stop": driver.next_stop} for state in books.restore(saved, driver)]
             control[Control.RELEASED] = driver.next_stop
             control[Control.LEARNER_VERSION] = learner.version
+            control[Control.CLAIMED] = driver.resumed_from_env_steps
         weights.publish(params, learner.version)
 
         def sink(rows: np.ndarray, priorities: np.ndarray) -> None:
             books.store(rows, priorities, learner.version, replay)
 
         rings = [TransitionRing(**ring_arrays[i], lock=ring_locks[i], status_row=status[i]) for i in range(n)]
-        pool.start(_act, blocks.specs, lambda i: (cfg, ring_locks[i], weight_lock, pool.state_writers[i], os.getpid(),
-                                                  shapes, actor_states[i]))
-        pool.wait_until(lambda: bool((status["state"] >= READY).all()), "the actors to start", max(120.0, cfg.worker_timeout_s))
+        pool.start(_act, blocks.specs, lambda i: (cfg, ring_locks[i], weight_lock, claim_lock, pool.state_writers[i],
+                                                  os.getpid(), shapes, actor_states[i]))
+        pool.wait_until(lambda: bool((status["state"] >= READY).all()), "the actors to start",
+                        max(120.0, cfg.worker_timeout_s))
         startup_seconds = time.perf_counter() - started
         control[Control.GO] = 1
         driver.start_clock()

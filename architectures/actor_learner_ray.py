@@ -63,7 +63,8 @@ class RayActor:
     def __init__(self, index: int, cfg: DQNConfig, fault: tuple[str, int] | None, resume: dict | None):
         torch.set_num_threads(1)
         self.index, self.cfg, self.fault = index, cfg, fault
-        self.loop = EnvLoop(cfg, index, None, actor_epsilon(cfg, index))
+        self.run_steps = 0  # the run's env steps requested so far (free-running actors' epsilon)
+        self.loop = EnvLoop(cfg, index, None, actor_epsilon(cfg, index, lambda: self.run_steps))
         space = self.loop.env.observation_space
         net = build_q_network(space.shape, int(self.loop.env.action_space.n), cfg.hidden_sizes, cfg.layer_norm,
                               cfg.seed)
@@ -83,11 +84,12 @@ class RayActor:
     def state(self) -> dict:
         return self.loop.state()
 
-    def collect(self, steps: int, weights: list, after_checkpoint: bool) -> tuple[bytes, np.ndarray]:
+    def collect(self, steps: int, weights: list, after_checkpoint: bool, run_steps: int) -> tuple[bytes, np.ndarray]:
         """Act `steps` env steps; returns (pickled (records, priorities), this actor's counters).
         `weights` is [version, reference] (in a list, so Ray does not fetch it unasked)."""
         import ray
 
+        self.run_steps = run_steps
         perf, s, loop, t = time.perf_counter, self.stats, self.loop, dict.fromkeys(ACTOR_ROLES, 0.0)
         before = {"act": loop.act_s, "env_step": loop.env_s, "n_step": loop.fold_s}
         t0 = perf()
@@ -166,7 +168,13 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     if saved is not None:  # actors continue their streams from the saved counters
         resume = [{"actor": state, "row": saved["status"][i]} for i, state in enumerate(books.restore(saved, driver))]
         received[:] = saved["received"]
-    quotas = [worker_stops(driver.stops, n, i) for i in range(n)]  # per actor, per parking point
+    quotas = [worker_stops(driver.stops, n, i) for i in range(n)]  # per actor, per parking point (equal)
+
+    def room(i: int, k: int) -> int:  # env steps actor i may still be asked for before parking point k
+        if cfg.actor_quotas == "free":  # whoever asks first: fast actors get more requests
+            return driver.stops[k].env_steps - int(requested.sum())
+        return quotas[i][k] - int(requested[i])
+
     tag = f"pdqn_actor_{os.getpid()}_{secrets.token_hex(3)}"
     actors: list = []
     try:
@@ -189,12 +197,13 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             t0 = perf()
             k = driver.next_stop
             for i in range(n):  # the rate limiter: no new steps while the learner owes more than the slack
-                while (len(pending[i]) < IN_FLIGHT and requested[i] < quotas[i][k]
+                while (len(pending[i]) < IN_FLIGHT and room(i, k) > 0
                        and driver.owed(int(requested.sum())) <= int(cfg.utd_slack_steps * driver.ratio.ratio)):
-                    steps = int(min(BATCH_STEPS, quotas[i][k] - requested[i]))
+                    steps = int(min(BATCH_STEPS, room(i, k)))
                     if not pending[i]:
                         busy_since[i] = time.monotonic()
-                    pending[i].append((actors[i].collect.remote(steps, list(weights), bool(after_stop[i])), steps))
+                    pending[i].append((actors[i].collect.remote(steps, list(weights), bool(after_stop[i]),
+                                                                int(requested.sum())), steps))
                     requested[i] += steps
                     after_stop[i] = False
                     books.tally.requests += 1
@@ -216,8 +225,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             # -------------------------------------------------------------- learning
             if driver.owed(global_steps) > 0 and replay.size > 0:
                 driver.learn_owed(global_steps, limit=8)  # then fetch again, so the actors never wait long
-            elif (not any(pending) and all(requested[i] == quotas[i][k] for i in range(n))
-                  and global_steps == driver.stops[k].env_steps):
+            elif (not any(pending) and int(requested.sum()) == global_steps == driver.stops[k].env_steps):
                 # ---------------------------------------------------------- evaluation / checkpoint (actors idle)
                 if driver.at_stop(global_steps, lambda: {**books.parts(ray.get([a.state.remote() for a in actors])),
                                                          "received": received.copy()}):

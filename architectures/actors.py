@@ -38,12 +38,47 @@ def worker_stops(stops: list[Stop], num_workers: int, index: int) -> list[int]:
     return [worker_quota(stop.env_steps, num_workers, index) for stop in stops]
 
 
-def actor_epsilon(cfg: DQNConfig, index: int):
+class StepQuota:
+    """How far an actor may step before it parks at parking point k (`actor_quotas`).
+
+    `equal`: exactly its share of the point's env steps (worker_stops), whatever its speed.
+    `free`: it claims steps from the run's shared count (Control.CLAIMED, under `lock`, up to 8
+    at a time) until the count reaches the point; fast actors claim more. Either way the actors'
+    steps add up to the parking point exactly."""
+
+    CHUNK = 8
+
+    def __init__(self, cfg: DQNConfig, index: int, run_stops: list[Stop], control: Control, lock):
+        self.free, self.control, self.lock = cfg.actor_quotas == "free", control, lock
+        self.points = [s.env_steps for s in run_stops] if self.free else worker_stops(run_stops, cfg.num_workers,
+                                                                                   index)
+        self.k, self.budget = 0, 0
+
+    def begin(self, k: int) -> None:
+        self.k, self.budget = k, 0
+
+    def may_step(self, own_steps: int) -> bool:
+        if not self.free:
+            return own_steps < self.points[self.k]
+        if self.budget == 0:
+            with self.lock:
+                claimed = self.control[Control.CLAIMED]
+                self.budget = min(self.CHUNK, self.points[self.k] - claimed)
+                self.control[Control.CLAIMED] = claimed + self.budget
+            if self.budget == 0:
+                return False
+        self.budget -= 1
+        return True
+
+
+def actor_epsilon(cfg: DQNConfig, index: int, run_steps: Callable[[], int] | None = None):
     """Epsilon as a function of this actor's own env steps."""
     if cfg.actor_epsilons == "apex":  # Horgan et al. 2018: fixed, spread over the actors
         eps = 0.4 ** (1 + 7 * index / max(1, cfg.num_workers - 1))
         return lambda own_steps: eps
     schedule = EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
+    if cfg.actor_quotas == "free" and run_steps is not None:  # actors' own counts differ: use the run's
+        return lambda own_steps: schedule(run_steps())
     # The global step is estimated as N x this actor's steps: exact when the actors keep pace
     # (they park together at every checkpoint) and reproducible whatever the timing. A resumed
     # actor continues from its own saved step count, never from eps_start.
@@ -51,8 +86,10 @@ def actor_epsilon(cfg: DQNConfig, index: int):
 
 
 def resume_epsilons(cfg: DQNConfig, stream_states: list[dict]) -> list[float]:
-    """The epsilon each resumed actor acts with first: its schedule at its saved own steps."""
-    return [actor_epsilon(cfg, i)(state["steps"]) for i, state in enumerate(stream_states)]
+    """The epsilon each resumed actor acts with first: its schedule at its saved step count (the
+    run's, for free-running actors)."""
+    run_steps = sum(state["steps"] for state in stream_states)
+    return [actor_epsilon(cfg, i, lambda: run_steps)(state["steps"]) for i, state in enumerate(stream_states)]
 
 
 def initial_priority(policy: GreedyPolicy, t: Transition) -> float:
@@ -217,12 +254,17 @@ class ActorBooks:
     def __init__(self, cfg: DQNConfig, status: np.ndarray):
         self.cfg, self.status = cfg, status
         self.staleness = PolicyLag(seed=cfg.seed + 1)  # learner version at hand-off minus the acting version
+        self.worker_staleness = np.zeros((len(status), 2))  # per actor: summed staleness, transitions
         self.publications = Publications(status)
         self.tally = HandoffTally()
 
     def store(self, rows: np.ndarray, priorities: np.ndarray, learner_version: int, replay) -> None:
         """Hand-off into the replay: record how stale the rows' acting weights were, then store them."""
         self.staleness.record(learner_version, rows["version"])
+        n = len(self.status)
+        self.worker_staleness[:, 0] += np.bincount(rows["source"], weights=learner_version - rows["version"],
+                                                   minlength=n)[:n]
+        self.worker_staleness[:, 1] += np.bincount(rows["source"], minlength=n)[:n]
         if self.cfg.prioritized:
             replay.extend(rows, priorities)  # the actors' initial priorities travel with the rows
         else:
@@ -230,12 +272,14 @@ class ActorBooks:
 
     def parts(self, actor_states: list[dict]) -> dict:
         return {"actors": actor_states, "status": self.status.copy(), "staleness": self.staleness.state_dict(),
-                "publications": self.publications.state(), "tally": vars(self.tally).copy()}
+                "worker_staleness": self.worker_staleness.copy(), "publications": self.publications.state(),
+                "tally": vars(self.tally).copy()}
 
     def restore(self, saved: dict, driver: LearnerLoop) -> list[dict]:
         """Put the saved books back; returns each actor's saved stream state."""
         restore_status(self.status, saved["status"])
         self.staleness.load_state_dict(saved["staleness"])
+        self.worker_staleness[:] = saved["worker_staleness"]
         self.publications.restore(saved["publications"])
         self.tally = HandoffTally(**saved["tally"])
         driver.dropped_on_resume = sum(state["pending"] for state in saved["actors"])
@@ -262,6 +306,10 @@ class ActorBooks:
             policy_lag=driver.lag.summary(),
             # How stale the acting weights were when a transition reached the learner (no replay age).
             acting_staleness=self.staleness.summary(),
+            # ... and per actor: does a slow actor hand off staler transitions?
+            worker_acting_staleness_mean=(self.worker_staleness[:, 0] / np.maximum(1, self.worker_staleness[:, 1])
+                                          ).tolist(),
+            actor_quotas=self.cfg.actor_quotas,
             **per_worker_summary(status, driver.replay.data["source"][:driver.replay.size], driver.sampled),
             actor_time_breakdown={role: {"seconds_per_actor": s, "us_per_env_step": 1e6 * s * n / max(1, env_steps)}
                                   for role, s in actor_seconds.items()},
@@ -274,7 +322,8 @@ class ActorBooks:
             handoff["learner_request"] = 1e6 * tally.request_seconds / max(1, tally.transitions)
         result["handoff_us_per_transition"] = {**handoff, "total": sum(handoff.values())}
         learner_parts = {name: row["seconds"] for name, row in breakdown.items() if name not in ("eval", "checkpoint")}
-        result["bottleneck"] = name_bottleneck(result["train_seconds"], {"learner": learner_parts, "actors": actor_seconds})
+        result["bottleneck"] = name_bottleneck(result["train_seconds"],
+                                               {"learner": learner_parts, "actors": actor_seconds})
         for role in ("env_step", "act", "n_step", "handoff", "weight_sync"):
             result["component_costs_us"][f"actor_{role}"] = result["actor_time_breakdown"][role]["us_per_env_step"] / n
         return result

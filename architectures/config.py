@@ -103,6 +103,13 @@ class DQNConfig:
     actor_epsilons: str = "schedule"
     """actor_learner: `schedule` (every actor follows eps_start -> eps_end on the global env step)
     or `apex` (fixed per-actor epsilons 0.4 ** (1 + 7 i / (N - 1)), Horgan et al. 2018)."""
+    slow_worker_cost_us: float = 0.0
+    """Parallel designs: extra busy CPU per env step for worker 0 alone (one slow actor, env or
+    hogwild worker among fast ones: a heavier simulator instance, a busier core); 0 = even."""
+    actor_quotas: str = "equal"
+    """actor_learner: `equal` (each actor takes exactly its share of every parking point's env
+    steps, so a slow actor makes the others wait there) or `free` (Ape-X: actors claim env steps
+    until the run reaches the parking point, so fast actors contribute more)."""
     reset_period: int = 0
     """high_utd: learner updates between parameter resets (Nikishin et al. 2022); 0 disables."""
     reset_layers: str = "last"
@@ -244,8 +251,9 @@ def _validate(c: DQNConfig) -> None:
     need(math.isfinite(c.max_grad_norm) and c.max_grad_norm >= 0, "max_grad_norm", "a number >= 0 (0 disables)")
     for key in ("eps_start", "eps_end", "eval_epsilon"):
         need(0.0 <= getattr(c, key) <= 1.0, key, "in [0, 1]")
-    need(math.isfinite(c.env_step_cost_us) and c.env_step_cost_us >= 0, "env_step_cost_us",
-         "a number of microseconds >= 0")
+    for key in ("env_step_cost_us", "slow_worker_cost_us"):
+        need(math.isfinite(getattr(c, key)) and getattr(c, key) >= 0, key, "a number of microseconds >= 0")
+    need(c.actor_quotas in ("equal", "free"), "actor_quotas", "one of 'equal', 'free'")
     need(c.loss in ("huber", "mse"), "loss", "one of 'huber', 'mse'")
     need(c.checkpoint_every == 0 or bool(c.checkpoint_path), "checkpoint_every",
          "0 unless checkpoint_path names a file")

@@ -53,7 +53,8 @@ def check_env_id(env_id: str) -> str | None:
         gym.spec(name)
     except Exception:
         if module:
-            return f"module {module!r} does not register a gymnasium env {name!r} (gymnasium.register(id={name!r}, ...))"
+            return (f"module {module!r} does not register a gymnasium env {name!r} "
+                    f"(gymnasium.register(id={name!r}, ...))")
         hint = ""
         if name.lower().startswith("minatar"):
             hint = "; MinAtar ids look like 'MinAtar/Breakout-v1'"

@@ -34,8 +34,9 @@ import numpy as np
 import torch
 import torch.multiprocessing  # noqa: F401 - registers the reductions that pass shared tensors to workers
 
-from architectures.actors import (actor_epsilon, all_parked, check_design_memory, hogwild_summary, park, publish_times, restore_status, resume_epsilons,
-                                  status_episodes, worker_quota, worker_stops, write_episodes)
+from architectures.actors import (actor_epsilon, all_parked, check_design_memory, hogwild_summary, park,
+                                  publish_times, restore_status, resume_epsilons, status_episodes, worker_quota,
+                                  worker_stops, write_episodes)
 from architectures.config import ConfigError, DQNConfig
 from architectures.dqn import DQNLearner, FusedAdam, UpdateRatio
 from architectures.envs import EnvSpec, env_spec
@@ -55,7 +56,7 @@ def shared_memory_needs(cfg: DQNConfig, spec: EnvSpec, param_shapes: list[tuple]
     per tensor: online, target and, when shared, Adam's two moments and step counts)."""
     n = cfg.num_workers
     tensor = sum(block_bytes(shape, np.float32) for shape in param_shapes)
-    needs = {"status": block_bytes((n,), STATUS_DTYPE) + block_bytes((4, 8), np.int64)
+    needs = {"status": block_bytes((n,), STATUS_DTYPE) + block_bytes(Control.SHAPE, np.int64)
              + block_bytes((n, 8), np.int64) + block_bytes((8,), np.int64),
              "networks": 2 * tensor, "locks": 4 * LOCK_BYTES}  # the update lock, the replay's, the error queue's two
     if cfg.optimizer_state == "shared":
@@ -176,7 +177,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     torch.set_num_threads(cfg.torch_threads)
     started = time.perf_counter()
     spec, n = env_spec(cfg.env_id), cfg.num_workers
-    online = build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed).share_memory()
+    online = build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm,
+                             cfg.seed).share_memory()
     target = copy.deepcopy(online).requires_grad_(False).share_memory()
     adam = optimizer_state = None
     if cfg.optimizer_state == "shared":  # created and shared (in place) BEFORE any worker exists

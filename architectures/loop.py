@@ -51,6 +51,12 @@ def rng_seeds(cfg: DQNConfig) -> tuple[np.random.SeedSequence, np.random.SeedSeq
 
 
 # ============================================================================== acting
+def worker_env_cost(cfg: DQNConfig, index: int) -> float:
+    """Busy CPU added to env `index`'s steps: everyone's `env_step_cost_us`, and worker 0's
+    `slow_worker_cost_us` on top when there are several workers (uneven workers)."""
+    return cfg.env_step_cost_us + (cfg.slow_worker_cost_us if index == 0 and cfg.num_workers > 1 else 0.0)
+
+
 @dataclass
 class EpisodeStats:
     """Running totals over finished training episodes."""
@@ -119,7 +125,7 @@ class EnvLoop(EpisodeStream):
 
     def __init__(self, cfg: DQNConfig, index: int, policy: GreedyPolicy, epsilon: Callable[[int], float]):
         super().__init__(cfg, index)
-        self.env = make_env(cfg.env_id, cfg.env_step_cost_us)
+        self.env = make_env(cfg.env_id, worker_env_cost(cfg, index))
         self.policy, self.epsilon = policy, epsilon
         self.obs, _ = self.env.reset(seed=self.episode_seed)
         self.ended = False  # whether the last step ended an episode
@@ -176,7 +182,8 @@ class Stop:
 def stops(cfg: DQNConfig) -> list[Stop]:
     """Every holdout checkpoint, and every multiple of checkpoint_every short of the end."""
     evals = set(checkpoint_steps(cfg.total_env_steps, cfg.eval_every))
-    saves = set(range(cfg.checkpoint_every, cfg.total_env_steps, cfg.checkpoint_every)) if cfg.checkpoint_every else set()
+    every = cfg.checkpoint_every
+    saves = set(range(every, cfg.total_env_steps, every)) if every else set()
     return [Stop(s, s in evals, s in saves) for s in sorted(evals | saves)]
 
 

@@ -192,14 +192,17 @@ def leaked_segments(pid: int | None = None) -> list[str]:
 class Control:
     """Run-wide int64 flags, each on its own cache line: written by the learner, read by actors."""
 
-    GO, STOP, LEARNER_VERSION, RELEASED = range(4)  # RELEASED: parking points the workers may leave
+    GO, STOP, LEARNER_VERSION, RELEASED, CLAIMED = range(5)
+    """RELEASED: parking points the workers may leave; CLAIMED: env steps free-running actors
+    have claimed so far (actor_quotas=free)."""
+    SHAPE = (5, 8)  # int64; column 0 used, one cache line per flag
 
     def __init__(self, array: np.ndarray):
-        self.array = array  # (4, 8) int64; column 0 used
+        self.array = array
 
     @staticmethod
     def allocate(blocks: SharedBlocks) -> "Control":
-        return Control(blocks.allocate("control", (4, 8), np.int64))
+        return Control(blocks.allocate("control", Control.SHAPE, np.int64))
 
     def __getitem__(self, key: int) -> int:
         return int(self.array[key, 0])

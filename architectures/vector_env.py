@@ -30,7 +30,7 @@ from architectures.config import DQNConfig
 from architectures.diagnostics import name_bottleneck
 from architectures.dqn import DQNLearner, EpsilonSchedule
 from architectures.envs import make_env
-from architectures.loop import EpisodeStats, EpisodeStream, LearnerLoop, rng_seeds
+from architectures.loop import EpisodeStats, EpisodeStream, LearnerLoop, rng_seeds, worker_env_cost
 from architectures.metrics import NullReporter, Reporter
 from architectures.networks import GreedyPolicy, build_q_network
 from architectures.replay import make_replay
@@ -47,8 +47,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     # /dev/shm to the temp dir by itself when /dev/shm is short: nothing to check here. Its
     # semaphores are named in /dev/shm, though: the janitor unlinks them after a group kill.
     janitor.install()
-    envs = AsyncVectorEnv([functools.partial(make_env, cfg.env_id, cfg.env_step_cost_us)] * cfg.num_workers,
-                          shared_memory=True, context="spawn", autoreset_mode=AutoresetMode.DISABLED)
+    factories = [functools.partial(make_env, cfg.env_id, worker_env_cost(cfg, i)) for i in range(cfg.num_workers)]
+    envs = AsyncVectorEnv(factories, shared_memory=True, context="spawn", autoreset_mode=AutoresetMode.DISABLED)
     try:
         return _train(cfg, reporter, envs)
     finally:

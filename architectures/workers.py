@@ -131,8 +131,8 @@ class WorkerPool:
     def start(self, body: Callable, specs: dict, args_for: Callable[[int], tuple]) -> None:
         """Start worker i running `body(i, arrays, *args_for(i))` (run_worker) over the blocks `specs`."""
         for index in range(len(self.status)):
-            proc = self.ctx.Process(target=run_worker, args=(self.role, index, specs, self.errors, body,
-                                                             *args_for(index)), name=f"{self.role}-{index}", daemon=True)
+            args = (self.role, index, specs, self.errors, body, *args_for(index))
+            proc = self.ctx.Process(target=run_worker, args=args, name=f"{self.role}-{index}", daemon=True)
             proc.start()
             self.procs.append(proc)
         for writer in self.state_writers:  # the children hold their own copies now

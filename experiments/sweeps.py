@@ -58,6 +58,8 @@ def _grid(named_list, updates_list) -> list[Cell]:
 
 _TINY = dict(total_env_steps=5_000, eval_every=2_500, eval_episodes=3, learning_starts=500, log_every=1_000,
              eps_decay_steps=2_000, buffer_size=5_000)
+_SLOW = dict(num_workers=2, slow_worker_cost_us=1_000.0)
+"""Uneven workers: worker 0's env steps cost 1 ms more (CartPole's own step is ~15 us)."""
 _ARCHS = ("single_env", "actor_learner", "vector_env", "hogwild", "high_utd")
 _NO_EVAL = dict(eval_episodes=0, log_every=5_000)
 
@@ -164,6 +166,13 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
                                      network=_NETWORKS, batch_size=(32, 128, 512), device=("cpu", "cuda"))
                  for scale in SCALES},
           experiment="timing"),
+    Sweep("uneven", "one slow worker among two (+1 ms per env step for worker 0): actor_learner with equal "
+          "quotas and free-running, vector_env and hogwild, beside single_env, on CartPole",
+          minutes={"small": 5 * 6, "paper": 10 * 6},
+          cells={scale: [Cell(("cartpole", "actor_learner"), {**_SLOW, "actor_quotas": q}) for q in ("equal", "free")]
+                 + [Cell(("cartpole", arch), dict(_SLOW)) for arch in ("vector_env", "hogwild")]
+                 + [Cell(("cartpole", "single_env"), {})] for scale in SCALES},
+          seeds={"small": 5, "paper": 10}),
     # Tuning runs on calibration seeds only: their numbers choose a config and are never quoted as
     # results. Stage one (small) holds utd at 0.25, where a 1M-step run takes ~15 min here; the
     # paper scale adds utd 1 (~37 min a run: the conv update measured 2.7 ms on this host).

@@ -38,6 +38,7 @@ DESIGNS = {  # name: (named configs, overrides)
     "vector_env": (("cartpole", "vector_env"), {}),
     "hogwild": (("cartpole", "hogwild"), {}),
     "hogwild_shared_replay": (("cartpole", "hogwild"), {"hogwild_replay": "shared", "optimizer_state": "per_worker"}),
+    "actor_learner_free": (("cartpole", "actor_learner"), {"actor_quotas": "free", "slow_worker_cost_us": 200.0}),
 }
 
 
@@ -105,9 +106,9 @@ def _expected_updates(name: str, cfg: DQNConfig) -> int:
 
 
 def _expected_epsilons(name: str, cfg: DQNConfig, saved: int) -> list[float]:
-    if name in ("single_env", "high_utd", "vector_env"):  # epsilon follows the global env-step count
+    if name in ("single_env", "high_utd", "vector_env", "actor_learner_free"):  # the run's env-step count
         schedule = EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
-        return [schedule(saved)] * (cfg.num_workers if name == "vector_env" else 1)
+        return [schedule(saved)] * (1 if name in ("single_env", "high_utd") else cfg.num_workers)
     return [actor_epsilon(cfg, i)(worker_quota(saved, cfg.num_workers, i)) for i in range(cfg.num_workers)]
 
 

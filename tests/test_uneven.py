@@ -1,0 +1,43 @@
+"""Uneven workers: one slow worker among fast ones (`slow_worker_cost_us`), and actor_learner's
+two answers to it (`actor_quotas`): equal shares at every parking point, or free-running
+actors as in Ape-X. The run's totals stay exact either way; what changes is who contributes."""
+
+import pytest
+
+from architectures import actor_learner, hogwild, vector_env
+from architectures.loop import worker_env_cost
+from tests.test_actor_learner import assert_clean, small_cfg
+
+SLOW = dict(total_env_steps=6_000, eval_every=3_000, slow_worker_cost_us=1_500.0)
+
+
+def test_only_worker_zero_is_slowed_and_only_among_several():
+    cfg = small_cfg(env_step_cost_us=100.0, slow_worker_cost_us=1_000.0)
+    assert [worker_env_cost(cfg, i) for i in range(2)] == [1_100.0, 100.0]
+    assert worker_env_cost(cfg.replace(num_workers=1), 0) == 100.0  # single_env ignores it
+
+
+@pytest.mark.parametrize("quotas", ["equal", "free"])
+def test_totals_stay_exact_whoever_steps(quotas):
+    r = actor_learner.train(small_cfg(**SLOW, actor_quotas=quotas))
+    assert r["env_steps"] == 6_000 and r["updates"] == (6_000 - 500) // 4
+    assert [c["env_steps"] for c in r["holdout_curve"]] == [3_000, 6_000]
+    assert r["actor_quotas"] == quotas and len(r["worker_acting_staleness_mean"]) == 2
+    shares = r["worker_shares"]["env_steps"]
+    if quotas == "equal":  # the fast actor waits for the slow one at every parking point
+        assert shares == [0.5, 0.5]
+    else:  # the fast actor (1) steps far more than the slow one (0): ~16 us against ~1.5 ms a step
+        assert shares[1] > 2 * shares[0]
+        assert r["worker_shares"]["replay"][1] > 2 * r["worker_shares"]["replay"][0]
+        assert r["worker_shares"]["sampled"][1] > 2 * r["worker_shares"]["sampled"][0]
+    assert_clean()
+
+
+def test_a_slow_env_holds_every_vector_step_and_a_slow_hogwild_worker_its_share():
+    v = vector_env.train(small_cfg(**SLOW))
+    h = hogwild.train(small_cfg(**SLOW))
+    for r in (v, h):
+        assert r["env_steps"] == 6_000 and r["worker_shares"]["env_steps"] == [0.5, 0.5]
+    # The vector env waits for its slow env on every step: at least half the run is spent there.
+    assert v["train_seconds"] >= 3_000 * 1.5e-3
+    assert_clean()
