@@ -26,6 +26,8 @@ from architectures.config import DQNConfig
 
 BLOCKS = 9
 """Timed blocks per component: the median is reported, with p10 and p90 as the spread."""
+FILL_LIMIT = 200_000
+"""Rows the replay is filled with before sampling is timed (its capacity, up to this)."""
 
 
 def _spread(samples: list[float]) -> dict:
@@ -109,6 +111,11 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
     costs["store"] = _timed(lambda: replay.add(transitions[next(k) % len(transitions)]), 2_000)
     log(f"  act {costs['act']['us']:,.1f} us, fold {costs['fold']['us']:,.1f} us, store {costs['store']['us']:,.1f} us")
     # ------------------------------------------------------------------ learning
+    # A full replay, as a run has after its first buffer_size steps: sampling a small one stays in
+    # the cache and measured a third of the in-run cost (28 against 63-106 us, CartPole).
+    rows = np.array([tuple(t) for t in transitions], dtype=replay.dtype)
+    for _ in range(-(-min(cfg.buffer_size, FILL_LIMIT) // len(rows))):
+        replay.extend(rows[rng.permutation(len(rows))])
     costs["sample"] = _timed(lambda: replay.sample(cfg.batch_size, rng), 300)
     batches = [replay.sample(cfg.batch_size, rng) for _ in range(16)]  # fresh rows, sampled apart
     batch = batches[0]
@@ -180,7 +187,75 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
         f" us; weight publication {costs['weight_publish']['us']:,.1f} us")
     env.close()
     costs.update(_vector_costs(cfg, cores, env.action_space.n))
+    costs["in_loop"] = in_loop(cfg, budget_s * 0.15)
+    log("  in single_env's loop: " + ", ".join(f"{k} {v['us']:,.1f} us" for k, v in costs["in_loop"].items()))
+    costs["contention"] = contention(cfg, cores, learner, batches)
+    log(f"  the update with all {cores} cores busy: {costs['contention']['us']:.2f}x its time alone")
     return costs
+
+
+def in_loop(cfg: DQNConfig, seconds: float) -> dict:
+    """Each component's cost as single_env's own loop pays it (its timers, a short run, no
+    evaluation): alone, a component is warm in the cache; in the loop the env step and the store
+    between two updates evict it. The scaling sweep measured the update 9% and the sample 125%
+    dearer in the loop than alone (CartPole, 2 cores), so the cost model takes these."""
+    from architectures.single_env import train
+
+    probe = cfg.replace(total_env_steps=400, learning_starts=100, eval_episodes=0, log_every=400, eval_every=400,
+                        checkpoint_every=0, checkpoint_path="")
+    rate = train(probe)["env_steps_per_sec"]
+    steps = int(min(100_000, max(2_000, seconds * rate)))
+    result = train(probe.replace(total_env_steps=steps, learning_starts=steps // 5, log_every=steps, eval_every=steps))
+    rows = result["time_breakdown"]
+    return {name: {"us": rows[name]["us_per_call"], "p10": rows[name]["us_per_call"],
+                   "p90": rows[name]["us_per_call"]} for name in ("act", "env_step", "replay_add", "sample", "update")}
+
+
+def _busy(config: dict, seconds: float) -> None:
+    """A co-runner: updates of the same learner, back to back, for `seconds`."""
+    import torch
+
+    from architectures.dqn import DQNLearner
+    from architectures.envs import env_spec
+    from architectures.networks import build_q_network
+
+    torch.set_num_threads(1)
+    cfg = DQNConfig.from_dict(config)
+    spec = env_spec(cfg.env_id)
+    learner = DQNLearner(build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm,
+                                         cfg.seed), cfg)
+    rng, b = np.random.default_rng(1), cfg.batch_size
+    obs = (rng.random((b, *spec.obs_shape)) < 0.5).astype(spec.obs_dtype)
+    batch = {"obs": obs, "next_obs": obs.copy(), "action": rng.integers(0, spec.num_actions, b),
+             "reward": rng.random(b).astype(np.float32), "discount": np.full(b, 0.99, np.float32)}
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        learner.update(batch)
+
+
+def contention(cfg: DQNConfig, cores: int, learner, batches: list) -> dict:
+    """How much slower the update runs while every other core runs one too (shared caches,
+    memory bandwidth, SMT siblings): the factor the model applies to processes that run at once."""
+    import multiprocessing as mp
+
+    b = iter(range(10**9))
+    alone = _timed(lambda: learner.update(batches[next(b) % len(batches)]), 20, blocks=5)["us"]
+    if cores < 2:
+        return {"us": 1.0, "p10": 1.0, "p90": 1.0}
+    ctx = mp.get_context("spawn")
+    seconds = max(2.0, 40 * alone / 1e6 * 5 + 1.5)
+    others = [ctx.Process(target=_busy, args=(cfg.to_dict(), seconds + 2.0), daemon=True) for _ in range(cores - 1)]
+    for proc in others:
+        proc.start()
+    time.sleep(1.5)  # the co-runners import torch and start
+    try:
+        busy = _timed(lambda: learner.update(batches[next(b) % len(batches)]), 20, blocks=5)
+    finally:
+        for proc in others:
+            proc.join(timeout=seconds + 5)
+            if proc.is_alive():
+                proc.kill()
+    return {key: value / alone for key, value in busy.items()}
 
 
 def _vector_costs(cfg: DQNConfig, cores: int, num_actions: int) -> dict:
