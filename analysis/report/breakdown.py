@@ -1,0 +1,149 @@
+"""5 and 6: where the time goes and how stale the data is. The time breakdown gives each role's
+(main process, each actor or worker) share of training time per component, with the bottleneck
+role the run named; policy lag and shares give the age of sampled transitions and acting weights
+in learner updates, and each worker's share of the data."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.load import RunSet
+from analysis.report.common import FigureData, Note, _headline, _sweep
+
+
+# ---------------------------------------------------------------------- 5. time breakdown
+def _shares_of_time(result: dict, train_seconds: float) -> list[tuple[str, str, float]]:
+    out = []
+    main = {k: v["seconds"] for k, v in (result.get("time_breakdown") or {}).items() if k not in ("eval", "checkpoint")}
+    for name, seconds in main.items():
+        out.append(("main process", name, seconds / train_seconds))
+    for key, role in (("actor_time_breakdown", "each actor"), ("worker_time_breakdown", "each worker")):
+        for name, row in (result.get(key) or {}).items():
+            seconds = row.get("seconds_per_actor", row.get("seconds_per_worker", 0.0))
+            out.append((role, name, seconds / train_seconds))
+    return out
+
+
+def time_data(rs: RunSet, note: Note) -> FigureData | None:
+    runs = _sweep(rs.runs, "scaling")
+    if runs.empty:
+        runs = _headline(rs.runs)
+    if runs.empty:
+        note("time breakdown: no runs of the `scaling` or `architectures` sweeps")
+        return None
+    rows = []
+    for _, run in runs.iterrows():
+        for role, component, share in _shares_of_time(run["result"], run["train_seconds"]):
+            if role == "main process" and run["architecture"] == "hogwild":
+                continue
+            rows.append({"env_step_cost_us": float(run["env_step_cost_us"] or 0.0), "architecture": run["architecture"],
+                         "num_workers": int(run["num_workers"]), "role": role, "component": component,
+                         "share_of_train_time": share,
+                         "bottleneck": run["bottleneck"] if isinstance(run["bottleneck"], str) else ""})
+    data = (pd.DataFrame(rows).groupby(["env_step_cost_us", "architecture", "num_workers", "role", "component",
+                                        "bottleneck"], as_index=False)["share_of_train_time"].median()
+            .sort_values(["env_step_cost_us", "architecture", "num_workers", "role", "component"], ignore_index=True))
+    return FigureData(data)
+
+
+def plot_time(report, made: FigureData) -> None:
+    from analysis.report.plotting import _component_colors, plt
+
+    data = made.data
+    costs = sorted(data["env_step_cost_us"].unique())
+    components = sorted(data["component"].unique())
+    colors = _component_colors(components)
+    bars = sorted(data.groupby(["architecture", "num_workers", "role"]).groups)
+    fig, axes = plt.subplots(1, len(costs), figsize=(6 * len(costs) + 3, 0.3 * len(bars) + 1.8), squeeze=False,
+                             sharey=True)
+    for ax, cost in zip(axes[0], costs):
+        part = data[data["env_step_cost_us"] == cost]
+        labels = []
+        for y, key in enumerate(bars):
+            group = part[(part["architecture"] == key[0]) & (part["num_workers"] == key[1]) & (part["role"] == key[2])]
+            left = 0.0
+            for _, r in group.iterrows():
+                ax.barh(y, r["share_of_train_time"], left=left, color=colors[r["component"]])
+                left += r["share_of_train_time"]
+            bottleneck = group["bottleneck"].iloc[0] if not group.empty else ""
+            starred = (bottleneck.startswith(("learner", "main")) if key[2] == "main process"
+                       else bottleneck.startswith(("actor", "worker")))
+            ax.text(min(left, 1.0) + 0.01, y, "*" if starred else "", va="center", fontsize=10)
+            labels.append(f"{key[0]} ({key[1]}) {key[2]}")
+        ax.set_yticks(range(len(labels)))
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.set_xlabel("share of training wall-clock time")
+        ax.set_xlim(0, 1.08)
+        ax.set_title(f"env step cost {cost:g} us (* = named bottleneck role)", fontsize=9)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colors[c]) for c in components]
+    fig.legend(handles, components, loc="center left", fontsize=7, bbox_to_anchor=(1.0, 0.5),
+               title="component")
+    fig.tight_layout()
+    report.figure(fig, "time_breakdown", data)
+
+
+# ---------------------------------------------------------------------- 6. policy lag and shares
+def _config_order(frame: pd.DataFrame) -> list[str]:
+    pairs = sorted(set(zip(frame["architecture"], frame["num_workers"])))
+    return [f"{arch} ({n})" for arch, n in pairs]
+
+
+def lag_data(rs: RunSet, note: Note) -> FigureData | None:
+    """policy_lag_shares.csv, both frames stacked; in parts `lag` and `shares` apart, as drawn."""
+    runs = rs.runs[rs.runs["result"].apply(lambda r: isinstance(r.get("policy_lag"), dict))]
+    if runs.empty:
+        note("policy lag: no runs recorded it (actor_learner, vector_env)")
+        return None
+    lag_rows, share_rows = [], []
+    for _, run in runs.iterrows():
+        result = run["result"]
+        for what in ("policy_lag", "acting_staleness"):
+            for stat_name, value in (result.get(what) or {}).items():
+                lag_rows.append({"run_id": run["run_id"], "architecture": run["architecture"],
+                                 "num_workers": int(run["num_workers"]), "env_step_cost_us": run["env_step_cost_us"],
+                                 "measure": what, "statistic": stat_name, "updates": value})
+        for kind, values in (result.get("worker_shares") or {}).items():
+            for worker, share in enumerate(values):
+                share_rows.append({"run_id": run["run_id"], "architecture": run["architecture"],
+                                   "num_workers": int(run["num_workers"]), "kind": kind, "worker": worker,
+                                   "share": share})
+    lag = pd.DataFrame(lag_rows)
+    shares = pd.DataFrame(share_rows)
+    data = pd.concat([lag.assign(table="lag"), shares.assign(table="shares")], ignore_index=True)
+    data = data.sort_values(["table", "run_id"] + [c for c in ("measure", "statistic", "kind", "worker")
+                                                   if c in data], ignore_index=True, kind="stable")
+    return FigureData(data, parts={"lag": lag, "shares": shares})
+
+
+def plot_lag(report, made: FigureData) -> None:
+    from analysis.report.plotting import plt, sns
+
+    lag, shares = made.parts["lag"], made.parts["shares"]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    for ax, measure in zip(axes[:2], ("policy_lag", "acting_staleness")):
+        part = lag[(lag["measure"] == measure) & lag["statistic"].isin(["p50", "p95", "max"])]
+        if not part.empty:
+            part = part.assign(config=part["architecture"] + " (" + part["num_workers"].astype(str) + ")")
+            sns.stripplot(data=part, x="config", y="updates", hue="statistic", ax=ax, dodge=True, size=4,
+                          order=_config_order(part), hue_order=["p50", "p95", "max"])
+            ax.set_yscale("symlog", linthresh=10)
+            ax.set_ylim(bottom=0)
+        ax.set_title({"policy_lag": "sampled transitions: learner updates since acting\n(replay age included)",
+                      "acting_staleness": "acting weights' age at hand-off\n(updates behind the learner)"}[measure],
+                     fontsize=9)
+        ax.set_xlabel("architecture (workers)")
+        ax.set_ylabel("learner updates")
+        ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+    ax = axes[2]
+    if not shares.empty:
+        sub = shares[shares["kind"].isin(["env_steps", "sampled"])]
+        sub = sub.assign(config=sub["architecture"] + " (" + sub["num_workers"].astype(str) + ")")
+        sub = sub.assign(deviation=sub["share"] * sub["num_workers"])
+        sns.stripplot(data=sub, x="config", y="deviation", hue="kind", ax=ax, dodge=True, size=4,
+                      order=_config_order(sub))
+        ax.axhline(1.0, color="k", ls="--", lw=1)
+    ax.set_title("per-worker share of data, x workers\n(1 = an equal share)", fontsize=9)
+    ax.set_xlabel("architecture (workers)")
+    ax.set_ylabel("share x workers")
+    ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+    report.figure(fig, "policy_lag_shares", data=made.data)

@@ -1,0 +1,200 @@
+"""3, 4 and 9: the headline comparison of architectures at equal env steps (the `architectures`
+sweep, or another sweep of training runs): learning curves, speed against quality with its
+table, and the probability of improvement over single_env. Three figures, one family: they
+select and pool the same runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis import stats
+from analysis.load import RunSet
+from analysis.report.common import ARCH_ORDER, FigureData, Note, _arch_label, _ci, _headline, _regular_curves, \
+    macro_name
+
+
+def _note_pooled(note: Note, runs: pd.DataFrame, figure: str) -> None:
+    """The headline figures pool an architecture's runs; say so where they differ in config."""
+    labels = runs.apply(_arch_label, axis=1) if not runs.empty else pd.Series(dtype=str)
+    for (env, arch), group in labels.groupby([runs["env"], runs["architecture"]]):
+        if group.nunique() > 1:
+            note(f"{figure}: {env} {arch} pools runs of {group.nunique()} configs "
+                 f"({', '.join(sorted(group.unique()))}); run one config per architecture to separate them")
+
+
+def _headline_rows(rs: RunSet) -> pd.DataFrame:
+    runs = _headline(rs.runs).copy()
+    holdout = rs.holdout[rs.holdout["run_id"].isin(runs["run_id"])]
+    auc = holdout.groupby("run_id")["return_mean"].mean()
+    runs["holdout_auc"] = runs["run_id"].map(auc)
+    return runs
+
+
+# ---------------------------------------------------------------------- 3. learning curves
+def curves_data(rs: RunSet, note: Note) -> FigureData | None:
+    holdout = rs.holdout[rs.holdout["run_id"].isin(_headline(rs.runs)["run_id"])]
+    _note_pooled(note, _headline(rs.runs), "learning curves")
+    if holdout.empty:
+        note("learning curves: no holdout checkpoints from the `architectures` sweep (or another sweep "
+             "of training runs); run `python -m experiments.sweep architectures`")
+        return None
+    holdout = _regular_curves(note, holdout, "learning curves")
+    runs = rs.runs.set_index("run_id")
+    missing_time = holdout["train_seconds"].isna()
+    if missing_time.any():
+        # Older runs did not record training seconds per checkpoint: assume a steady rate.
+        rate = holdout.loc[missing_time, "run_id"].map(runs["env_steps_per_sec"])
+        holdout.loc[missing_time, "train_seconds"] = holdout.loc[missing_time, "env_step"] / rate
+        note(f"learning curves: {holdout.loc[missing_time, 'run_id'].nunique()} runs lack training seconds "
+             "per checkpoint; their wall-clock axis assumes a steady rate")
+    rows = []
+    for (env, arch), group in holdout.groupby(["env", "architecture"], sort=True):
+        for step, at in group.groupby("env_step"):
+            point, low, high = stats.interval(at["return_mean"].to_numpy(), "iqm")
+            rows.append({"env": env, "architecture": arch, "env_step": int(step), "seeds": len(at),
+                         "train_seconds_median": float(at["train_seconds"].median()),
+                         "return_iqm": point, "return_low": low, "return_high": high})
+    return FigureData(pd.DataFrame(rows))
+
+
+def plot_curves(report, made: FigureData) -> None:
+    from analysis.report.plotting import PALETTE, matplotlib, plt
+
+    data = made.data
+    envs = sorted(data["env"].unique())
+    fig, axes = plt.subplots(len(envs), 2, figsize=(11, 3.6 * len(envs)), squeeze=False)
+    for i, env in enumerate(envs):
+        for j, x in enumerate(("env_step", "train_seconds_median")):
+            ax = axes[i][j]
+            for arch in ARCH_ORDER:
+                sub = data[(data["env"] == env) & (data["architecture"] == arch)]
+                if sub.empty:
+                    continue
+                ax.plot(sub[x], sub["return_iqm"], color=PALETTE[arch], label=arch, marker="o", ms=3)
+                ax.fill_between(sub[x], sub["return_low"], sub["return_high"], color=PALETTE[arch], alpha=0.2)
+            if j == 1:  # designs differ in speed by over 10x: a log axis keeps each curve readable
+                ax.set_xscale("log")
+                ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+            ax.set_xlabel("env steps" if j == 0 else "training wall-clock seconds, evaluation excluded (log)")
+            ax.set_ylabel("holdout return (IQM, 95% CI)")
+            ax.set_title(env)
+            ax.legend(fontsize=8)
+    report.figure(fig, "learning_curves", data)
+
+
+# ---------------------------------------------------------------------- 4. speed against quality + tables
+def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
+    runs = _headline_rows(rs)
+    if runs.empty:
+        note("speed against quality: no runs of the `architectures` sweep (or another sweep of "
+             "training runs)")
+        return None
+    _note_pooled(note, runs, "speed against quality")
+    rows = []
+    for (env, arch), group in runs.groupby(["env", "architecture"], sort=True):
+        speed = stats.interval(group["env_steps_per_sec"].to_numpy(), "median")
+        final = stats.interval(group["final_holdout_return"].to_numpy(), "iqm")
+        area = stats.interval(group["holdout_auc"].dropna().to_numpy(), "iqm") if group["holdout_auc"].notna().any() \
+            else (np.nan,) * 3
+        rows.append({"env": env, "architecture": arch, "label": _arch_label(group.iloc[0]), "seeds": len(group),
+                     "steps_per_sec_median": speed[0], "steps_per_sec_low": speed[1], "steps_per_sec_high": speed[2],
+                     "final_return_iqm": final[0], "final_return_low": final[1], "final_return_high": final[2],
+                     "auc_iqm": area[0], "auc_low": area[1], "auc_high": area[2]})
+    data = pd.DataFrame(rows)
+    data["non_dominated"] = [
+        not any((o["steps_per_sec_median"] >= r["steps_per_sec_median"] and o["auc_iqm"] >= r["auc_iqm"])
+                and (o["steps_per_sec_median"] > r["steps_per_sec_median"] or o["auc_iqm"] > r["auc_iqm"])
+                for _, o in data[data["env"] == r["env"]].iterrows())
+        for _, r in data.iterrows()]
+    made = FigureData(data)
+    table = pd.DataFrame({
+        "env": data["env"], "architecture": data["label"], "seeds": data["seeds"],
+        "env steps/s, median [95% CI]": [_ci(r.steps_per_sec_median, r.steps_per_sec_low, r.steps_per_sec_high)
+                                         for r in data.itertuples()],
+        "final holdout return, IQM [95% CI]": [_ci(r.final_return_iqm, r.final_return_low, r.final_return_high,
+                                                   "{:.1f}") for r in data.itertuples()],
+        "mean holdout return over checkpoints, IQM [95% CI]": [_ci(r.auc_iqm, r.auc_low, r.auc_high, "{:.1f}")
+                                                               for r in data.itertuples()]})
+    made.table("architectures", table, "Throughput and holdout return per architecture (architectures sweep); "
+               "intervals are stratified-bootstrap 95% CIs over seeds.")
+    for r in data.itertuples():
+        made.number(macro_name(r.env, r.architecture, "steps"), r.steps_per_sec_median)
+        made.number(macro_name(r.env, r.architecture, "final"), r.final_return_iqm, "{:.1f}")
+        made.number(macro_name(r.env, r.architecture, "auc"), r.auc_iqm, "{:.0f}")
+        made.number(macro_name(r.env, r.architecture, "seeds"), r.seeds, "{}")
+    return made
+
+
+def plot_speed_quality(report, made: FigureData) -> None:
+    from analysis.report.plotting import PALETTE, _log_axis, plt
+
+    data = made.data
+    envs = sorted(data["env"].unique())
+    fig, axes = plt.subplots(1, len(envs), figsize=(6 * len(envs), 4.2), squeeze=False)
+    for ax, env in zip(axes[0], envs):
+        part = data[data["env"] == env]
+        for _, r in part.iterrows():
+            ax.errorbar(r["steps_per_sec_median"], r["auc_iqm"],
+                        xerr=[[r["steps_per_sec_median"] - r["steps_per_sec_low"]],
+                              [r["steps_per_sec_high"] - r["steps_per_sec_median"]]],
+                        yerr=[[r["auc_iqm"] - r["auc_low"]], [r["auc_high"] - r["auc_iqm"]]],
+                        fmt="o", capsize=3, color=PALETTE.get(r["architecture"]), label=r["label"])
+        frontier = part[part["non_dominated"]].sort_values("steps_per_sec_median")
+        ax.plot(frontier["steps_per_sec_median"], frontier["auc_iqm"], "k--", lw=1, label="non-dominated frontier")
+        _log_axis(ax, "x")
+        ax.set_xlabel("env steps/s (median over seeds, 95% CI; log scale)")
+        ax.set_ylabel("mean holdout return over checkpoints\n(IQM over seeds, 95% CI)")
+        ax.set_title(env)
+        ax.legend(fontsize=7)
+    report.figure(fig, "speed_quality", data)
+
+
+# ---------------------------------------------------------------------- 9. probability of improvement
+IMPROVEMENT_METRICS = ["final_holdout_return", "holdout_auc", "env_steps_per_sec"]
+
+
+def improvement_data(rs: RunSet, note: Note) -> FigureData | None:
+    runs = _headline_rows(rs)
+    if runs.empty or "single_env" not in set(runs["architecture"]):
+        note("probability of improvement: needs `architectures` sweep runs including single_env")
+        return None
+    rows = []
+    for env, part in runs.groupby("env", sort=True):
+        base = part[part["architecture"] == "single_env"]
+        for arch in ARCH_ORDER[1:]:
+            other = part[part["architecture"] == arch]
+            if other.empty:
+                continue
+            for metric in IMPROVEMENT_METRICS:
+                p, low, high = stats.probability_of_improvement_interval(other[metric].to_numpy(),
+                                                                         base[metric].to_numpy())
+                rows.append({"env": env, "architecture": arch, "metric": metric, "seeds": len(other),
+                             "baseline_seeds": len(base), "probability": p, "low": low, "high": high})
+    if not rows:
+        note("probability of improvement: no architecture besides single_env to compare")
+        return None
+    made = FigureData(pd.DataFrame(rows))
+    for r in made.data.itertuples():
+        made.number(macro_name("poi", r.env, r.architecture, r.metric), r.probability, "{:.2f}")
+    return made
+
+
+def plot_improvement(report, made: FigureData) -> None:
+    from analysis.report.plotting import plt
+
+    data = made.data
+    fig, axes = plt.subplots(1, len(IMPROVEMENT_METRICS), figsize=(14, 3.2), sharey=True)
+    labels = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout return over checkpoints",
+              "env_steps_per_sec": "env steps/s"}
+    for ax, metric in zip(axes, IMPROVEMENT_METRICS):
+        part = data[data["metric"] == metric].reset_index(drop=True)
+        ax.errorbar(part["probability"], range(len(part)),
+                    xerr=[part["probability"] - part["low"].fillna(part["probability"]),
+                          part["high"].fillna(part["probability"]) - part["probability"]], fmt="o", capsize=3)
+        ax.axvline(0.5, color="k", ls="--", lw=1)
+        ax.set_xlim(0, 1)
+        ax.set_yticks(range(len(part)))
+        ax.set_yticklabels(part["env"] + ": " + part["architecture"], fontsize=8)
+        ax.set_xlabel(f"P(architecture > single_env)\non {labels[metric]}")
+    report.figure(fig, "improvement", data)

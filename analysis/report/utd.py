@@ -1,0 +1,116 @@
+"""7. high_utd grid: holdout return and divergence per utd and mitigation (the `utd` sweep), and
+single_env against every cell run with as many seeds, at the same checkpoints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis import stats
+from analysis.load import RunSet
+from analysis.report.common import FigureData, Note, _ci, _sweep, macro_name
+
+MITIGATIONS = ["none", "LayerNorm", "resets", "both"]
+
+
+def _mitigation(row) -> str:
+    ln, resets = bool(row["layer_norm"]), int(row["reset_period"] or 0) > 0
+    return {(False, False): "none", (True, False): "LayerNorm", (False, True): "resets", (True, True): "both"}[
+        (ln, resets)]
+
+
+def data(rs: RunSet, note: Note) -> FigureData | None:
+    """utd_grid.csv; in parts `single`, the sweep's single_env runs the figure's title quotes."""
+    runs = _sweep(rs.runs, "utd")
+    grid = runs[runs["architecture"] == "high_utd"].copy()
+    if grid.empty:
+        note("utd grid: no runs of the `utd` sweep; run `python -m experiments.sweep utd`")
+        return None
+    grid["mitigation"] = grid.apply(_mitigation, axis=1)
+    at25 = rs.holdout[(rs.holdout["env_step"] == 25_000)].set_index("run_id")["return_mean"]
+    grid["return_25k"] = grid["run_id"].map(at25)
+    rows = []
+    for (utd, mitigation), group in grid.groupby(["utd", "mitigation"], sort=True):
+        final = stats.interval(group["final_holdout_return"].to_numpy(), "iqm")
+        early = stats.interval(group["return_25k"].dropna().to_numpy(), "iqm") if group["return_25k"].notna().any() \
+            else (np.nan,) * 3
+        diverged = group["diverged"].fillna(False).astype(bool)
+        rows.append({"utd": utd, "mitigation": mitigation, "seeds": len(group),
+                     "final_iqm": final[0], "final_low": final[1], "final_high": final[2],
+                     "return_25k_iqm": early[0], "return_25k_low": early[1], "return_25k_high": early[2],
+                     "diverged_runs": int(diverged.sum()), "divergence_rate": float(diverged.mean()),
+                     "max_abs_q_median": float(group["max_abs_q"].median())})
+    data = pd.DataFrame(rows)
+    data["mitigation"] = pd.Categorical(data["mitigation"], MITIGATIONS, ordered=True)
+    data = data.sort_values(["utd", "mitigation"], ignore_index=True)
+    single = runs[runs["architecture"] == "single_env"]
+    made = FigureData(data, parts={"single": single})
+    table = pd.DataFrame({
+        "utd": data["utd"].map("{:g}".format), "mitigation": data["mitigation"].astype(str), "seeds": data["seeds"],
+        "return at 25k, IQM [95% CI]": [_ci(r.return_25k_iqm, r.return_25k_low, r.return_25k_high, "{:.0f}")
+                                        for r in data.itertuples()],
+        "final return (50k), IQM [95% CI]": [_ci(r.final_iqm, r.final_low, r.final_high, "{:.0f}")
+                                             for r in data.itertuples()],
+        "diverged": [f"{r.diverged_runs}/{r.seeds}" for r in data.itertuples()],
+        "max |Q|, median": data["max_abs_q_median"].map("{:,.0f}".format)})
+    made.table("utd_grid", table, "high_utd on CartPole: holdout return and divergence per utd and mitigation.")
+    for r in data.itertuples():
+        made.number(macro_name("utd", r.utd, r.mitigation, "final"), r.final_iqm, "{:.0f}")
+        made.number(macro_name("utd", r.utd, r.mitigation, "early"), r.return_25k_iqm, "{:.0f}")
+        made.number(macro_name("utd", r.utd, r.mitigation, "diverged"), f"{r.diverged_runs}/{r.seeds}")
+        made.number(macro_name("utd", r.utd, r.mitigation, "maxq"), r.max_abs_q_median)
+    made.number("UtdSeeds", int(data["seeds"].min()), "{}")
+    if not single.empty:
+        _utd_against_single(made, rs, runs, grid)
+    return made
+
+
+def _utd_against_single(made: FigureData, rs: RunSet, runs: pd.DataFrame, grid: pd.DataFrame) -> None:
+    """single_env against every utd cell run with as many seeds, at the same checkpoints."""
+    single = runs[runs["architecture"] == "single_env"].copy()
+    single["mitigation"], single["return_25k"] = "-", single["run_id"].map(
+        rs.holdout[rs.holdout["env_step"] == 25_000].set_index("run_id")["return_mean"])
+    n = len(single)
+    cells = [("single_env", single["utd"].iloc[0], "-", single)]
+    for (utd, mitigation), group in grid.groupby(["utd", "mitigation"], sort=True):
+        if len(group) >= n:
+            cells.append(("high_utd", utd, mitigation, group))
+    rows = []
+    for arch, utd, mitigation, group in cells:
+        group = group.sort_values("seed")
+        early = stats.interval(group["return_25k"].to_numpy(), "iqm")
+        final = stats.interval(group["final_holdout_return"].to_numpy(), "iqm")
+        rows.append({"architecture": arch, "utd": f"{utd:g}", "mitigation": mitigation, "seeds": len(group),
+                     "return at 25k, IQM [95% CI]": _ci(*early, "{:.0f}"),
+                     "return at 25k, mean ± sd": f"{group['return_25k'].mean():.0f} ± {group['return_25k'].std():.0f}",
+                     "final (50k), IQM [95% CI]": _ci(*final, "{:.0f}"),
+                     "final (50k), per seed": ", ".join(f"{v:.0f}" for v in group["final_holdout_return"])})
+        name = ("utd", "vs", arch, utd, mitigation if mitigation != "-" else "")
+        made.number(macro_name(*name, "early"), early[0], "{:.0f}")
+        made.number(macro_name(*name, "final"), final[0], "{:.0f}")
+    made.number("UtdVsSeeds", n, "{}")
+    made.table("utd_against_single_env", pd.DataFrame(rows),
+               "high_utd against single_env at equal env steps and the same checkpoints, every cell with as "
+               "many seeds as single_env (learning only: these sweeps ran two at a time, so their "
+               "throughput is not reported).")
+
+
+def plot(report, made: FigureData) -> None:
+    from analysis.report.plotting import plt, sns
+
+    data, single = made.data, made.parts["single"]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.6))
+    for ax, (column, title, fmt) in zip(axes, [
+            ("return_25k_iqm", "holdout return at 25k env steps (IQM)", ".0f"),
+            ("final_iqm", "final holdout return at 50k env steps (IQM)", ".0f"),
+            ("divergence_rate", "runs that diverged (|Q| > 10 x max|r|/(1-gamma))", ".2f")]):
+        pivot = data.pivot(index="utd", columns="mitigation", values=column)
+        sns.heatmap(pivot, annot=True, fmt=fmt, ax=ax, cmap="viridis" if column != "divergence_rate" else "rocket_r",
+                    vmin=0, vmax=500 if column != "divergence_rate" else 1, cbar=False)
+        ax.set_title(title, fontsize=9)
+        ax.set_ylabel("utd (updates per env step)")
+        ax.set_xlabel("mitigation")
+    if not single.empty:
+        fig.suptitle(f"single_env (utd {single['utd'].iloc[0]:g}) at the same checkpoints: final IQM "
+                     f"{stats.iqm(single['final_holdout_return']):.0f} over {len(single)} seeds", fontsize=9, y=1.02)
+    report.figure(fig, "utd_grid", data)
