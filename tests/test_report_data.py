@@ -1,0 +1,295 @@
+"""The report's data functions alone, one test per figure family, on a tiny synthetic store whose
+values are known by construction (tests/synthetic_runs.py: a run's holdout return at checkpoint
+k of K is quality * k / K + seed, its env steps/s speed * (1 + seed / 100)); and that they, and
+every module they live in, load and run without matplotlib."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sacred import Experiment
+from sacred.observers import FileStorageObserver
+
+from analysis import cost_model
+from analysis.load import RunSet, load_runs
+from analysis.report import breakdown, hogwild, learning, scaling, threads, utd
+from tests.synthetic_runs import headline_specs, make_runs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COSTS = dict(env_step=10.0, act=10.0, fold=2.0, store=2.0, sample=20.0, update=580.0, diagnostics=10.0,
+             ring_write=4.0, ring_drain=2.0, weight_publish=10.0, act_batch={1: 12.0, 2: 14.0},
+             vector_send={1: 30.0}, vector_recv={1: 50.0}, vector_round_trip={1: 200.0})
+
+
+def _stored(folder, name: str, run_id: str, config: dict, result: dict) -> None:
+    """One run of a Sacred experiment `name` with this config and result (for the experiments
+    synthetic_runs does not imitate: update timing, components, hogwild's overlap)."""
+    ex = Experiment(name, save_git_info=False)
+    ex.add_config(**config)
+    ex.main(lambda: result)
+    ex.observers.append(FileStorageObserver(str(folder)))
+    ex.run(options={"--id": run_id, "--loglevel": "ERROR"})
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("store")
+    make_runs(FileStorageObserver(str(root / "architectures")), headline_specs() + [
+        {"run_id": f"architectures-vector{seed}", "seed": seed, "architecture": "vector_env", "num_workers": 2,
+         "speed": 500.0, "quality": 50.0} for seed in (1, 2, 3)])
+    for network, cells in {"mlp": {(32, 1): 1000.0, (32, 2): 600.0, (256, 1): 4000.0, (256, 2): 2500.0},
+                           "cnn": {(32, 1): 3000.0, (32, 4): 1200.0}}.items():
+        for (batch, n), us in cells.items():
+            _stored(root / "threads", "update_timing", f"threads-{network}{batch}t{n}",
+                    {"network": network, "batch_size": batch, "torch_threads": n, "device": "cpu"},
+                    {"update_us_median": us, "update_us_p10": 0.9 * us, "update_us_p90": 1.1 * us})
+    _stored(root / "threads", "update_timing", "threads-gpu",
+            {"network": "mlp", "batch_size": 32, "torch_threads": 8, "device": "cuda"},
+            {"update_us_median": 1.0, "update_us_p10": 1.0, "update_us_p90": 1.0})
+    make_runs(FileStorageObserver(str(root / "scaling")), [
+        {"run_id": "scaling-single0", "speed": 5_000.0},
+        {"run_id": "scaling-actor0", "architecture": "actor_learner", "num_workers": 2, "speed": 4_000.0},
+        {"run_id": "scaling-hogwild0", "architecture": "hogwild", "num_workers": 2, "speed": 9_000.0},
+        {"run_id": "scaling-single100", "speed": 2_000.0, "env_step_cost_us": 100.0},
+        {"run_id": "scaling-actor100", "architecture": "actor_learner", "num_workers": 2, "speed": 3_000.0,
+         "env_step_cost_us": 100.0}])
+    stored = {k: ({"us": v, "p10": v, "p90": v} if not isinstance(v, dict) else
+                  {str(n): {"us": x, "p10": x, "p90": x} for n, x in v.items()}) for k, v in COSTS.items()}
+    _stored(root / "scaling", "components", "scaling-components0", {"env_step_cost_us": 0.0},
+            {"cores": 2, "costs_us": stored})   # none at 100 us: that column has no prediction
+    long = {"total_env_steps": 50_000, "eval_every": 25_000}
+    make_runs(FileStorageObserver(str(root / "utd")), [
+        *[{"run_id": f"utd-single{s}", "seed": s, **long} for s in (1, 3)],
+        *[{"run_id": f"utd-u4none{s}", "seed": s, "architecture": "high_utd", "utd": 4.0, **long} for s in (1, 3)],
+        {"run_id": "utd-u4ln1", "seed": 1, "architecture": "high_utd", "utd": 4.0, "layer_norm": True,
+         "quality": 300.0, **long},
+        *[{"run_id": f"utd-u16none{s}", "seed": s, "architecture": "high_utd", "utd": 16.0, "quality": 20.0, **long}
+          for s in (1, 3)]])
+    for run_id, arch, lock, seed, speed, final, overlap in [
+            ("lock1", "hogwild", True, 1, 4_000.0, 150.0, 0.0), ("lock2", "hogwild", True, 2, 4_200.0, 170.0, 0.0),
+            ("free1", "hogwild", False, 1, 5_000.0, 120.0, 0.1), ("free2", "hogwild", False, 2, 5_400.0, 180.0, 0.3),
+            ("single1", "single_env", False, 1, 1_000.0, 200.0, None)]:
+        _stored(root / "hogwild", "parallel_dqn", f"hogwild-{run_id}",
+                {"architecture": arch, "num_workers": 4 if arch == "hogwild" else 1, "hogwild_lock": lock,
+                 "seed": seed, "env_id": "CartPole-v1"},
+                {"env_steps_per_sec": speed, "final_holdout_return": final, "overlap_fraction": overlap,
+                 "train_seconds": 1.0, "holdout_curve": [{"env_steps": 1000, "return_mean": final}]})
+    return root
+
+
+@pytest.fixture(scope="module")
+def rs(store) -> RunSet:
+    return load_runs([str(store)])
+
+
+def _only(rs: RunSet, sweep: str) -> RunSet:
+    """The store as if it held one sweep only."""
+    return RunSet(rs.runs[rs.runs["sweep"] == sweep], rs.metrics, rs.holdout)
+
+
+def _numbers(made) -> dict:
+    return {name: value if isinstance(value, str) else fmt.format(value) for name, value, fmt in made.numbers}
+
+
+# ---------------------------------------------------------------------- 1. threads
+def test_threads_keeps_cpu_timings_sorted_and_quotes_one_and_most_threads(rs):
+    notes = []
+    made = threads.data(rs, notes.append)
+    assert notes == []
+    rows = made.data[["network", "batch_size", "torch_threads", "update_us_median"]].values.tolist()
+    assert rows == [["cnn", 32, 1, 3000.0], ["cnn", 32, 4, 1200.0], ["mlp", 32, 1, 1000.0], ["mlp", 32, 2, 600.0],
+                    ["mlp", 256, 1, 4000.0], ["mlp", 256, 2, 2500.0]]   # the cuda run is not among them
+    assert made.data["update_us_p90"].tolist() == pytest.approx([3300, 1320, 1100, 660, 4400, 2750])
+    assert _numbers(made) == {"ThreadsCnnOneUs": "3,000", "ThreadsCnnMostUs": "1,200", "ThreadsMlpOneUs": "1,000",
+                              "ThreadsMlpMostUs": "600", "ThreadsMost": "4"}
+
+
+# ---------------------------------------------------------------------- 2. scaling
+def test_scaling_sets_measured_rates_beside_the_cost_model(rs):
+    notes = []
+    made = scaling.data(rs, notes.append)
+    assert notes == ["scaling: no `components` run at env step cost 100 us, so the cost model's prediction is not "
+                     "drawn; run the `scaling` sweep again (it measures them)"]
+    points = made.parts["points"]
+    assert points[["env_step_cost_us", "architecture", "num_workers"]].values.tolist() == [
+        [0.0, "actor_learner", 2], [0.0, "hogwild", 2], [0.0, "single_env", 1],
+        [100.0, "actor_learner", 2], [100.0, "single_env", 1]]
+    assert points["env_steps_per_sec"].tolist() == pytest.approx([4040, 9090, 5050, 3030, 2020])
+    assert points["parallel_efficiency"].tolist() == pytest.approx([0.4, 0.9, 1.0, 0.75, 1.0])
+    expected = {design: cost_model.over_a_run(design, n, COSTS, utd=0.25, cores=2, total_env_steps=3_000,
+                                              learning_starts=0)
+                for design, n in (("actor_learner", 2), ("hogwild", 2), ("single_env", 1))}
+    assert points["predicted_env_steps_per_sec"].tolist()[:3] == pytest.approx(list(expected.values()))
+    assert points["predicted_env_steps_per_sec"].iloc[3:].isna().all()
+    assert points["predicted_bottleneck"].tolist()[0] == "learner"
+    assert points["prediction_error"].tolist()[:3] == pytest.approx(
+        [4040 / expected["actor_learner"] - 1, 9090 / expected["hogwild"] - 1, 5050 / expected["single_env"] - 1])
+    assert made.data["env_steps_per_sec"].tolist() == [4040.0, 9090.0, 5050.0, 3030.0, 2020.0]   # the CSV, rounded
+    columns = made.parts["columns"]
+    assert [c["cost"] for c in columns] == [0.0, 100.0] and [c["base"] for c in columns] == pytest.approx([5050, 2020])
+    assert [list(c["workers"]) for c in columns] == [[2], [2]]
+    assert columns[0]["predicted"][("hogwild", 2)] == pytest.approx(expected["hogwild"])
+    assert columns[1]["predicted"] == {}
+    numbers = _numbers(made)
+    assert numbers["ScalingSingleCostZero"] == "5,050" and numbers["ScalingSingleCostOneZeroZero"] == "2,020"
+    assert numbers["SpeedupHogwildTwoCostZero"] == "1.80" and numbers["SpeedupActorLearnerTwoCostOneZeroZero"] == "1.50"
+    assert numbers["ModelWorstErrorWithinCores"] == "{:.0f}".format(100 * points["prediction_error"].abs().max())
+    [(name, table, _)] = made.tables
+    assert name == "scaling_model" and table["design"].tolist() == ["actor_learner", "hogwild", "single_env"]
+    assert table["measured env steps/s"].tolist() == ["4,040", "9,090", "5,050"]
+    assert table["error"].tolist()[0] == f"{100 * (4040 / expected['actor_learner'] - 1):+.0f}%"
+
+
+# ---------------------------------------------------------------------- 3, 4, 9. the headline comparison
+def test_learning_curves_are_iqms_per_checkpoint(rs):
+    notes = []
+    made = learning.curves_data(rs, notes.append)
+    assert notes == []
+    single = made.data[made.data["architecture"] == "single_env"]
+    assert single["env_step"].tolist() == [1000, 2000, 3000] and single["seeds"].tolist() == [3, 3, 3]
+    assert single["return_iqm"].tolist() == pytest.approx([100 / 3 + 2, 200 / 3 + 2, 102])  # seeds 1-3: the mean
+    assert single["train_seconds_median"].tolist() == pytest.approx([1.0, 2.0, 3.0])
+    high = made.data[made.data["architecture"] == "high_utd"]
+    assert high["return_iqm"].tolist() == pytest.approx([200 / 3 + 2, 400 / 3 + 2, 202])
+    assert (made.data["return_low"] <= made.data["return_iqm"]).all()
+    assert (made.data["return_iqm"] <= made.data["return_high"]).all()
+    assert sorted(set(made.data["architecture"])) == ["actor_learner", "high_utd", "single_env", "vector_env"]
+
+
+def test_speed_quality_finds_the_frontier_and_quotes_each_architecture(rs):
+    made = learning.speed_quality_data(rs, [].append)
+    data = made.data.set_index("architecture")
+    assert data.index.tolist() == ["actor_learner", "high_utd", "single_env", "vector_env"]
+    assert data["label"].tolist() == ["actor_learner (2)", "high_utd (utd 4)", "single_env", "vector_env (2)"]
+    assert data["steps_per_sec_median"].tolist() == pytest.approx([1938, 306, 1020, 510])
+    assert data["final_return_iqm"].tolist() == pytest.approx([97, 202, 102, 52])
+    assert data["auc_iqm"].tolist() == pytest.approx([95 * 2 / 3 + 2, 200 * 2 / 3 + 2, 100 * 2 / 3 + 2, 50 * 2 / 3 + 2])
+    # vector_env is slower and worse than single_env; each other one is fastest or best or in between.
+    assert data["non_dominated"].tolist() == [True, True, True, False]
+    [(name, table, _)] = made.tables
+    assert name == "architectures"
+    assert table.iloc[2].tolist() == ["CartPole", "single_env", 3, "1,020 [1,010, 1,030]",
+                                      "102.0 [101.0, 103.0]", "68.7 [67.7, 69.7]"]
+    numbers = _numbers(made)
+    assert numbers["CartPoleSingleEnvSteps"] == "1,020" and numbers["CartPoleHighUtdFinal"] == "202.0"
+    assert numbers["CartPoleActorLearnerAuc"] == "65" and numbers["CartPoleVectorEnvSeeds"] == "3"
+
+
+def test_probability_of_improvement_over_single_env(rs):
+    made = learning.improvement_data(rs, [].append)
+    poi = made.data.set_index(["architecture", "metric"])["probability"]
+    assert poi.index.get_level_values(0).unique().tolist() == ["actor_learner", "vector_env", "high_utd"]
+    assert poi.to_dict() == {
+        ("actor_learner", "final_holdout_return"): 0.0, ("actor_learner", "holdout_auc"): 0.0,
+        ("actor_learner", "env_steps_per_sec"): 1.0, ("vector_env", "final_holdout_return"): 0.0,
+        ("vector_env", "holdout_auc"): 0.0, ("vector_env", "env_steps_per_sec"): 0.0,
+        ("high_utd", "final_holdout_return"): 1.0, ("high_utd", "holdout_auc"): 1.0,
+        ("high_utd", "env_steps_per_sec"): 0.0}
+    assert set(made.data["seeds"]) == {3} and set(made.data["baseline_seeds"]) == {3}
+    assert _numbers(made)["PoiCartPoleHighUtdFinalHoldoutReturn"] == "1.00"
+
+
+# ---------------------------------------------------------------------- 5, 6. time breakdown, policy lag and shares
+def test_time_breakdown_shares_per_role_from_the_scaling_sweep(rs):
+    made = breakdown.time_data(rs, [].append)
+    at0 = made.data[made.data["env_step_cost_us"] == 0.0]
+    assert at0[["architecture", "num_workers", "role", "component"]].values.tolist() == [
+        ["actor_learner", 2, "each actor", "env_step"], ["actor_learner", 2, "main process", "act"],
+        ["actor_learner", 2, "main process", "update"], ["single_env", 1, "main process", "act"],
+        ["single_env", 1, "main process", "update"]]   # hogwild's main process only waits: left out
+    assert at0["share_of_train_time"].tolist() == pytest.approx([0.5, 0.1, 0.6, 0.1, 0.6])
+    assert set(at0.loc[at0["architecture"] == "actor_learner", "bottleneck"]) == {
+        "actors (busy 90% of the time, mostly env_step)"}
+    assert set(at0.loc[at0["architecture"] == "single_env", "bottleneck"]) == {""}
+    assert sorted(set(made.data["env_step_cost_us"])) == [0.0, 100.0]
+    # Without the scaling sweep the headline runs are broken down instead.
+    headline = breakdown.time_data(_only(rs, "architectures"), [].append)
+    assert sorted(set(headline.data["architecture"])) == ["actor_learner", "high_utd", "single_env", "vector_env"]
+
+
+def test_policy_lag_and_worker_shares_per_run(rs):
+    made = breakdown.lag_data(rs, [].append)
+    lag, shares = made.parts["lag"], made.parts["shares"]
+    actor_runs = {"architectures-actor1", "architectures-actor2", "architectures-actor3", "scaling-actor0",
+                  "scaling-actor100"}
+    assert set(lag["run_id"]) == actor_runs == set(shares["run_id"])
+    one = lag[lag["run_id"] == "scaling-actor0"].set_index(["measure", "statistic"])["updates"].to_dict()
+    assert one == {("policy_lag", "mean"): 900.0, ("policy_lag", "p50"): 800.0, ("policy_lag", "p95"): 2000.0,
+                   ("policy_lag", "max"): 4000.0, ("acting_staleness", "mean"): 6.0, ("acting_staleness", "p50"): 5.0,
+                   ("acting_staleness", "p95"): 11.0, ("acting_staleness", "max"): 40.0}
+    mine = shares[shares["run_id"] == "scaling-actor0"]
+    assert mine[["kind", "worker", "share"]].values.tolist() == [["env_steps", 0, 0.5], ["env_steps", 1, 0.5],
+                                                                  ["sampled", 0, 0.49], ["sampled", 1, 0.51]]
+    assert made.data["table"].value_counts().to_dict() == {"lag": 40, "shares": 20}
+    assert made.data["table"].is_monotonic_increasing   # the CSV: lag rows, then shares
+
+
+# ---------------------------------------------------------------------- 7. high_utd grid
+def test_utd_grid_and_the_cells_against_single_env(rs):
+    made = utd.data(rs, [].append)
+    data = made.data
+    assert data[["utd", "mitigation", "seeds"]].astype({"mitigation": str}).values.tolist() == [
+        [4.0, "none", 2], [4.0, "LayerNorm", 1], [16.0, "none", 2]]
+    assert data["final_iqm"].tolist() == pytest.approx([102, 301, 22])
+    assert data["return_25k_iqm"].tolist() == pytest.approx([52, 151, 12])
+    assert data["diverged_runs"].tolist() == [0, 0, 2] and data["divergence_rate"].tolist() == [0.0, 0.0, 1.0]
+    assert data["max_abs_q_median"].tolist() == [100.0, 100.0, 5000.0]
+    assert made.parts["single"]["run_id"].tolist() == ["utd-single1", "utd-single3"]
+    (grid_name, grid, _), (vs_name, vs, _) = made.tables
+    assert grid_name == "utd_grid" and vs_name == "utd_against_single_env"
+    assert grid["final return (50k), IQM [95% CI]"].tolist()[1] == "301 (1 seed)"
+    assert grid["diverged"].tolist() == ["0/2", "0/1", "2/2"]
+    # The LayerNorm cell has fewer seeds than single_env: not set against it.
+    assert vs[["architecture", "utd", "mitigation", "seeds"]].values.tolist() == [
+        ["single_env", "0.25", "-", 2], ["high_utd", "4", "none", 2], ["high_utd", "16", "none", 2]]
+    assert vs["final (50k), per seed"].tolist() == ["101, 103", "101, 103", "21, 23"]
+    numbers = _numbers(made)
+    assert numbers["UtdSixteenNoneDiverged"] == "2/2" and numbers["UtdFourLayerNormFinal"] == "301"
+    assert numbers["UtdVsSingleEnvZeroPointTwoFiveFinal"] == "102" and numbers["UtdVsHighUtdSixteenNoneEarly"] == "12"
+    assert numbers["UtdSeeds"] == "1" and numbers["UtdVsSeeds"] == "2"
+
+
+# ---------------------------------------------------------------------- 8. hogwild
+def test_hogwild_configs_with_their_overlap(rs):
+    made = hogwild.data(rs, [].append)
+    assert made.data[["config", "seed", "env_steps_per_sec", "final_holdout_return"]].values.tolist() == [
+        ["hogwild (lock)", 1, 4000.0, 150.0], ["hogwild (lock)", 2, 4200.0, 170.0],
+        ["hogwild (no lock)", 1, 5000.0, 120.0], ["hogwild (no lock)", 2, 5400.0, 180.0],
+        ["single_env", 1, 1000.0, 200.0]]
+    assert made.data["overlap_fraction"].tolist()[:4] == [0.0, 0.0, 0.1, 0.3]
+    assert np.isnan(made.data["overlap_fraction"].iloc[4])
+    numbers = _numbers(made)
+    assert numbers == {"HogHogwildLockSteps": "4,100", "HogHogwildLockFinal": "160.0", "HogHogwildLockWorst": "150.0",
+                       "HogHogwildLockOverlapMax": "0.0", "HogHogwildLockOverlapMin": "0.0",
+                       "HogHogwildNoLockSteps": "5,200", "HogHogwildNoLockFinal": "150.0",
+                       "HogHogwildNoLockWorst": "120.0", "HogHogwildNoLockOverlapMax": "30.0",
+                       "HogHogwildNoLockOverlapMin": "10.0", "HogSingleEnvSteps": "1,000",
+                       "HogSingleEnvFinal": "200.0", "HogSingleEnvWorst": "200.0", "HogSeeds": "1"}
+
+
+# ---------------------------------------------------------------------- without the sweeps, and without matplotlib
+@pytest.mark.parametrize("family, sweep_to_run", [
+    (threads.data, "experiments.sweep threads"), (scaling.data, "experiments.sweep scaling"),
+    (utd.data, "experiments.sweep utd"), (hogwild.data, "experiments.sweep hogwild")])
+def test_a_missing_sweep_gives_no_data_and_names_the_sweep(rs, family, sweep_to_run):
+    notes = []
+    assert family(_only(rs, "architectures"), notes.append) is None
+    assert len(notes) == 1 and sweep_to_run in notes[0]
+
+
+def test_data_functions_load_and_run_without_matplotlib(store):
+    code = ("import json, sys\n"
+            "import analysis.report.common, analysis.report.threads, analysis.report.scaling\n"
+            "import analysis.report.learning, analysis.report.breakdown, analysis.report.utd, analysis.report.hogwild\n"
+            "from analysis.report import FIGURES\n"
+            "from analysis.load import load_runs\n"
+            "rs = load_runs([sys.argv[1]])\n"
+            "made = [name for name, data, _ in FIGURES if data(rs, [].append) is not None]\n"
+            "drawing = sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'seaborn'))\n"
+            "print(json.dumps([made, drawing]))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(store)], cwd=ROOT, capture_output=True, text=True, check=True)
+    made, plotting = json.loads(out.stdout)
+    assert len(made) == 9 and plotting == []
