@@ -64,14 +64,14 @@ _ARCHS = ("single_env", "actor_learner", "vector_env", "hogwild", "high_utd")
 _NO_EVAL = dict(eval_episodes=0, log_every=5_000)
 
 
-def _scaling(steps_by_cost: dict[float, int], workers: list[int]) -> list[Cell]:
+def _scaling(steps_by_cost: dict[float, int], workers: list[int], env: str = "cartpole") -> list[Cell]:
     cells = []
     for cost, steps in steps_by_cost.items():
         budget = dict(_NO_EVAL, env_step_cost_us=cost, total_env_steps=steps, eval_every=steps)
-        cells.append(Cell(("cartpole", "single_env"), dict(budget)))
-        cells.append(Cell(("cartpole",), dict(budget), experiment="components"))  # the cost model's inputs
+        cells.append(Cell((env, "single_env"), dict(budget)))
+        cells.append(Cell((env,), dict(budget), experiment="components"))  # the cost model's inputs
         for arch in ("actor_learner", "vector_env", "hogwild"):
-            cells += [Cell(("cartpole", arch), dict(budget, num_workers=n)) for n in workers]
+            cells += [Cell((env, arch), dict(budget, num_workers=n)) for n in workers]
     return cells
 
 
@@ -135,11 +135,13 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           cells={"small": _headline("cartpole"),
                  "paper": _headline("cartpole") + _headline("minatar_breakout")},
           seeds={"small": 3, "paper": 10}),
-    Sweep("scaling", "env steps/s and updates/s against workers at utd 0.25, cheap and 1 ms env steps, "
-          "with every component's cost recorded for the bound",
-          minutes={"small": 25, "paper": 120},
-          cells={"small": _scaling({0.0: 30_000, 1000.0: 10_000}, [1, 2, 3, 4]),
-                 "paper": _scaling({0.0: 100_000, 1000.0: 30_000}, [1, 2, 3, 4, 6, 8])}),
+    Sweep("scaling", "env steps/s and updates/s against workers at utd 0.25, cheap and 1 ms env steps (and "
+          "MinAtar Breakout), with each setting's components measured for the cost model",
+          minutes={"small": 12, "paper": 120},
+          cells={"small": _scaling({0.0: 30_000, 1000.0: 10_000}, [1, 2, 3, 4])
+                 + _scaling({0.0: 20_000}, [1, 2], env="minatar_breakout"),
+                 "paper": _scaling({0.0: 100_000, 1000.0: 30_000}, [1, 2, 3, 4, 6, 8])
+                 + _scaling({0.0: 50_000}, [1, 2, 4], env="minatar_breakout")}),
     Sweep("utd", "high_utd: utd 1, 4, 16 x mitigations none, LayerNorm, resets, both on CartPole",
           minutes={"small": 240, "paper": 600},
           cells={"small": _utd_grid(50_000), "paper": _utd_grid(100_000)},

@@ -140,7 +140,7 @@ def test_the_scaling_figure_draws_the_model_beside_the_measured_points(tmp_path)
                   {str(n): {"us": x, "p10": x, "p90": x} for n, x in v.items()}) for k, v in COSTS.items()}
     components.main(lambda: {"cores": 2, "costs_us": stored})
     components.observers.append(FileStorageObserver(str(store)))
-    components.add_config(env_step_cost_us=0.0)
+    components.add_config(env_step_cost_us=0.0, env_id="CartPole-v1")
     components.run(options={"--id": "scaling-components", "--loglevel": "ERROR"})
     assert report.main(["--runs", str(store), "--out", str(tmp_path / "report"), "--cache", ""]) == 0
     data = pd.read_csv(tmp_path / "report" / "figures" / "scaling.csv")

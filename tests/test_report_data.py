@@ -58,7 +58,7 @@ def store(tmp_path_factory):
          "env_step_cost_us": 100.0}])
     stored = {k: ({"us": v, "p10": v, "p90": v} if not isinstance(v, dict) else
                   {str(n): {"us": x, "p10": x, "p90": x} for n, x in v.items()}) for k, v in COSTS.items()}
-    _stored(root / "scaling", "components", "scaling-components0", {"env_step_cost_us": 0.0},
+    _stored(root / "scaling", "components", "scaling-components0", {"env_step_cost_us": 0.0, "env_id": "CartPole-v1"},
             {"cores": 2, "costs_us": stored})   # none at 100 us: that column has no prediction
     long = {"total_env_steps": 50_000, "eval_every": 25_000}
     make_runs(FileStorageObserver(str(root / "utd")), [
@@ -111,8 +111,8 @@ def test_threads_keeps_cpu_timings_sorted_and_quotes_one_and_most_threads(rs):
 def test_scaling_sets_measured_rates_beside_the_cost_model(rs):
     notes = []
     made = scaling.data(rs, notes.append)
-    assert notes == ["scaling: no `components` run at env step cost 100 us, so the cost model's prediction is not "
-                     "drawn; run the `scaling` sweep again (it measures them)"]
+    assert notes == ["scaling: no `components` run for CartPole at env step cost 100 us, so the cost model's "
+                     "prediction is not drawn; run the `scaling` sweep again (it measures them)"]
     points = made.parts["points"]
     assert points[["env_step_cost_us", "architecture", "num_workers"]].values.tolist() == [
         [0.0, "actor_learner", 2], [0.0, "hogwild", 2], [0.0, "single_env", 1],

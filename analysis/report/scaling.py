@@ -17,11 +17,13 @@ ROUNDING = {"env_steps_per_sec": 1, "parallel_efficiency": 4, "predicted_env_ste
 """Digits kept in scaling.csv: the medians move by more than this between sweeps."""
 
 
-def _model(note: Note, components: pd.DataFrame, config: pd.Series, cost: float, workers: np.ndarray) -> dict:
-    """The cost model's prediction per (design, workers) at one env step cost, its env steps/s
-    averaged over a whole run as the runs' are; empty, and said, where no components were measured."""
+def _model(note: Note, components: pd.DataFrame, config: pd.Series, env: str, cost: float,
+           workers: np.ndarray) -> dict:
+    """The cost model's prediction per (design, workers) for one env at one env step cost, its env
+    steps/s averaged over a whole run as the runs' are; empty, and said, where no components were
+    measured."""
     if components.empty:
-        note(f"scaling: no `components` run at env step cost {cost:g} us, so the cost model's prediction "
+        note(f"scaling: no `components` run for {env} at env step cost {cost:g} us, so the cost model's prediction "
              "is not drawn; run the `scaling` sweep again (it measures them)")
         return {}
     first = components.iloc[0]
@@ -40,9 +42,9 @@ def _model(note: Note, components: pd.DataFrame, config: pd.Series, cost: float,
     return model
 
 
-def _row(cost: float, arch: str, n: int, value: float, efficiency: float, p) -> dict:
+def _row(env: str, cost: float, arch: str, n: int, value: float, efficiency: float, p) -> dict:
     """One cell of scaling.csv; p is the model's prediction for it (None where none was made)."""
-    return {"env_step_cost_us": cost, "architecture": arch, "num_workers": n,
+    return {"env": env, "env_step_cost_us": cost, "architecture": arch, "num_workers": n,
             "env_steps_per_sec": value, "parallel_efficiency": efficiency,
             "predicted_env_steps_per_sec": p.env_steps_per_sec if p else np.nan,
             "predicted_bottleneck": p.bottleneck if p else "",
@@ -59,40 +61,46 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         return None
     measured = scaling[scaling["experiment"] == "components"]
     rows, columns, singles = [], [], []
-    for cost in sorted(runs["env_step_cost_us"].unique()):
-        part = runs[runs["env_step_cost_us"] == cost]
+    for env, cost in sorted(set(zip(runs["env"], runs["env_step_cost_us"])), key=lambda k: (k[0] != "CartPole", k)):
+        part = runs[(runs["env"] == env) & (runs["env_step_cost_us"] == cost)]
+        tag = () if env == "CartPole" else (env,)  # CartPole's macros keep their names
         single = part[part["architecture"] == "single_env"]
         base = float(single["env_steps_per_sec"].median()) if not single.empty else float("nan")
         workers = np.array(sorted(part.loc[part["architecture"] != "single_env", "num_workers"].unique()))
-        model = _model(note, measured[measured["env_step_cost_us"] == cost], part.iloc[0], cost, workers)
+        model = _model(note, measured[(measured["env"] == env) & (measured["env_step_cost_us"] == cost)], part.iloc[0],
+                       env, cost, workers)
         for arch in ARCH_ORDER[1:4]:
             sub = part[part["architecture"] == arch].groupby("num_workers")["env_steps_per_sec"].median()
             for n, v in sub.items():
-                rows.append(_row(cost, arch, int(n), v, v / (n * base), model.get((arch, int(n)))))
+                rows.append(_row(env, cost, arch, int(n), v, v / (n * base), model.get((arch, int(n)))))
         if np.isfinite(base):
-            rows.append(_row(cost, "single_env", 1, base, 1.0, model.get(("single_env", 1))))
-            singles.append((macro_name("scaling", "single", "cost", int(cost)), base))
-        columns.append({"cost": cost, "base": base, "workers": workers,
+            rows.append(_row(env, cost, "single_env", 1, base, 1.0, model.get(("single_env", 1))))
+            singles.append((macro_name("scaling", *tag, "single", "cost", int(cost)), base))
+        columns.append({"env": env, "cost": cost, "base": base, "workers": workers,
                         "predicted": {key: p.env_steps_per_sec for key, p in model.items()}})
-    points = pd.DataFrame(rows).sort_values(["env_step_cost_us", "architecture", "num_workers"], ignore_index=True)
+    points = pd.DataFrame(rows).sort_values(["env", "env_step_cost_us", "architecture", "num_workers"],
+                                            ignore_index=True)
     made = FigureData(points.round(ROUNDING), parts={"points": points, "columns": columns})
     for name, rate in singles:  # made with each column, before the others as they always were
         made.number(name, rate)
     for _, row in points.iterrows():
         arch, n, cost = row["architecture"], int(row["num_workers"]), int(row["env_step_cost_us"])
+        tag = () if row["env"] == "CartPole" else (row["env"],)
         if arch != "single_env":
-            made.number(macro_name("scaling", arch, n, "cost", cost), row["env_steps_per_sec"])
-            made.number(macro_name("speedup", arch, n, "cost", cost), row["parallel_efficiency"] * n, "{:.2f}")
+            made.number(macro_name("scaling", *tag, arch, n, "cost", cost), row["env_steps_per_sec"])
+            made.number(macro_name("speedup", *tag, arch, n, "cost", cost), row["parallel_efficiency"] * n,
+                        "{:.2f}")
         if np.isfinite(row["predicted_env_steps_per_sec"]):
-            made.number(macro_name("model", arch, n, "cost", cost), row["predicted_env_steps_per_sec"])
-            made.number(macro_name("model", "error", arch, n, "cost", cost), 100 * row["prediction_error"],
+            made.number(macro_name("model", *tag, arch, n, "cost", cost), row["predicted_env_steps_per_sec"])
+            made.number(macro_name("model", "error", *tag, arch, n, "cost", cost), 100 * row["prediction_error"],
                         "{:+.0f}")
     fitted = points[np.isfinite(points["prediction_error"])]
     if not fitted.empty:
         within = fitted[fitted["num_workers"] <= int(measured.iloc[0]["result"]["cores"])]
         made.number("ModelWorstErrorWithinCores", 100 * within["prediction_error"].abs().max(), "{:.0f}")
         table = pd.DataFrame({
-            "env step cost (us)": fitted["env_step_cost_us"].map("{:g}".format), "design": fitted["architecture"],
+            "env": fitted["env"], "env step cost (us)": fitted["env_step_cost_us"].map("{:g}".format),
+            "design": fitted["architecture"],
             "workers": fitted["num_workers"], "measured env steps/s": fitted["env_steps_per_sec"].map("{:,.0f}".format),
             "predicted": fitted["predicted_env_steps_per_sec"].map("{:,.0f}".format),
             "error": fitted["prediction_error"].map(lambda e: f"{100 * e:+.0f}%"),
@@ -109,10 +117,12 @@ def plot(report, made: FigureData) -> None:
     points, columns = made.parts["points"], made.parts["columns"]
     fig, axes = plt.subplots(2, len(columns), figsize=(5 * len(columns), 6.5), squeeze=False, sharex=True)
     for col, column in enumerate(columns):
-        cost, base, workers, predicted = column["cost"], column["base"], column["workers"], column["predicted"]
+        env, cost, base, workers, predicted = (column["env"], column["cost"], column["base"], column["workers"],
+                                               column["predicted"])
         ax, eff = axes[0][col], axes[1][col]
         for arch in ARCH_ORDER[1:4]:
-            sub = points[(points["env_step_cost_us"] == cost) & (points["architecture"] == arch)]
+            sub = points[(points["env"] == env) & (points["env_step_cost_us"] == cost)
+                         & (points["architecture"] == arch)]
             if sub.empty:
                 continue
             ax.plot(sub["num_workers"].to_numpy(), sub["env_steps_per_sec"].to_numpy(), marker="o",
@@ -130,7 +140,7 @@ def plot(report, made: FigureData) -> None:
         _log_axis(ax, "y")
         if col == 0:
             ax.set_ylabel("env steps/s (median over seeds)")
-        ax.set_title(f"env step cost {cost:g} us")
+        ax.set_title(f"{env}, env step cost {cost:g} us")
         ax.legend(fontsize=7)
         eff.axhline(1.0, color="k", ls="--", lw=1)
         if col == 0:
