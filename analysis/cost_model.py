@@ -35,6 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 DESIGNS = ("single_env", "actor_learner", "vector_env", "hogwild")
 """high_utd runs single_env's loop: at the same utd its speed is single_env's."""
 
@@ -64,6 +66,18 @@ def medians(costs: dict) -> dict:
             continue
         keys = {str(k).removeprefix("json://"): v["us"] for k, v in value.items()}
         out[name] = {int(k): v for k, v in keys.items()} if all(k.isdigit() for k in keys) else keys
+    return out
+
+
+def combine(measured: list[dict]) -> dict:
+    """The median of each cost over several measurements (as `medians` returns them)."""
+    first = measured[0]
+    out = {}
+    for name, value in first.items():
+        if isinstance(value, dict):
+            out[name] = {k: float(np.median([m[name][k] for m in measured if k in m.get(name, {})])) for k in value}
+        else:
+            out[name] = float(np.median([m[name] for m in measured if name in m]))
     return out
 
 

@@ -26,8 +26,9 @@ def _model(note: Note, components: pd.DataFrame, config: pd.Series, env: str, co
         note(f"scaling: no `components` run for {env} at env step cost {cost:g} us, so the cost model's prediction "
              "is not drawn; run the `scaling` sweep again (it measures them)")
         return {}
-    first = components.iloc[0]
-    measured_costs, cores = cost_model.medians(first["result"]["costs_us"]), int(first["result"]["cores"])
+    # Several seeds' components: the median of each cost over them.
+    measured_costs = cost_model.combine([cost_model.medians(r["costs_us"]) for r in components["result"]])
+    cores = int(components.iloc[0]["result"]["cores"])
     model = {}
     for p in cost_model.predict_all(measured_costs, utd=float(config["utd"]), cores=cores,
                                     weight_sync_period=int(config["weight_sync_period"] or 10),
