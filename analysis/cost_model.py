@@ -152,23 +152,36 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
         rates = {role: rate / slow for role, rate in rates.items()}
         return _bounded(design, n, rates, n + 1 > cores)
     if design == "vector_env":
-        learn = n * utd * (k["sample"] + k["update"] + c["diagnostics"])  # owed per vector step, overlapped
-        send, recv = _at(c["vector_send"], n), _at(c["vector_recv"], n)
-        # The envs' side of a round trip: their step plus the IPC latency, as measured with the
-        # main process idle; under learning it time-shares the cores with the learner.
-        env_side = max(k["env_step"], _at(c["vector_round_trip"], n) - send - recv)
-        serial = _at(c["act_batch"], n) + send + recv + n * k["fold_store"]
-        slow = 1.0
-        for _ in range(2):  # the busy processes slow each other; settle it in two passes
-            learner_done, envs_done = _shared_finish([learn * slow] + [env_side * slow] * n, cores)
-            step = serial * slow + max(learner_done, envs_done)
-            slow = _contention(c, (serial + learn + n * env_side) / step, cores)
-        rates = {"main": n * 1e6 / (serial + learn), "envs": n * 1e6 / (serial + env_side), "cores": n * 1e6 / step}
-        bottleneck = "learner" if learner_done >= envs_done else "envs"
-        if n + 1 > cores and envs_done > env_side * slow * 1.05 and learner_done < envs_done:
-            bottleneck = "cores"
-        return Prediction(design, n, n * 1e6 / step, bottleneck, n + 1 > cores, rates)
+        parts = _vector_parts(n, c, k, utd, cores)
+        step = parts["step"]
+        anchor = c.get("vector_in_loop")  # one env's vector step, as vector_env's own loop paid it
+        if anchor and utd > 0:  # calibrate the formula at one env; it extrapolates to more
+            step *= anchor / _vector_parts(1, c, k, utd, cores)["step"]
+        rates = {**parts["rates"], "cores": n * 1e6 / step}
+        return Prediction(design, n, n * 1e6 / step, parts["bottleneck"], n + 1 > cores, rates)
     raise ValueError(f"design: unknown {design!r} (valid: {', '.join(DESIGNS)})")
+
+
+def _vector_parts(n: int, c: dict, k: dict, utd: float, cores: int) -> dict:
+    """vector_env's time per vector step at n envs, from the components: the serial part (act for
+    all envs, send, receive, store), then the owed learning and the n env steps at once, sharing
+    the cores; and which of the two finishes last."""
+    learn = n * utd * (k["sample"] + k["update"] + c["diagnostics"])  # owed per vector step, overlapped
+    send, recv = _at(c["vector_send"], n), _at(c["vector_recv"], n)
+    # The envs' side of a round trip: their step plus the IPC latency, as measured with the main
+    # process idle; under learning it time-shares the cores with the learner.
+    env_side = max(k["env_step"], _at(c["vector_round_trip"], n) - send - recv)
+    serial = _at(c["act_batch"], n) + send + recv + n * k["fold_store"]
+    slow = 1.0
+    for _ in range(2):  # the busy processes slow each other; settle it in two passes
+        learner_done, envs_done = _shared_finish([learn * slow] + [env_side * slow] * n, cores)
+        step = serial * slow + max(learner_done, envs_done)
+        slow = _contention(c, (serial + learn + n * env_side) / step, cores)
+    bottleneck = "learner" if learner_done >= envs_done else "envs"
+    if n + 1 > cores and envs_done > env_side * slow * 1.05 and learner_done < envs_done:
+        bottleneck = "cores"
+    return {"step": step, "bottleneck": bottleneck,
+            "rates": {"main": n * 1e6 / (serial + learn), "envs": n * 1e6 / (serial + env_side)}}
 
 
 def over_a_run(design: str, workers: int, costs: dict, *, utd: float, cores: int, total_env_steps: int,
