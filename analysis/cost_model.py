@@ -25,7 +25,11 @@ misses, where the model first over-predicted by 15-40%):
   timers, a short run): between two updates the env steps and stores evict what a warm, alone
   measurement keeps in cache (sample 2.3x, update 1.1x dearer in the loop, CartPole);
 - `contention`: the update's slowdown while every other core runs one too (shared caches,
-  memory bandwidth, SMT siblings); a design with k processes busy at once pays it in proportion.
+  memory bandwidth, SMT siblings); a design with k processes busy at once pays it in proportion;
+- `vector_in_loop`, `hogwild_in_loop`: one env step of those designs with one worker, as a short
+  run of each paid it. vector_env's round trip under learning and hogwild's bookkeeping are not
+  in any component alone (they missed by up to 35% and 13%), so those two formulas are
+  calibrated at one worker and extrapolate from there.
 
 Every prediction names its bottleneck: the role whose rate is the minimum (or `cores` when the
 time-sharing bound is). The report's `scaling` figure and `experiments.plan` both use `predict`.
@@ -140,7 +144,10 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
         return Prediction(design, 1, 1e6 / loop, "process", False, {"process": 1e6 / loop})
     if design == "hogwild":  # every worker busy the whole time: each slowed by the others
         slow = _contention(c, min(n, cores), cores)
-        rates = {"workers": n * 1e6 / (loop * slow), "cores": cores * 1e6 / (loop * slow)}
+        worker = loop
+        if c.get("hogwild_in_loop") and utd > 0:  # one worker's loop as it ran: its bookkeeping included
+            worker = c["hogwild_in_loop"]
+        rates = {"workers": n * 1e6 / (worker * slow), "cores": cores * 1e6 / (worker * slow)}
         return _bounded(design, n, rates, n > cores)
     if design == "actor_learner":
         actor = k["env_step"] + k["act"] + k["fold_store"] - c["store"] + c["ring_write"]  # writes a ring, not a replay

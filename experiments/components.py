@@ -189,8 +189,10 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
     costs.update(_vector_costs(cfg, cores, env.action_space.n))
     costs["in_loop"] = in_loop(cfg, budget_s * 0.15)
     log("  in single_env's loop: " + ", ".join(f"{k} {v['us']:,.1f} us" for k, v in costs["in_loop"].items()))
-    costs["vector_in_loop"] = vector_in_loop(cfg, budget_s * 0.1)
-    log(f"  one vector step of vector_env (1 env) in its own loop: {costs['vector_in_loop']['us']:,.1f} us")
+    costs["vector_in_loop"] = design_in_loop("vector_env", cfg, budget_s * 0.1)
+    costs["hogwild_in_loop"] = design_in_loop("hogwild", cfg, budget_s * 0.1)
+    log(f"  an env step in its own loop, one worker: vector_env {costs['vector_in_loop']['us']:,.1f} us, "
+        f"hogwild {costs['hogwild_in_loop']['us']:,.1f} us")
     costs["contention"] = contention(cfg, cores, learner, batches)
     log(f"  the update with all {cores} cores busy: {costs['contention']['us']:.2f}x its time alone")
     return costs
@@ -213,15 +215,19 @@ def in_loop(cfg: DQNConfig, seconds: float) -> dict:
                    "p90": rows[name]["us_per_call"]} for name in ("act", "env_step", "replay_add", "sample", "update")}
 
 
-def vector_in_loop(cfg: DQNConfig, seconds: float) -> dict:
-    """vector_env's vector step with one env, as its own loop pays it (a short run, learning from
-    the start, no evaluation). The round trip measured with the main process idle missed what a
-    run pays by up to 35% at a 1 ms env step (the learning beside it stretches the envs' reply,
-    and the batched act runs cold), so the model calibrates its vector_env formula here, at
-    one env, and extrapolates to more."""
-    from architectures.vector_env import train
+def design_in_loop(design: str, cfg: DQNConfig, seconds: float) -> dict:
+    """One env step of `design` with one worker, as its own loop pays it (a short run, learning
+    from the start, no evaluation). Two designs pay what their components alone do not show:
+    vector_env's round trip, measured with the main process idle, missed a 1 ms env's run by up
+    to 35% (the learning beside it stretches the envs' reply, and the batched act runs cold);
+    hogwild's worker loop paid 13% more than single_env's for the same components (its
+    per-step and per-update bookkeeping in shared memory). The model calibrates those designs'
+    formulas here, at one worker, and extrapolates to more."""
+    from architectures import get_train_fn
 
-    short = cfg.replace(num_workers=1, eval_episodes=0, checkpoint_every=0, checkpoint_path="", log_every=10**9)
+    train = get_train_fn(design)
+    short = cfg.replace(num_workers=1, eval_episodes=0, checkpoint_every=0, checkpoint_path="", log_every=10**9,
+                        prioritized=False if design == "hogwild" else cfg.prioritized)
     probe = train(short.replace(total_env_steps=300, learning_starts=min(cfg.batch_size, 100), eval_every=300))
     steps = int(min(50_000, max(1_000, seconds * probe["env_steps_per_sec"])))
     result = train(short.replace(total_env_steps=steps, learning_starts=min(steps // 20, cfg.learning_starts),
