@@ -26,10 +26,12 @@ misses, where the model first over-predicted by 15-40%):
   measurement keeps in cache (sample 2.3x, update 1.1x dearer in the loop, CartPole);
 - `contention`: the update's slowdown while every other core runs one too (shared caches,
   memory bandwidth, SMT siblings); a design with k processes busy at once pays it in proportion;
-- `vector_in_loop`, `hogwild_in_loop`: one env step of those designs with one worker, as a short
-  run of each paid it. vector_env's round trip under learning and hogwild's bookkeeping are not
-  in any component alone (they missed by up to 35% and 13%), so those two formulas are
-  calibrated at one worker and extrapolate from there.
+- `vector_act_in_loop`, `vector_round_trip_learning`: vector_env's batched act and its round
+  trip with the owed learning beside the envs' step, as its loop pays them at N envs (alone,
+  they missed a 1 ms env's run by up to 35%); measured at 1, 2, cores and 2 x cores envs;
+- `hogwild_in_loop`: one env step of hogwild's worker loop at one worker, in steady state (its
+  shared-memory bookkeeping made it 13% dearer than single_env's loop of the same components):
+  hogwild's formula is calibrated there and extrapolates to more workers.
 
 Every prediction names its bottleneck: the role whose rate is the minimum (or `cores` when the
 time-sharing bound is). The report's `scaling` figure and `experiments.plan` both use `predict`.
@@ -161,9 +163,11 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
     if design == "vector_env":
         parts = _vector_parts(n, c, k, utd, cores)
         step = parts["step"]
-        anchor = c.get("vector_in_loop")  # one env's vector step, as vector_env's own loop paid it
-        if anchor and utd > 0:  # calibrate the formula at one env; it extrapolates to more
-            step *= anchor / _vector_parts(1, c, k, utd, cores)["step"]
+        if c.get("vector_round_trip_learning") and utd > 0:
+            # The loop's act and round trip (send, the owed learning beside the envs' steps,
+            # receive) as measured in that loop; the components alone missed them by up to 35%.
+            step = (_at(c["vector_act_in_loop"], n) + _at(c["vector_round_trip_learning"], n)
+                    + n * (k["fold_store"] + utd * c["diagnostics"]))
         rates = {**parts["rates"], "cores": n * 1e6 / step}
         return Prediction(design, n, n * 1e6 / step, parts["bottleneck"], n + 1 > cores, rates)
     raise ValueError(f"design: unknown {design!r} (valid: {', '.join(DESIGNS)})")

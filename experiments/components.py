@@ -186,13 +186,11 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
     log(f"  hand-off per transition: write {costs['ring_write']['us']:,.1f} us, drain {costs['ring_drain']['us']:,.1f}"
         f" us; weight publication {costs['weight_publish']['us']:,.1f} us")
     env.close()
-    costs.update(_vector_costs(cfg, cores, env.action_space.n))
+    costs.update(_vector_costs(cfg, cores, learner, policy, replay, rng))
     costs["in_loop"] = in_loop(cfg, budget_s * 0.15)
     log("  in single_env's loop: " + ", ".join(f"{k} {v['us']:,.1f} us" for k, v in costs["in_loop"].items()))
-    costs["vector_in_loop"] = design_in_loop("vector_env", cfg, budget_s * 0.1)
-    costs["hogwild_in_loop"] = design_in_loop("hogwild", cfg, budget_s * 0.1)
-    log(f"  an env step in its own loop, one worker: vector_env {costs['vector_in_loop']['us']:,.1f} us, "
-        f"hogwild {costs['hogwild_in_loop']['us']:,.1f} us")
+    costs["hogwild_in_loop"] = design_in_loop("hogwild", cfg, budget_s * 0.15)
+    log(f"  an env step of hogwild's worker loop (one worker, steady state): {costs['hogwild_in_loop']['us']:,.1f} us")
     costs["contention"] = contention(cfg, cores, learner, batches)
     log(f"  the update with all {cores} cores busy: {costs['contention']['us']:.2f}x its time alone")
     return costs
@@ -216,23 +214,22 @@ def in_loop(cfg: DQNConfig, seconds: float) -> dict:
 
 
 def design_in_loop(design: str, cfg: DQNConfig, seconds: float) -> dict:
-    """One env step of `design` with one worker, as its own loop pays it (a short run, learning
-    from the start, no evaluation). Two designs pay what their components alone do not show:
-    vector_env's round trip, measured with the main process idle, missed a 1 ms env's run by up
-    to 35% (the learning beside it stretches the envs' reply, and the batched act runs cold);
-    hogwild's worker loop paid 13% more than single_env's for the same components (its
-    per-step and per-update bookkeeping in shared memory). The model calibrates those designs'
-    formulas here, at one worker, and extrapolates to more."""
+    """One env step of `design` with one worker, as its own loop pays it in steady state: two
+    runs of S and 2 S env steps (learning from the start, no evaluation), and the second S's
+    share of the time, so start-up and the first, slow updates cancel out. hogwild's worker loop
+    paid 13% more than single_env's for the same components (its per-step and per-update
+    bookkeeping in shared memory), so the model calibrates hogwild's formula here, at one
+    worker, and extrapolates to more."""
     from architectures import get_train_fn
 
     train = get_train_fn(design)
     short = cfg.replace(num_workers=1, eval_episodes=0, checkpoint_every=0, checkpoint_path="", log_every=10**9,
-                        prioritized=False if design == "hogwild" else cfg.prioritized)
-    probe = train(short.replace(total_env_steps=300, learning_starts=min(cfg.batch_size, 100), eval_every=300))
-    steps = int(min(50_000, max(1_000, seconds * probe["env_steps_per_sec"])))
-    result = train(short.replace(total_env_steps=steps, learning_starts=min(steps // 20, cfg.learning_starts),
-                                 eval_every=steps))
-    us = 1e6 / result["env_steps_per_sec"]
+                        prioritized=False, learning_starts=min(cfg.batch_size, cfg.learning_starts))
+    probe = train(short.replace(total_env_steps=500, eval_every=500))
+    steps = int(min(50_000, max(2_000, seconds / 3 * probe["env_steps_per_sec"])))
+    once = train(short.replace(total_env_steps=steps, eval_every=steps))["train_seconds"]
+    twice = train(short.replace(total_env_steps=2 * steps, eval_every=2 * steps))["train_seconds"]
+    us = 1e6 * max(twice - once, 1e-9) / steps
     return {"us": us, "p10": us, "p90": us}
 
 
@@ -283,21 +280,27 @@ def contention(cfg: DQNConfig, cores: int, learner, batches: list) -> dict:
     return {key: value / alone for key, value in busy.items()}
 
 
-def _vector_costs(cfg: DQNConfig, cores: int, num_actions: int) -> dict:
-    """AsyncVectorEnv for N envs: step_async, step_wait once the results are there, and the two
-    back to back with nothing between (the round trip: the envs' step plus the IPC)."""
+def _vector_costs(cfg: DQNConfig, cores: int, learner, policy, replay, rng) -> dict:
+    """AsyncVectorEnv for N envs: step_async, step_wait once the results are there, the two back
+    to back (the round trip: the envs' step plus the IPC), and vector_env's loop without its
+    bookkeeping: act for all envs, send, learn what is owed meanwhile, receive (the batched act
+    and the round trip as the loop pays them: the learning beside the envs stretches their reply
+    and leaves the act cold; measured idle, they missed a 1 ms env's run by up to 35%)."""
+    from fractions import Fraction
+
     from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 
     from architectures import janitor
     from architectures.envs import make_env
 
     janitor.install()
-    send, recv, round_trip = {}, {}, {}
+    out: dict = {name: {} for name in ("vector_round_trip", "vector_send", "vector_recv", "vector_act_in_loop",
+                                       "vector_round_trip_learning")}
     for n in vector_sizes(cores):
         envs = AsyncVectorEnv([functools.partial(make_env, cfg.env_id, cfg.env_step_cost_us)] * n,
                               shared_memory=True, context="spawn", autoreset_mode=AutoresetMode.NEXT_STEP)
         try:
-            envs.reset(seed=list(range(n)))
+            obs, _ = envs.reset(seed=list(range(n)))
             actions = np.zeros(n, dtype=np.int64)
             rt = []
             for _ in range(60):
@@ -314,10 +317,28 @@ def _vector_costs(cfg: DQNConfig, cores: int, num_actions: int) -> dict:
                 began = time.perf_counter()
                 envs.step_wait()
                 recvs.append(1e6 * (time.perf_counter() - began))
+            owed, per_step, acts, loops = Fraction(0), Fraction(str(cfg.utd)) * n, [], []
+            for i in range(20 + int(max(40, 4 / max(float(per_step), 1e-3)))):  # whole update cycles
+                began = time.perf_counter()
+                actions = policy.act_batch(obs, 0.0)
+                acted = time.perf_counter()
+                envs.step_async(actions)
+                owed += per_step
+                while owed >= 1:
+                    learner.update(replay.sample(cfg.batch_size, rng))
+                    owed -= 1
+                obs = envs.step_wait()[0]
+                if i >= 20:
+                    acts.append(1e6 * (acted - began))
+                    loops.append(1e6 * (time.perf_counter() - acted))
         finally:
             envs.close(terminate=True)
-        round_trip[str(n)], send[str(n)], recv[str(n)] = _spread(rt[10:]), _spread(sends), _spread(recvs)
-    return {"vector_round_trip": round_trip, "vector_send": send, "vector_recv": recv}
+        key = str(n)
+        out["vector_round_trip"][key], out["vector_send"][key] = _spread(rt[10:]), _spread(sends)
+        out["vector_recv"][key], out["vector_act_in_loop"][key] = _spread(recvs), _spread(acts)
+        out["vector_round_trip_learning"][key] = {"us": float(np.mean(loops)), "p10": float(np.percentile(loops, 10)),
+                                                  "p90": float(np.percentile(loops, 90))}
+    return out
 
 
 # ---------------------------------------------------------------------- the tracked experiment

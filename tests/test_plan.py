@@ -88,7 +88,7 @@ def test_components_are_measured_with_spread_for_every_model_input():
     costs = measure(DQNConfig(hidden_sizes=(16,), batch_size=16, buffer_size=2_000), cores=2, budget_s=2.0,
                     log=lambda line: None)
     needed = {"env_step", "act", "fold", "store", "sample", "update", "diagnostics", "ring_write", "ring_drain",
-              "weight_publish", "act_batch", "vector_send", "vector_recv", "vector_round_trip", "in_loop", "contention"}
+              "weight_publish", "act_batch", "vector_send", "vector_recv", "vector_round_trip", "in_loop", "contention", "vector_act_in_loop", "vector_round_trip_learning", "hogwild_in_loop"}
     assert needed <= set(costs)
     for name in needed:
         rows = costs[name].values() if "us" not in costs[name] else [costs[name]]
