@@ -318,7 +318,7 @@ def _vector_costs(cfg: DQNConfig, cores: int, learner, policy, replay, rng) -> d
                 envs.step_wait()
                 recvs.append(1e6 * (time.perf_counter() - began))
             owed, per_step, acts, loops = Fraction(0), Fraction(str(cfg.utd)) * n, [], []
-            for i in range(20 + int(max(40, 4 / max(float(per_step), 1e-3)))):  # whole update cycles
+            for i in range(20 + int(max(150, 4 / max(float(per_step), 1e-3)))):  # whole update cycles
                 began = time.perf_counter()
                 actions = policy.act_batch(obs, 0.0)
                 acted = time.perf_counter()
