@@ -191,8 +191,9 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
     log("  in single_env's loop: " + ", ".join(f"{k} {v['us']:,.1f} us" for k, v in costs["in_loop"].items()))
     costs["hogwild_in_loop"] = design_in_loop("hogwild", cfg, budget_s * 0.15)
     log(f"  an env step of hogwild's worker loop (one worker, steady state): {costs['hogwild_in_loop']['us']:,.1f} us")
-    costs["contention"] = contention(cfg, cores, learner, batches)
-    log(f"  the update with all {cores} cores busy: {costs['contention']['us']:.2f}x its time alone")
+    costs["contention"] = contention(cfg, cores, budget_s * 0.05)
+    log(f"  single_env's loop with a loop like it on every other core: {costs['contention']['us']:.2f}x its time "
+        "alone")
     return costs
 
 
@@ -233,51 +234,55 @@ def design_in_loop(design: str, cfg: DQNConfig, seconds: float) -> dict:
     return {"us": us, "p10": us, "p90": us}
 
 
-def _busy(config: dict, seconds: float) -> None:
-    """A co-runner: updates of the same learner, back to back, for `seconds`."""
-    import torch
+def _short_loop(cfg: DQNConfig, steps: int) -> float:
+    """single_env's loop for `steps` env steps (no evaluation): its env steps per second."""
+    from architectures.single_env import train
 
-    from architectures.dqn import DQNLearner
-    from architectures.envs import env_spec
-    from architectures.networks import build_q_network
+    return train(cfg.replace(total_env_steps=steps, learning_starts=steps // 5, eval_episodes=0, log_every=steps,
+                             eval_every=steps, checkpoint_every=0, checkpoint_path=""))["env_steps_per_sec"]
+
+
+def _busy(config: dict, steps: int, running) -> None:
+    """A co-runner: single_env's loop on the same config, one short run after another (it says
+    so on `running` once its first run is done, so the measurement starts when it really runs)."""
+    import torch
 
     torch.set_num_threads(1)
     cfg = DQNConfig.from_dict(config)
-    spec = env_spec(cfg.env_id)
-    learner = DQNLearner(build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm,
-                                         cfg.seed), cfg)
-    rng, b = np.random.default_rng(1), cfg.batch_size
-    obs = (rng.random((b, *spec.obs_shape)) < 0.5).astype(spec.obs_dtype)
-    batch = {"obs": obs, "next_obs": obs.copy(), "action": rng.integers(0, spec.num_actions, b),
-             "reward": rng.random(b).astype(np.float32), "discount": np.full(b, 0.99, np.float32)}
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        learner.update(batch)
+    _short_loop(cfg, 500)
+    running.release()
+    while True:  # until the measuring process stops it
+        _short_loop(cfg, steps)
 
 
-def contention(cfg: DQNConfig, cores: int, learner, batches: list) -> dict:
-    """How much slower the update runs while every other core runs one too (shared caches,
-    memory bandwidth, SMT siblings): the factor the model applies to processes that run at once."""
+def contention(cfg: DQNConfig, cores: int, seconds: float) -> dict:
+    """How much slower single_env's loop runs while a loop like it runs on every other core
+    (shared caches, memory bandwidth, SMT siblings): the factor the model applies, in proportion,
+    to processes that run at once. A co-runner doing bare updates back to back (the first way
+    this was measured) slowed the update 2x, while two hogwild workers, each a loop of env steps,
+    stores and updates, slowed each other 1.14x: the co-runner must be the same kind of loop."""
     import multiprocessing as mp
 
-    b = iter(range(10**9))
-    alone = _timed(lambda: learner.update(batches[next(b) % len(batches)]), 20, blocks=5)["us"]
+    probe = _short_loop(cfg, 400)
+    steps = int(min(100_000, max(2_000, seconds * probe)))
+    alone = [1e6 / _short_loop(cfg, steps) for _ in range(3)]
     if cores < 2:
         return {"us": 1.0, "p10": 1.0, "p90": 1.0}
     ctx = mp.get_context("spawn")
-    seconds = max(2.0, 40 * alone / 1e6 * 5 + 1.5)
-    others = [ctx.Process(target=_busy, args=(cfg.to_dict(), seconds + 2.0), daemon=True) for _ in range(cores - 1)]
+    running = ctx.Semaphore(0)
+    others = [ctx.Process(target=_busy, args=(cfg.to_dict(), steps, running), daemon=True) for _ in range(cores - 1)]
     for proc in others:
         proc.start()
-    time.sleep(1.5)  # the co-runners import torch and start
     try:
-        busy = _timed(lambda: learner.update(batches[next(b) % len(batches)]), 20, blocks=5)
+        for _ in others:  # every co-runner is in its loop before the clock starts
+            running.acquire(timeout=120)
+        busy = [1e6 / _short_loop(cfg, steps) for _ in range(3)]
     finally:
         for proc in others:
-            proc.join(timeout=seconds + 5)
-            if proc.is_alive():
-                proc.kill()
-    return {key: value / alone for key, value in busy.items()}
+            proc.kill()
+            proc.join()
+    ratios = sorted(b / a for b, a in zip(sorted(busy), sorted(alone)))
+    return {"us": float(np.median(busy) / np.median(alone)), "p10": ratios[0], "p90": ratios[-1]}
 
 
 def _vector_costs(cfg: DQNConfig, cores: int, learner, policy, replay, rng) -> dict:
