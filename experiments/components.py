@@ -26,6 +26,9 @@ from architectures.config import DQNConfig
 
 BLOCKS = 9
 """Timed blocks per component: the median is reported, with p10 and p90 as the spread."""
+REPEATS = 3
+"""Passes over the loop-level costs (vector_env's round trips, single_env's and hogwild's loops):
+the median pass is kept (`median_repeat`)."""
 FILL_LIMIT = 200_000
 """Rows the replay is filled with before sampling is timed (its capacity, up to this)."""
 
@@ -186,15 +189,35 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
     log(f"  hand-off per transition: write {costs['ring_write']['us']:,.1f} us, drain {costs['ring_drain']['us']:,.1f}"
         f" us; weight publication {costs['weight_publish']['us']:,.1f} us")
     env.close()
-    costs.update(_vector_costs(cfg, cores, learner, policy, replay, rng))
-    costs["in_loop"] = in_loop(cfg, budget_s * 0.15)
+    # The loops' costs, REPEATS times and interleaved, each the median repeat: on a shared machine
+    # a single pass caught seconds-long slow spells (an update 1.8x, hogwild's loop 2.5x dearer
+    # in one pass than in the next), and the median of three spread over a minute rejects one.
+    repeats = []
+    for _ in range(REPEATS):
+        rep = _vector_costs(cfg, cores, learner, policy, replay, rng)
+        rep["in_loop"] = in_loop(cfg, budget_s * 0.3 / REPEATS)
+        rep["hogwild_in_loop"] = design_in_loop("hogwild", cfg, budget_s * 0.3 / REPEATS)
+        repeats.append(rep)
+    costs.update(median_repeat(repeats))
     log("  in single_env's loop: " + ", ".join(f"{k} {v['us']:,.1f} us" for k, v in costs["in_loop"].items()))
-    costs["hogwild_in_loop"] = design_in_loop("hogwild", cfg, budget_s * 0.15)
     log(f"  an env step of hogwild's worker loop (one worker, steady state): {costs['hogwild_in_loop']['us']:,.1f} us")
     costs["contention"] = contention(cfg, cores, budget_s * 0.05)
     log(f"  single_env's loop with a loop like it on every other core: {costs['contention']['us']:.2f}x its time "
         "alone")
     return costs
+
+
+def median_repeat(repeats: list[dict]) -> dict:
+    """Costs measured in several passes -> one: per cost (and per N or member of a group), the
+    whole {us, p10, p90} of the pass whose `us` is the median (the lower middle of an even count)."""
+    out: dict = {}
+    for name, value in repeats[0].items():
+        if "us" in value:
+            ranked = sorted((r[name] for r in repeats), key=lambda v: v["us"])
+            out[name] = ranked[(len(ranked) - 1) // 2]
+        else:
+            out[name] = median_repeat([r[name] for r in repeats])
+    return out
 
 
 def in_loop(cfg: DQNConfig, seconds: float) -> dict:

@@ -81,6 +81,17 @@ def test_per_n_costs_are_interpolated_between_measured_counts():
         "update": 5.0, "act_batch": {2: 3.0, 4: 4.0}}
 
 
+def test_the_median_pass_is_kept_whole_per_cost_and_per_count():
+    from experiments.components import median_repeat
+
+    passes = [{"hogwild_in_loop": {"us": 9.0, "p10": 8.0, "p90": 10.0}, "vector_send": {"1": {"us": 1.0, "p10": 1.0, "p90": 1.0}}},
+              {"hogwild_in_loop": {"us": 3.0, "p10": 2.0, "p90": 4.0}, "vector_send": {"1": {"us": 7.0, "p10": 6.0, "p90": 8.0}}},
+              {"hogwild_in_loop": {"us": 5.0, "p10": 4.5, "p90": 6.0}, "vector_send": {"1": {"us": 2.0, "p10": 1.5, "p90": 3.0}}}]
+    assert median_repeat(passes) == {"hogwild_in_loop": {"us": 5.0, "p10": 4.5, "p90": 6.0},
+                                     "vector_send": {"1": {"us": 2.0, "p10": 1.5, "p90": 3.0}}}
+    assert median_repeat(passes[:2])["hogwild_in_loop"]["us"] == 3.0  # an even count keeps the lower middle
+
+
 def test_components_are_measured_with_spread_for_every_model_input():
     from architectures.config import DQNConfig
     from experiments.components import measure
