@@ -99,6 +99,8 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     if not fitted.empty:
         within = fitted[fitted["num_workers"] <= int(measured.iloc[0]["result"]["cores"])]
         made.number("ModelWorstErrorWithinCores", 100 * within["prediction_error"].abs().max(), "{:.0f}")
+        made.number("ModelCellsWithinCores", len(within), "{:d}")
+        made.number("ModelCellsWithinCoresWithinTwenty", int((within["prediction_error"].abs() <= 0.2).sum()), "{:d}")
         table = pd.DataFrame({
             "env": fitted["env"], "env step cost (us)": fitted["env_step_cost_us"].map("{:g}".format),
             "design": fitted["architecture"],
