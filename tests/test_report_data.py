@@ -68,15 +68,17 @@ def store(tmp_path_factory):
          "quality": 300.0, **long},
         *[{"run_id": f"utd-u16none{s}", "seed": s, "architecture": "high_utd", "utd": 16.0, "quality": 20.0, **long}
           for s in (1, 3)]])
-    for run_id, arch, lock, seed, speed, final, overlap in [
-            ("lock1", "hogwild", True, 1, 4_000.0, 150.0, 0.0), ("lock2", "hogwild", True, 2, 4_200.0, 170.0, 0.0),
-            ("free1", "hogwild", False, 1, 5_000.0, 120.0, 0.1), ("free2", "hogwild", False, 2, 5_400.0, 180.0, 0.3),
-            ("single1", "single_env", False, 1, 1_000.0, 200.0, None)]:
+    for run_id, arch, lock, seed, speed, final, overlap, adam in [
+            ("lock1", "hogwild", True, 1, 4_000.0, 150.0, 0.0, 1000), ("lock2", "hogwild", True, 2, 4_200.0, 170.0, 0.0, 1000),
+            ("free1", "hogwild", False, 1, 5_000.0, 120.0, 0.1, 990), ("free2", "hogwild", False, 2, 5_400.0, 180.0, 0.3, 995),
+            ("single1", "single_env", False, 1, 1_000.0, 200.0, None, None)]:
         _stored(root / "hogwild", "parallel_dqn", f"hogwild-{run_id}",
                 {"architecture": arch, "num_workers": 4 if arch == "hogwild" else 1, "hogwild_lock": lock,
                  "seed": seed, "env_id": "CartPole-v1"},
                 {"env_steps_per_sec": speed, "final_holdout_return": final, "overlap_fraction": overlap,
-                 "train_seconds": 1.0, "holdout_curve": [{"env_steps": 1000, "return_mean": final}]})
+                 "updates": 1000, "shared_adam_steps": adam, "train_seconds": 1.0,
+                 "holdout_curve": [{"env_steps": 1000, "return_mean": final / 2},
+                                   {"env_steps": 2000, "return_mean": final}]})
     return root
 
 
@@ -267,7 +269,17 @@ def test_hogwild_configs_with_their_overlap(rs):
                        "HogHogwildNoLockSteps": "5,200", "HogHogwildNoLockFinal": "150.0",
                        "HogHogwildNoLockWorst": "120.0", "HogHogwildNoLockOverlapMax": "30.0",
                        "HogHogwildNoLockOverlapMin": "10.0", "HogSingleEnvSteps": "1,000",
-                       "HogSingleEnvFinal": "200.0", "HogSingleEnvWorst": "200.0", "HogSeeds": "1"}
+                       "HogSingleEnvFinal": "200.0", "HogSingleEnvWorst": "200.0", "HogSeeds": "1",
+                       # the lock question: finals (120, 180) against (150, 170) win 2 of 4 pairs; speeds all 4
+                       "HogLockPoiFinalHoldoutReturn": "0.50", "HogLockPoiHoldoutAuc": "0.50",
+                       "HogLockPoiEnvStepsPerSec": "1.00", "HogLostAdamStepsMax": "1.00",
+                       **{k: numbers[k] for k in numbers if k.endswith(("Low", "High"))}}
+    assert made.data["holdout_auc"].tolist()[:2] == [112.5, 127.5]  # the mean of the two checkpoints
+    assert made.data["lost_adam_steps"].tolist()[:4] == pytest.approx([0.0, 0.0, 0.01, 0.005])
+    assert float(numbers["HogLockPoiEnvStepsPerSecLow"]) == 1.0   # every resample keeps the lock-free runs faster
+    assert float(numbers["HogLockPoiFinalHoldoutReturnLow"]) < 0.5 < float(numbers["HogLockPoiFinalHoldoutReturnHigh"])
+    name, table, _ = made.tables[0]
+    assert name == "hogwild_lock" and table["P(no lock > lock) [95% CI]"].str.startswith(("0.50", "1.00")).all()
 
 
 # ---------------------------------------------------------------------- without the sweeps, and without matplotlib

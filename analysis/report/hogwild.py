@@ -1,11 +1,21 @@
 """8. hogwild: lock-free against locked shared-weight updates (the `hogwild` sweep): how often
-optimizer steps overlapped another worker's write, against the return reached, and throughput."""
+optimizer steps overlapped another worker's write and how many of the shared Adam state's step
+increments a race lost, against the return reached (final and mean over checkpoints) and
+throughput; and the lock question itself, as the probability that the lock-free runs learn
+better than the locked ones, with its 95% stratified-bootstrap interval (`hogwild_lock` table)."""
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
+
 from analysis import stats
 from analysis.load import RunSet
-from analysis.report.common import FigureData, Note, _arch_label, _sweep, macro_name
+from analysis.report.common import FigureData, Note, _arch_label, _ci, _sweep, macro_name
+
+LOCK_METRICS = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout over checkpoints",
+                "env_steps_per_sec": "env steps/s"}
+"""What the lock question compares, lock-free against locked, seed by seed pooled."""
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
@@ -15,8 +25,14 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         return None
     runs["config"] = runs.apply(lambda r: f"hogwild ({'lock' if r['hogwild_lock'] else 'no lock'})"
                                 if r["architecture"] == "hogwild" else _arch_label(r), axis=1)
-    data = runs[["run_id", "config", "seed", "env_steps_per_sec", "final_holdout_return", "overlap_fraction",
-                 "mean_version_gap"]].sort_values(["config", "seed"], ignore_index=True)
+    holdout = rs.holdout[rs.holdout["run_id"].isin(runs["run_id"])]
+    runs["holdout_auc"] = runs["run_id"].map(holdout.groupby("run_id")["return_mean"].mean())
+    adam = runs["shared_adam_steps"] if "shared_adam_steps" in runs else pd.Series(np.nan, index=runs.index)
+    # increments of the shared step count that a race overwrote (a read-modify-write of another worker)
+    runs["lost_adam_steps"] = 1.0 - pd.to_numeric(adam, errors="coerce") / runs["updates"].where(runs["updates"] > 0)
+    data = runs[["run_id", "config", "seed", "env_steps_per_sec", "final_holdout_return", "holdout_auc",
+                 "overlap_fraction", "lost_adam_steps", "mean_version_gap"]].sort_values(["config", "seed"],
+                                                                                        ignore_index=True)
     made = FigureData(data)
     for config, group in data.groupby("config"):
         made.number(macro_name("hog", config.replace("(", "").replace(")", ""), "steps"),
@@ -30,7 +46,35 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
             made.number(macro_name("hog", config.replace("(", "").replace(")", ""), "overlap", "min"),
                         100 * group["overlap_fraction"].min(), "{:.1f}")
     made.number("HogSeeds", int(data.groupby("config").size().min()), "{}")
+    _lock_question(made, data)
     return made
+
+
+def _lock_question(made: FigureData, data: pd.DataFrame) -> None:
+    """P(lock-free > locked) per metric, with its interval, and each side's IQM: the table
+    `hogwild_lock` and macros HogLockPoi<Metric> (with Low, High)."""
+    free, locked = data[data["config"] == "hogwild (no lock)"], data[data["config"] == "hogwild (lock)"]
+    if free.empty or locked.empty:
+        return
+    rows = []
+    for metric, label in LOCK_METRICS.items():
+        x, y = free[metric].dropna().to_numpy(), locked[metric].dropna().to_numpy()
+        if len(x) == 0 or len(y) == 0:
+            continue
+        p, low, high = stats.probability_of_improvement_interval(x, y)
+        fmt = "{:,.0f}" if metric == "env_steps_per_sec" else "{:.1f}"
+        rows.append({"metric": label, "seeds (no lock, lock)": f"{len(x)}, {len(y)}",
+                     "no lock IQM [95% CI]": _ci(*stats.interval(x, "iqm"), fmt),
+                     "lock IQM [95% CI]": _ci(*stats.interval(y, "iqm"), fmt),
+                     "P(no lock > lock) [95% CI]": _ci(p, low, high, "{:.2f}")})
+        for suffix, value in (("", p), ("low", low), ("high", high)):
+            made.number(macro_name("hog", "lock", "poi", metric, *[suffix][:bool(suffix)]), value, "{:.2f}")
+    lost = free["lost_adam_steps"].dropna()
+    if not lost.empty:
+        made.number("HogLostAdamStepsMax", 100 * lost.max(), "{:.2f}")
+    made.table("hogwild_lock", pd.DataFrame(rows),
+               "hogwild without the lock against with it (2 workers, the hogwild sweep): the probability that a "
+               "lock-free run beats a locked one, per metric, with 95% stratified-bootstrap intervals")
 
 
 def plot(report, made: FigureData) -> None:
