@@ -341,6 +341,11 @@ class LearnerLoop:
             return None
         check_owner(saved, self.architecture, self.cfg)
         self.load_state_dict(saved["loop"])
+        # The parking points are rebuilt from this config, whose checkpoint_every may differ from
+        # the saved run's: the next one is the first past the saved env steps, never a saved index
+        # (tests/test_resume.py::test_a_resume_with_another_checkpoint_period_parks_at_the_new_schedule).
+        self.next_stop = next((i for i, stop in enumerate(self.stops) if stop.env_steps > saved["env_steps"]),
+                              len(self.stops))
         self._clock_before = saved["train_seconds"]
         self.resumed_from_env_steps = saved["env_steps"]
         self.next_log = (saved["env_steps"] // self.cfg.log_every + 1) * self.cfg.log_every

@@ -49,7 +49,17 @@ def _command(named, overrides, checkpoint, out) -> list[str]:
 
 
 def _shm() -> set[str]:
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    """Shared-memory segments and named semaphores in /dev/shm that no live process maps: leaked
+    ones (those of other runs on the machine, in use, are mapped by their processes)."""
+    names = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    mapped = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/maps") as f:
+                mapped.update(line.rsplit("/dev/shm/", 1)[1].split()[0] for line in f if "/dev/shm/" in line)
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return names - mapped
 
 
 def _saved_steps(checkpoint) -> int:
@@ -58,9 +68,10 @@ def _saved_steps(checkpoint) -> int:
     return int(torch.load(checkpoint, weights_only=False)["env_steps"])
 
 
-def kill_mid_run_and_resume(tmp_path, named, overrides, timeout=150):
-    """Start the run, SIGKILL its process group once a checkpoint exists, start it again; returns
-    (the resumed run's run.json, its metrics, the processes alive at the kill)."""
+def kill_mid_run_and_resume(tmp_path, named, overrides, timeout=150, on_resume=None):
+    """Start the run, SIGKILL its process group once a checkpoint exists, start it again (with
+    `on_resume` overrides, which checkpoint.MAY_DIFFER allows); returns (the resumed run's
+    run.json, its metrics, the processes alive at the kill)."""
     out, checkpoint = tmp_path / "runs", tmp_path / "run.pt"
     shm_before = _shm()
     cmd = _command(named, overrides, checkpoint, out)
@@ -76,7 +87,8 @@ def kill_mid_run_and_resume(tmp_path, named, overrides, timeout=150):
     assert checkpoint.exists()
     saved = _saved_steps(checkpoint)
     assert SAVE_EVERY <= saved < TOTAL  # killed after a checkpoint, before the end
-    second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    again = _command(named, {**overrides, **(on_resume or {})}, checkpoint, out)
+    second = subprocess.run(again, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     assert second.returncode == 0, second.stderr[-3000:]
     runs = sorted((p for p in out.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
     with open(runs[-1] / "run.json") as f:
@@ -132,6 +144,17 @@ def test_a_run_killed_whole_resumes_with_exact_counts_and_nothing_left_behind(tm
     limit = 0 if name in ("single_env", "high_utd") else cfg.num_workers * (cfg.n_step - 1)
     assert 0 <= result["dropped_on_resume"] <= limit
     assert result["checkpoint_seconds"] > 0 and result["checkpoints_written"] >= 1
+
+
+@pytest.mark.parametrize("name, every", [("actor_learner", 3_000), ("hogwild", 0)])
+def test_a_resume_with_another_checkpoint_period_parks_at_the_new_schedule(tmp_path, name, every):
+    """The parking points are rebuilt from the resumed config; the next one is found by env steps
+    (saved at 2,000 or 6,000 every 2,000: resumed every 3,000 it parks next at 3,000 or 9,000, and
+    never skips the holdout checkpoint at 4,000 or 8,000; resumed with saves off, only at those)."""
+    named, overrides = DESIGNS[name]
+    run, _ = kill_mid_run_and_resume(tmp_path, named, overrides, on_resume={"checkpoint_every": every})
+    assert run["status"] == "COMPLETED" and run["result"]["env_steps"] == TOTAL
+    assert [h["env_steps"] for h in run["info"]["holdout"]] == [4_000, 8_000, 12_000]
 
 
 def test_actor_learner_on_ray_resumes_after_a_group_kill(tmp_path):
