@@ -161,6 +161,9 @@ def check_runs(runs: list[RunSpec], overrides: Overrides) -> None:
     for name in overrides.named:
         if name not in NAMED_CONFIGS:
             raise ConfigError(f"with {name}: unknown named config (valid: {', '.join(NAMED_CONFIGS)})")
+        if name in ARCHITECTURE_CONFIGS:  # it would relabel every cell's design behind the sweep's back
+            raise ConfigError(f"with {name}: an architecture's named config; the sweep's cells choose the "
+                              "architecture (pick a sweep, or `python -m experiments.train with ...` for one design)")
     for key in ("architecture", "seed"):
         if key in overrides.updates:
             raise ConfigError(f"{key}: set by the sweep itself (each cell's architecture, --seeds), not by `with`")
