@@ -265,17 +265,34 @@ def _short_loop(cfg: DQNConfig, steps: int) -> float:
                              eval_every=steps, checkpoint_every=0, checkpoint_path=""))["env_steps_per_sec"]
 
 
-def _busy(config: dict, steps: int, running) -> None:
+def _busy(config: dict, steps: int, running, parent: int) -> None:
     """A co-runner: single_env's loop on the same config, one short run after another (it says
     so on `running` once its first run is done, so the measurement starts when it really runs)."""
+    import os
+
     import torch
 
+    _die_with_parent()
+    if os.getppid() != parent:  # it died before the death signal was armed
+        return
     torch.set_num_threads(1)
     cfg = DQNConfig.from_dict(config)
     _short_loop(cfg, 500)
     running.release()
-    while True:  # until the measuring process stops it
+    while os.getppid() == parent:  # until the measuring process stops it, or is gone
         _short_loop(cfg, steps)
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when its parent dies (a killed `plan` or `on_device` leaves no
+    co-runner spinning on the cores); elsewhere the co-runner's loop checks its parent instead."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def contention(cfg: DQNConfig, cores: int, seconds: float) -> dict:
@@ -285,6 +302,7 @@ def contention(cfg: DQNConfig, cores: int, seconds: float) -> dict:
     this was measured) slowed the update 2x, while two hogwild workers, each a loop of env steps,
     stores and updates, slowed each other 1.14x: the co-runner must be the same kind of loop."""
     import multiprocessing as mp
+    import os
 
     probe = _short_loop(cfg, 400)
     steps = int(min(100_000, max(2_000, seconds * probe)))
@@ -293,12 +311,15 @@ def contention(cfg: DQNConfig, cores: int, seconds: float) -> dict:
         return {"us": 1.0, "p10": 1.0, "p90": 1.0}
     ctx = mp.get_context("spawn")
     running = ctx.Semaphore(0)
-    others = [ctx.Process(target=_busy, args=(cfg.to_dict(), steps, running), daemon=True) for _ in range(cores - 1)]
+    others = [ctx.Process(target=_busy, args=(cfg.to_dict(), steps, running, os.getpid()),
+                          daemon=True) for _ in range(cores - 1)]
     for proc in others:
         proc.start()
     try:
         for _ in others:  # every co-runner is in its loop before the clock starts
-            running.acquire(timeout=120)
+            if not running.acquire(timeout=120):
+                dead = [p.exitcode for p in others if not p.is_alive()]
+                raise RuntimeError(f"contention: a co-runner never started its loop (exit codes {dead})")
         busy = [1e6 / _short_loop(cfg, steps) for _ in range(3)]
     finally:
         for proc in others:

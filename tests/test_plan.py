@@ -163,3 +163,50 @@ def test_the_scaling_figure_draws_the_model_beside_the_measured_points(tmp_path)
     assert actor["prediction_error"] == pytest.approx(actor["env_steps_per_sec"] / expected - 1, abs=1e-3)
     table = (tmp_path / "report" / "tables" / "scaling_model.md").read_text()
     assert "| 0 | hogwild | 2 |" in table and "predicted bottleneck" in table
+
+
+def test_a_killed_contention_measurement_leaves_no_co_runner_behind():
+    """The co-runners loop until told to stop; SIGKILLing the measuring process (as on_device's
+    time limit does) must take them with it (components._die_with_parent)."""
+    import os
+    import signal
+    import time
+
+    from tests.test_actor_learner import alive, descendants
+
+    code = ("import time\n"
+            "from architectures.config import DQNConfig\n"
+            "import experiments.components as components\n"
+            "calls = []\n"
+            "def measuring_loop(cfg, steps):  # the parent's own loops: instant, then stuck while co-runners run\n"
+            "    calls.append(steps)\n"
+            "    if len(calls) > 4:\n"
+            "        time.sleep(600)\n"
+            "    return 1000.0\n"
+            "if __name__ == '__main__':\n"
+            "    components._short_loop = measuring_loop\n"
+            "    components.contention(DQNConfig(hidden_sizes=(16,), batch_size=16, buffer_size=2_000), 3, 1.0)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        runners: list[int] = []
+        while len(runners) < 2 and time.monotonic() < deadline:  # both co-runners spawned
+            runners = [p for p in descendants(proc.pid) if "spawn_main" in _cmdline(p)]
+            time.sleep(0.2)
+        assert len(runners) >= 2, "the co-runners never started"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while alive(runners) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert alive(runners) == [], "a co-runner outlived the killed measurement"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline") as f:
+            return f.read()
+    except OSError:
+        return ""
