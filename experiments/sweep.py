@@ -125,12 +125,22 @@ def _sacred_value(value) -> str:
 _QUIET_KEYS = {"eval_episodes", "log_every", "eval_every", "learning_starts", "eps_decay_steps", "buffer_size"}
 
 
+def one_env(cells: list, overrides: Overrides) -> list:
+    """With `env_id` overridden, the cells of the sweep's first env only: a grid that also holds
+    MinAtar cells (scaling, the paper-scale headline) would otherwise run the user's env twice,
+    under two envs' learner settings, and the report would pool them as one env's points."""
+    if "env_id" not in overrides.updates or not cells:
+        return cells
+    envs = [next((n for n in c.named if n not in ARCHITECTURE_CONFIGS), None) for c in cells]
+    return [c for c, env in zip(cells, envs) if env == envs[0]]
+
+
 def expand(sweep: Sweep, scale: str, seeds: int | None, overrides: Overrides | None = None) -> list[RunSpec]:
     """The sweep's runs: every cell, with `overrides` after the cell's own named configs and
     updates (as Sacred applies them), crossed with the seeds; ids hash the resolved cell."""
     overrides = overrides or Overrides()
     runs = []
-    for cell in sweep.cells[scale]:
+    for cell in one_env(sweep.cells[scale], overrides):
         experiment = cell.experiment or sweep.experiment
         if experiment != "train":
             architecture = experiment  # not an architecture: always available
@@ -376,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
                                      usage="%(prog)s NAME [options] [with NAMED ... KEY=VALUE ...]")
     parser.add_argument("name", help=f"one of: {', '.join(SWEEPS)}")
     parser.add_argument("--seeds", type=int, help="seeds per grid cell (default: the sweep's, per scale)")
-    parser.add_argument("--out", help="run store and logs (default: results/sweeps/NAME)")
+    parser.add_argument("--out", help="run store and logs (default: results/sweeps/NAME, or NAME-with-<hash of the overrides>)")
     parser.add_argument("--mongo", metavar="URL", help="store runs in MongoDB, e.g. mongodb://localhost:27017/dqn")
     parser.add_argument("--dry-run", action="store_true", help="list the runs and the estimate; run nothing")
     parser.add_argument("--nice", action="store_true", help="run below normal priority (os.nice 10)")

@@ -134,7 +134,10 @@ def test_overrides_make_other_runs_and_show_in_the_listing(env_dir, tmp_path):
 
     plain = {r.run_id for r in expand(SWEEPS["scaling"], "small", 1)}
     mine = expand(SWEEPS["scaling"], "small", 1, Overrides.parse([f"env_id={ENV_ID}", "hidden_sizes=[256,256]"]))
-    assert plain.isdisjoint(r.run_id for r in mine) and len(mine) == len(plain)
+    cartpole = [r for r in expand(SWEEPS["scaling"], "small", 1) if r.named[0] == "cartpole"]
+    assert len(cartpole) < len(plain)  # the sweep also holds MinAtar cells ...
+    assert plain.isdisjoint(r.run_id for r in mine) and len(mine) == len(cartpole)  # ... which a new env_id leaves out
+    assert {r.named[0] for r in mine} == {"cartpole"}
     assert all(r.config()["env_id"] == ENV_ID and r.config()["hidden_sizes"] == [256, 256] for r in mine)
     again = expand(SWEEPS["scaling"], "small", 1, Overrides.parse(["hidden_sizes=[256,256]", f"env_id={ENV_ID}"]))
     assert [r.run_id for r in again] == [r.run_id for r in mine]  # the same overrides: the same runs
