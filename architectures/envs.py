@@ -94,7 +94,11 @@ def make_env(env_id: str, env_step_cost_us: float = 0.0) -> gym.Env:
     if problem:
         raise ConfigError(f"env_id: {problem}")
     # The passive env checker only inspects the first steps but stays in the call path.
-    env = gym.make(env_id, disable_env_checker=True)
+    try:
+        env = gym.make(env_id, disable_env_checker=True)
+    except Exception as err:  # noqa: BLE001 - the user's own constructor: whatever it raises, one line
+        message = " ".join(str(err).split())[:200]
+        raise ConfigError(f"env_id: {env_id!r} could not be made: {type(err).__name__}: {message}") from err
     if not isinstance(env.action_space, gym.spaces.Discrete):
         env.close()
         raise ConfigError(f"env_id: {env_id!r} has action space {_one_line(env.action_space)}; DQN needs a "

@@ -32,7 +32,10 @@ BROKEN = {
         "action_space = gym.spaces.Discrete(2)", "action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)")
     + CORRIDOR.replace("Corridor-v0", "DiscreteObs-v0").replace(
         "observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)",
-        "observation_space = gym.spaces.Discrete(11)"),
+        "observation_space = gym.spaces.Discrete(11)")
+    + "\n\nclass Crashes(gym.Env):\n    def __init__(self):\n"
+      "        raise RuntimeError('simulator licence not found\\n(ask the admin)')\n\n\n"
+      "gym.register('Crashes-v0', entry_point=Crashes)\n",
 }
 ENV_ID = "user_envs:Corridor-v0"  # the README names its module my_envs; here it is user_envs.py
 TINY = dict(env_id=ENV_ID, total_env_steps=2_000, eval_every=1_000, eval_episodes=2, learning_starts=200,
@@ -95,6 +98,7 @@ def test_a_bad_env_id_is_one_line_naming_the_key(env_dir, env_id, message):
 @pytest.mark.parametrize("env_id, message", [
     ("user_envs_spaces:BoxActions-v0", "has action space Box(-1.0, 1.0, (1,), float32); DQN needs a Discrete"),
     ("user_envs_spaces:DiscreteObs-v0", "has observation space Discrete(11); the Q-network needs a Box"),
+    ("user_envs_spaces:Crashes-v0", "could not be made: RuntimeError: simulator licence not found (ask the admin)"),
 ])
 def test_spaces_dqn_cannot_use_stop_the_run_before_anything_is_recorded(env_dir, tmp_path, env_id, message):
     out = tmp_path / "runs"
