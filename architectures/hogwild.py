@@ -113,6 +113,7 @@ def _act_and_learn(index: int, arrays: dict, cfg: DQNConfig, online, target, opt
     perf = time.perf_counter
     times = {name: float(status[f"t_{name}"]) for name in ("sample", "gradient", "apply")}
     updates = int(status["updates"])
+    counted = int(status["replay_resampled"]), int(status["replay_write_waits"])  # before a resume
     for k in range(first_stop, len(run_stops)):
         while loop.steps < stop_at[k]:
             # -------------------------------------------------------------- acting
@@ -157,7 +158,8 @@ def _act_and_learn(index: int, arrays: dict, cfg: DQNConfig, online, target, opt
         # ------------------------------------------------------------------ park at the stop
         publish_times(status, {"env_step": loop.env_s + loop.fold_s, "act": loop.act_s, **times})
         if cfg.hogwild_replay == "shared":
-            status["replay_resampled"], status["replay_write_waits"] = replay.resampled, replay.write_waits
+            status["replay_resampled"] = counted[0] + replay.resampled  # this process's counts, after the saved
+            status["replay_write_waits"] = counted[1] + replay.write_waits
         status["env_steps"] = loop.steps
         status["adam_steps"] = float(learner.optimizer.steps[0])  # what this worker's Adam state has counted
         park(k, run_stops, status, control, waiter, state_pipe, lambda: {
