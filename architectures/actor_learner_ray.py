@@ -227,7 +227,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 driver.learn_owed(global_steps, limit=8)  # then fetch again, so the actors never wait long
             elif (not any(pending) and int(requested.sum()) == global_steps == driver.stops[k].env_steps):
                 # ---------------------------------------------------------- evaluation / checkpoint (actors idle)
-                if driver.at_stop(global_steps, lambda: {**books.parts(ray.get([a.state.remote() for a in actors])),
+                if driver.at_stop(global_steps, lambda: {**books.parts(
+                        [fetch(ray, ref, i, status[i]) for i, ref in enumerate([a.state.remote() for a in actors])]),
                                                          "received": received.copy()}):
                     break
                 after_stop[:] = True
