@@ -147,7 +147,7 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
     if design == "hogwild":  # every worker busy the whole time: each slowed by the others
         slow = _contention(c, min(n, cores), cores)
         worker = loop
-        if c.get("hogwild_in_loop") and utd > 0:  # one worker's loop as it ran: its bookkeeping included
+        if c.get("hogwild_in_loop") and _loops_apply(c, utd):  # one worker's loop as it ran: bookkeeping included
             worker = c["hogwild_in_loop"]
         rates = {"workers": n * 1e6 / (worker * slow), "cores": cores * 1e6 / (worker * slow)}
         return _bounded(design, n, rates, n > cores)
@@ -163,7 +163,7 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
     if design == "vector_env":
         parts = _vector_parts(n, c, k, utd, cores)
         step = parts["step"]
-        if c.get("vector_round_trip_learning") and utd > 0:
+        if c.get("vector_round_trip_learning") and _loops_apply(c, utd):
             # The loop's act and round trip (send, the owed learning beside the envs' steps,
             # receive) as measured in that loop; the components alone missed them by up to 35%.
             step = (_at(c["vector_act_in_loop"], n) + _at(c["vector_round_trip_learning"], n)
@@ -171,6 +171,14 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
         rates = {**parts["rates"], "cores": n * 1e6 / step}
         return Prediction(design, n, n * 1e6 / step, parts["bottleneck"], n + 1 > cores, rates)
     raise ValueError(f"design: unknown {design!r} (valid: {', '.join(DESIGNS)})")
+
+
+def _loops_apply(c: dict, utd: float) -> bool:
+    """Whether the loops measured whole (hogwild_in_loop, vector_round_trip_learning) stand for a
+    run at `utd`: they were measured learning at `loops_utd` (older measurements do not say: then
+    at any utd > 0); elsewhere the model builds the loop from its components."""
+    measured = c.get("loops_utd")
+    return utd > 0 and (measured is None or abs(float(measured) - utd) < 1e-9)
 
 
 def _vector_parts(n: int, c: dict, k: dict, utd: float, cores: int) -> dict:

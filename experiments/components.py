@@ -199,6 +199,8 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
         rep["hogwild_in_loop"] = design_in_loop("hogwild", cfg, budget_s * 0.3 / REPEATS)
         repeats.append(rep)
     costs.update(median_repeat(repeats))
+    # hogwild's and vector_env's loops are measured at this utd: the model uses them only there.
+    costs["loops_utd"] = {"us": float(cfg.utd), "p10": float(cfg.utd), "p90": float(cfg.utd)}
     log("  in single_env's loop: " + ", ".join(f"{k} {v['us']:,.1f} us" for k, v in costs["in_loop"].items()))
     log(f"  an env step of hogwild's worker loop (one worker, steady state): {costs['hogwild_in_loop']['us']:,.1f} us")
     costs["contention"] = contention(cfg, cores, budget_s * 0.05)

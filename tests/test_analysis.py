@@ -77,6 +77,16 @@ def test_cache_is_reused_until_a_run_changes(headline_store, tmp_path):
     assert len(os.listdir(cache)) == 2
 
 
+def test_a_new_column_is_never_served_from_an_old_cache(headline_store, tmp_path, monkeypatch):
+    import analysis.load as load
+
+    cache = tmp_path / "cache"
+    load_runs([str(headline_store)], cache_dir=str(cache))
+    monkeypatch.setattr(load, "RESULT_COLUMNS", [*load.RESULT_COLUMNS, "a_new_result"])
+    fresh = load_runs([str(headline_store)], cache_dir=str(cache))
+    assert "a_new_result" in fresh.runs.columns and len(os.listdir(cache)) == 2
+
+
 def test_report_end_to_end_on_a_tiny_store(headline_store, tmp_path):
     out = tmp_path / "paper"
     report = report_mod.build([str(headline_store)], str(out))

@@ -54,6 +54,18 @@ def test_single_env_and_hogwild_follow_the_loop_cost_exactly():
     assert predict("hogwild", 3, COSTS, utd=0.25, cores=2).env_steps_per_sec == pytest.approx(2e6 / loop)
 
 
+def test_a_loop_measured_whole_stands_only_for_the_utd_it_ran_at():
+    loop = 10 + 10 + 2 + 2 + 0.25 * (20 + 580)
+    measured = {**COSTS, "hogwild_in_loop": 250.0, "loops_utd": 0.25}
+    assert predict("hogwild", 1, measured, utd=0.25, cores=2).env_steps_per_sec == pytest.approx(1e6 / 250.0)
+    at_one = 10 + 10 + 2 + 2 + 1.0 * (20 + 580)  # at utd 1 the model builds the loop from its components
+    assert predict("hogwild", 1, measured, utd=1.0, cores=2).env_steps_per_sec == pytest.approx(1e6 / at_one)
+    unsaid = {**COSTS, "hogwild_in_loop": 250.0}  # older measurements: taken at any utd > 0, as before
+    assert predict("hogwild", 1, unsaid, utd=1.0, cores=2).env_steps_per_sec == pytest.approx(1e6 / 250.0)
+    assert predict("hogwild", 1, measured, utd=0.0, cores=2).env_steps_per_sec == pytest.approx(
+        1e6 / (loop - 0.25 * 600))
+
+
 def test_actor_learner_is_the_learners_rate_when_the_learner_is_slowest():
     learner = 0.25 * (20 + 580 + 10 + 10 / 10) + 2  # sample, update, diagnostics, publish share; drain
     p = predict("actor_learner", 2, COSTS, utd=0.25, cores=4)

@@ -272,7 +272,8 @@ def test_hogwild_configs_with_their_overlap(rs):
                        "HogSingleEnvFinal": "200.0", "HogSingleEnvWorst": "200.0", "HogSeeds": "1",
                        # the lock question: finals (120, 180) against (150, 170) win 2 of 4 pairs; speeds all 4
                        "HogLockPoiFinalHoldoutReturn": "0.50", "HogLockPoiHoldoutAuc": "0.50",
-                       "HogLockPoiEnvStepsPerSec": "1.00", "HogLostAdamStepsMax": "1.00",
+                       "HogLockPoiEnvStepsPerSec": "1.00", "HogLostAdamStepsMax": "10",
+                       "HogLostAdamStepsMaxPercent": "1.000",
                        **{k: numbers[k] for k in numbers if k.endswith(("Low", "High"))}}
     assert made.data["holdout_auc"].tolist()[:2] == [112.5, 127.5]  # the mean of the two checkpoints
     assert made.data["lost_adam_steps"].tolist()[:4] == pytest.approx([0.0, 0.0, 0.01, 0.005])

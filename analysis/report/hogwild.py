@@ -31,7 +31,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     # increments of the shared step count that a race overwrote (a read-modify-write of another worker)
     runs["lost_adam_steps"] = 1.0 - pd.to_numeric(adam, errors="coerce") / runs["updates"].where(runs["updates"] > 0)
     data = runs[["run_id", "config", "seed", "env_steps_per_sec", "final_holdout_return", "holdout_auc",
-                 "overlap_fraction", "lost_adam_steps", "mean_version_gap"]].sort_values(["config", "seed"],
+                 "overlap_fraction", "updates", "lost_adam_steps", "mean_version_gap"]].sort_values(["config", "seed"],
                                                                                         ignore_index=True)
     made = FigureData(data)
     for config, group in data.groupby("config"):
@@ -70,8 +70,10 @@ def _lock_question(made: FigureData, data: pd.DataFrame) -> None:
         for suffix, value in (("", p), ("low", low), ("high", high)):
             made.number(macro_name("hog", "lock", "poi", metric, *[suffix][:bool(suffix)]), value, "{:.2f}")
     lost = free["lost_adam_steps"].dropna()
-    if not lost.empty:
-        made.number("HogLostAdamStepsMax", 100 * lost.max(), "{:.2f}")
+    if not lost.empty:  # the worst run's lost increments, as a count of Adam steps and a share of them
+        worst = lost.idxmax()
+        made.number("HogLostAdamStepsMax", round(lost[worst] * free.loc[worst, "updates"]), "{:,.0f}")
+        made.number("HogLostAdamStepsMaxPercent", 100 * lost[worst], "{:.3f}")
     made.table("hogwild_lock", pd.DataFrame(rows),
                "hogwild without the lock against with it (2 workers, the hogwild sweep): the probability that a "
                "lock-free run beats a locked one, per metric, with 95% stratified-bootstrap intervals")
