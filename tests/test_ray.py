@@ -114,8 +114,12 @@ def test_no_transition_is_lost_or_duplicated(ray_run):
     made = sum(r["worker_transitions"])
     assert 6_000 - 2 * (3 - 1) <= made <= 6_000
     assert r["worker_shares"]["env_steps"] == [0.5, 0.5]
-    for share in r["worker_shares"]["replay"] + r["worker_shares"]["sampled"]:
-        assert abs(share - 0.5) <= 0.05
+    for share in r["worker_shares"]["replay"]:  # equal env steps, so equal rows (n - 1 pending starts aside)
+        assert abs(share - 0.5) <= 0.01
+    # The sampled share also depends on when each actor's rows arrived (a replay sampled while one
+    # actor is ahead over-represents it): it came out 0.556 once with other runs on the machine.
+    for share in r["worker_shares"]["sampled"]:
+        assert abs(share - 0.5) <= 0.1
 
 
 def test_diagnostics_as_the_local_backend_reports_them(ray_run):
