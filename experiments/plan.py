@@ -47,6 +47,11 @@ def _config(tokens: list[str]):
     return DQNConfig.from_dict(values), overrides
 
 
+def _last_line(proc: subprocess.CompletedProcess) -> str:
+    """A failed child's last line of stderr, or its exit code when it said nothing."""
+    return (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}, nothing on stderr"])[-1]
+
+
 def _threads(cfg, cores: int) -> dict[int, float]:
     """The update's median us at 1 .. min(cores, 4) torch threads, in fresh processes."""
     out = {}
@@ -57,8 +62,7 @@ def _threads(cfg, cores: int) -> dict[int, float]:
         if proc.returncode == 0:
             out[threads] = json.loads(proc.stdout.strip().splitlines()[-1])
         else:  # said, not dropped: the recommendation then keeps 1 thread
-            last = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
-            print(f"  update at {threads} torch thread(s) could not be timed: {last}", file=sys.stderr)
+            print(f"  update at {threads} torch thread(s) could not be timed: {_last_line(proc)}", file=sys.stderr)
     return out
 
 
@@ -101,8 +105,7 @@ def confirm(cfg, design: str, workers: int, predicted: float, seconds: float, co
     proc = subprocess.run([sys.executable, "-m", f"architectures.{design}", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=max(600, 20 * seconds))
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}, nothing on stderr"])[-1]
-        raise RuntimeError(f"{design} ({workers}) failed: {last}")
+        raise RuntimeError(f"{design} ({workers}) failed: {_last_line(proc)}")
     result = json.loads(proc.stdout)
     return {"design": design, "workers": workers, "env_steps": steps,
             "measured_env_steps_per_sec": result["env_steps_per_sec"], "predicted_env_steps_per_sec": predicted,

@@ -190,7 +190,7 @@ def test_a_killed_contention_measurement_leaves_no_co_runner_behind():
     import signal
     import time
 
-    from tests.test_actor_learner import alive, descendants
+    from tests.test_actor_learner import _cmdline, alive, descendants
 
     code = ("import time\n"
             "from architectures.config import DQNConfig\n"
@@ -220,11 +220,3 @@ def test_a_killed_contention_measurement_leaves_no_co_runner_behind():
     while alive(runners) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert alive(runners) == [], "a co-runner outlived the killed measurement"
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline") as f:
-            return f.read()
-    except OSError:
-        return ""

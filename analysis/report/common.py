@@ -155,6 +155,12 @@ def _sweep(runs: pd.DataFrame, name: str) -> pd.DataFrame:
     return runs[runs["sweep"] == name]
 
 
+def holdout_auc(holdout: pd.DataFrame, run_ids: pd.Series) -> pd.Series:
+    """Each run's mean holdout return over its checkpoints (the area under its curve, per
+    checkpoint), aligned with `run_ids`."""
+    return run_ids.map(holdout[holdout["run_id"].isin(run_ids)].groupby("run_id")["return_mean"].mean())
+
+
 DEDICATED_SWEEPS = {"utd", "hogwild", "scaling"}
 """Sweeps with figures of their own; any other sweep of training runs feeds the headline figures."""
 

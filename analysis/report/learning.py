@@ -11,7 +11,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.common import ARCH_ORDER, FigureData, Note, _arch_label, _ci, _headline, _regular_curves, \
-    macro_name
+    holdout_auc, macro_name
 
 
 def _note_pooled(note: Note, runs: pd.DataFrame, figure: str) -> None:
@@ -25,9 +25,7 @@ def _note_pooled(note: Note, runs: pd.DataFrame, figure: str) -> None:
 
 def _headline_rows(rs: RunSet) -> pd.DataFrame:
     runs = _headline(rs.runs).copy()
-    holdout = rs.holdout[rs.holdout["run_id"].isin(runs["run_id"])]
-    auc = holdout.groupby("run_id")["return_mean"].mean()
-    runs["holdout_auc"] = runs["run_id"].map(auc)
+    runs["holdout_auc"] = holdout_auc(rs.holdout, runs["run_id"])
     return runs
 
 
