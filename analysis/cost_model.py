@@ -29,6 +29,10 @@ misses, where the model first over-predicted by 15-40%):
 - `vector_act_in_loop`, `vector_round_trip_learning`: vector_env's batched act and its round
   trip with the owed learning beside the envs' step, as its loop pays them at N envs (alone,
   they missed a 1 ms env's run by up to 35%); measured at 1, 2, cores and 2 x cores envs;
+- `actor_learner_shared`: with more processes than cores (N + 1 > C), each role's CPU per env
+  step as actor_learner's own loop paid it at N = C, time-sharing the cores: the learner paid
+  1.4x its alone cost there (preempted by the actors, its caches evicted at each switch, its
+  waits for data polling), and the time-sharing bound on alone costs over-predicted by 22%;
 - `hogwild_in_loop`: one env step of hogwild's worker loop at one worker, in steady state (its
   shared-memory bookkeeping made it 13% dearer than single_env's loop of the same components):
   hogwild's formula is calibrated there and extrapolates to more workers.
@@ -155,6 +159,14 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
         actor = k["env_step"] + k["act"] + k["fold_store"] - c["store"] + c["ring_write"]  # writes a ring, not a replay
         learner = utd * (k["sample"] + k["update"] + c["diagnostics"] + c["weight_publish"] / weight_sync_period) \
             + c["ring_drain"]
+        shared = c.get("actor_learner_shared")
+        if n + 1 > cores and shared and _loops_apply(c, utd):
+            # More processes than cores: each role's CPU per env step as it paid time-sharing the
+            # cores (measured at `cores` actors), contention included; the alone costs understate
+            # the learner's there (1.4x, CartPole at 1 ms env steps).
+            actor, learner = shared["actors"], shared["learner"]
+            rates = {"actors": n * 1e6 / actor, "learner": 1e6 / learner, "cores": cores * 1e6 / (actor + learner)}
+            return _bounded(design, n, rates, True)
         rates = {"actors": n * 1e6 / actor, "learner": 1e6 / learner, "cores": cores * 1e6 / (actor + learner)}
         busy = min(rates.values()) * (actor + learner) / 1e6  # processes' worth of CPU in use
         slow = _contention(c, busy, cores)

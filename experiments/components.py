@@ -203,6 +203,10 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
     costs["loops_utd"] = {"us": float(cfg.utd), "p10": float(cfg.utd), "p90": float(cfg.utd)}
     log("  in single_env's loop: " + ", ".join(f"{k} {v['us']:,.1f} us" for k, v in costs["in_loop"].items()))
     log(f"  an env step of hogwild's worker loop (one worker, steady state): {costs['hogwild_in_loop']['us']:,.1f} us")
+    costs["actor_learner_shared"] = shared_roles(cfg, cores, budget_s * 0.15)
+    shared = costs["actor_learner_shared"]
+    log(f"  actor_learner at {cores} actors ({cores + 1} processes on {cores} cores), CPU per env step: learner "
+        f"{shared['learner']['us']:,.1f} us, actors {shared['actors']['us']:,.1f} us (wall {shared['wall']['us']:,.1f} us)")
     costs["contention"] = contention(cfg, cores, budget_s * 0.05)
     log(f"  single_env's loop with a loop like it on every other core: {costs['contention']['us']:.2f}x its time "
         "alone")
@@ -257,6 +261,40 @@ def design_in_loop(design: str, cfg: DQNConfig, seconds: float) -> dict:
     twice = train(short.replace(total_env_steps=2 * steps, eval_every=2 * steps))["train_seconds"]
     us = 1e6 * max(twice - once, 1e-9) / steps
     return {"us": us, "p10": us, "p90": us}
+
+
+def shared_roles(cfg: DQNConfig, cores: int, seconds: float) -> dict:
+    """actor_learner's roles as they pay when they time-share the cores: `cores` actors and the
+    learner (cores + 1 processes), each role's CPU per env step (the learner's from the main
+    process, the actors' from the children), and the wall time per env step; two runs of S and
+    2 S env steps, the second S's share, so start-up cancels out. Alone, the learner's update is
+    what single_env's loop pays; time-shared it paid 1.4x that in CPU (CartPole at 1 ms env steps,
+    2 cores: 434 against ~310 us per env step), the actors preempting it and evicting its caches
+    at every switch, and its waits for data polling: the model's time-sharing bound assumed the
+    alone costs and over-predicted actor_learner (2) by 22% (`test_time_shared_roles_pay_...`)."""
+    import resource
+
+    from architectures import get_train_fn
+
+    train = get_train_fn("actor_learner")
+    short = cfg.replace(num_workers=cores, eval_episodes=0, checkpoint_every=0, checkpoint_path="", log_every=10**9,
+                        prioritized=False, learning_starts=min(cfg.batch_size, cfg.learning_starts))
+
+    def cpu(who: int) -> float:
+        usage = resource.getrusage(who)
+        return usage.ru_utime + usage.ru_stime
+
+    def run(steps: int) -> tuple[float, float, float]:
+        self0, kids0 = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN)  # children once joined
+        seconds_ = train(short.replace(total_env_steps=steps, eval_every=steps))["train_seconds"]
+        return seconds_, cpu(resource.RUSAGE_SELF) - self0, cpu(resource.RUSAGE_CHILDREN) - kids0
+
+    probe = run(max(500, 100 * cores))
+    steps = int(min(60_000, max(2_000, seconds / 3 * max(500, 100 * cores) / max(probe[0], 1e-6))))
+    once, twice = run(steps), run(2 * steps)
+    wall, learner, actors = (1e6 * max(b - a, 1e-9) / steps for a, b in zip(once, twice))
+    return {name: {"us": v, "p10": v, "p90": v} for name, v in (("wall", wall), ("learner", learner),
+                                                                  ("actors", actors))}
 
 
 def _short_loop(cfg: DQNConfig, steps: int) -> float:

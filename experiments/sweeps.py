@@ -47,6 +47,10 @@ class Sweep:
     """Seeds per cell, per scale (`--seeds` overrides): the first N of `seed_set`."""
     seed_set: str = "evaluation"
     """Which of SEED_SETS the seeds come from: `calibration` for tuning sweeps, else `evaluation`."""
+    interleave: bool = False
+    """Run seed by seed (every cell's first seed, then every cell's second, ...) instead of cell by
+    cell: for throughput sweeps, so a slow spell of the machine (+-30% over minutes here) falls on
+    one seed of many cells, which the per-cell median rejects, not on every seed of one cell."""
     experiment: str = "train"
     """The Sacred experiment each run is: `train` (experiments/train.py) or `timing`
     (experiments/timing.py, one gradient step timed)."""
@@ -141,7 +145,7 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           cells={"small": _scaling({0.0: 30_000, 1000.0: 10_000}, [1, 2, 3, 4])
                  + _scaling({0.0: 20_000}, [1, 2], env="minatar_breakout"),
                  "paper": _scaling({0.0: 100_000, 1000.0: 30_000}, [1, 2, 3, 4, 6, 8])
-                 + _scaling({0.0: 50_000}, [1, 2, 4], env="minatar_breakout")}),
+                 + _scaling({0.0: 50_000}, [1, 2, 4], env="minatar_breakout")}, interleave=True),
     Sweep("utd", "high_utd: utd 1, 4, 16 x mitigations none, LayerNorm, resets, both on CartPole",
           minutes={"small": 240, "paper": 600},
           cells={"small": _utd_grid(50_000), "paper": _utd_grid(100_000)},

@@ -72,6 +72,21 @@ def test_actor_learner_is_the_learners_rate_when_the_learner_is_slowest():
     assert p.env_steps_per_sec == pytest.approx(1e6 / learner)
 
 
+def test_time_shared_roles_pay_what_they_paid_beside_each_other():
+    """With more processes than cores, actor_learner's roles cost what its own loop paid them at
+    `cores` actors (the learner 1.4x its alone cost, CartPole at 1 ms env steps); with a core
+    each, the alone costs stand. A shared measurement at another utd is not used."""
+    shared = {**COSTS, "loops_utd": 0.25, "actor_learner_shared": {"learner": 400.0, "actors": 1_100.0, "wall": 1_600.0}}
+    alone = predict("actor_learner", 2, COSTS, utd=0.25, cores=2)
+    p = predict("actor_learner", 2, shared, utd=0.25, cores=2)
+    assert p.bottleneck == "cores" and p.env_steps_per_sec == pytest.approx(2e6 / 1_500.0)
+    assert p.rates["learner"] == pytest.approx(1e6 / 400.0) and p.oversubscribed
+    assert predict("actor_learner", 5, shared, utd=0.25, cores=2).env_steps_per_sec == pytest.approx(2e6 / 1_500.0)
+    assert predict("actor_learner", 2, shared, utd=0.25, cores=4) == predict("actor_learner", 2, COSTS, utd=0.25, cores=4)
+    assert predict("actor_learner", 2, shared, utd=1.0, cores=2) == predict("actor_learner", 2, COSTS, utd=1.0, cores=2)
+    assert alone.env_steps_per_sec != p.env_steps_per_sec
+
+
 def test_the_run_average_counts_the_steps_before_learning_starts():
     fast = predict("single_env", 1, COSTS, utd=0.0, cores=2).env_steps_per_sec
     steady = predict("single_env", 1, COSTS, utd=0.25, cores=2).env_steps_per_sec
@@ -115,7 +130,8 @@ def test_components_are_measured_with_spread_for_every_model_input():
     costs = measure(DQNConfig(hidden_sizes=(16,), batch_size=16, buffer_size=2_000), cores=2, budget_s=2.0,
                     log=lambda line: None)
     needed = {"env_step", "act", "fold", "store", "sample", "update", "diagnostics", "ring_write", "ring_drain",
-              "weight_publish", "act_batch", "vector_send", "vector_recv", "vector_round_trip", "in_loop", "contention", "vector_act_in_loop", "vector_round_trip_learning", "hogwild_in_loop"}
+              "weight_publish", "act_batch", "vector_send", "vector_recv", "vector_round_trip", "in_loop", "contention", "vector_act_in_loop", "vector_round_trip_learning", "hogwild_in_loop",
+              "actor_learner_shared"}
     assert needed <= set(costs)
     for name in needed:
         rows = costs[name].values() if "us" not in costs[name] else [costs[name]]

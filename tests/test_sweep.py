@@ -52,6 +52,20 @@ def test_every_sweep_expands_to_unique_deterministic_ids():
     assert smoke1 < {r.run_id for r in sweep_mod.expand(SWEEPS["smoke"], "small", 2)}
 
 
+def test_a_throughput_sweep_runs_seed_by_seed_with_the_same_ids():
+    """scaling interleaves: every cell's first seed before any second seed, cells in their order
+    within a seed, and the ids (so what is done) are those of the cell-by-cell order."""
+    scaling = SWEEPS["scaling"]
+    assert scaling.interleave and not SWEEPS["architectures"].interleave
+    runs = sweep_mod.expand(scaling, "small", 3)
+    seeds = [r.seed for r in runs]
+    cells = len(runs) // 3
+    assert seeds == sorted(seeds) and seeds[:cells] == [seeds[0]] * cells
+    by_cell = sweep_mod.expand(Sweep(**{**scaling.__dict__, "interleave": False}), "small", 3)
+    assert sorted(r.run_id for r in runs) == sorted(r.run_id for r in by_cell)
+    assert [r.run_id for r in runs[:cells]] == [r.run_id for r in by_cell[::3]]
+
+
 def test_dry_run_lists_runs_and_estimate_and_runs_nothing(tmp_path):
     proc = _sweep(["smoke", "--dry-run", "--out", str(tmp_path / "out")])
     assert proc.returncode == 0, proc.stderr
@@ -301,3 +315,18 @@ def test_the_readme_names_every_sweep():
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()
     assert [name for name in SWEEPS if f"`{name}`" not in readme] == []
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="no scheduler autogroups on this kernel")
+def test_nice_lowers_its_own_sessions_group_and_leaves_a_terminals_alone():
+    """Under autogroups nice ranks only within a session's group: a `--nice` sweep leading its own
+    session (setsid) lowers that group too, one in a shared session leaves the group as it was."""
+    probe = ("import os; from experiments.sweep import lower_priority; lower_priority(); "
+             "print(os.nice(0), open('/proc/self/autogroup').read().split()[-1])")
+    own = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         start_new_session=True)
+    shared = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert own.stdout.split() == ["10", "19"], own.stderr
+    with open("/proc/self/autogroup") as f:
+        before = f.read().split()[-1]
+    assert shared.stdout.split() == ["10", before], shared.stderr
