@@ -36,7 +36,7 @@ CONFIG_COLUMNS = ["env_id", "total_env_steps", "learning_starts", "eval_every", 
 RESULT_COLUMNS = ["env_steps_per_sec", "updates_per_sec", "train_seconds", "final_holdout_return", "realised_utd",
                   "updates", "episodes", "diverged", "max_abs_q", "overlap_fraction", "mean_version_gap",
                   "update_us_median", "update_us_p10", "update_us_p90", "threads_in_effect",
-                  "shared_adam_steps"]
+                  "shared_adam_steps", "runs_at_once"]
 """Result scalars copied into `runs`; nested results stay in the `result` column."""
 TRAINING_EXPERIMENTS = ("parallel_dqn", "")
 """experiments/train.py's Sacred name (and none, for runs stored without one)."""

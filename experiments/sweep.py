@@ -306,10 +306,16 @@ def run_command(run: RunSpec, store: FileStore) -> list[str]:
             *comment, *store.observer_args()]
 
 
-def run_logged(cmd: list[str], log_path: str, quiet: bool) -> int:
+RUNS_AT_ONCE_ENV = "DQN_RUNS_AT_ONCE"
+"""How many runs the sweep ran at once beside this one (`--jobs`): the run stores it with its result
+(`runs_at_once`), and the report quotes speeds only from runs made one at a time."""
+
+
+def run_logged(cmd: list[str], log_path: str, quiet: bool, at_once: int = 1) -> int:
     """Run one sweep run's command to its end, its output in `log_path`; returns its exit code.
-    Called in the sweep's process, or inside a Ray task on any node of the cluster."""
-    env = {**os.environ, "PYTHONWARNINGS": "ignore:pkg_resources is deprecated"}
+    Called in the sweep's process, or inside a Ray task on any node of the cluster (whose CPU
+    reservations keep runs apart: at_once stays 1 there)."""
+    env = {**os.environ, "PYTHONWARNINGS": "ignore:pkg_resources is deprecated", RUNS_AT_ONCE_ENV: str(at_once)}
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     with open(log_path, "w") as log:
         log.write(" ".join(cmd) + "\n")
@@ -320,8 +326,8 @@ def run_logged(cmd: list[str], log_path: str, quiet: bool) -> int:
         return proc.wait()
 
 
-def launch(run: RunSpec, store: FileStore, log_dir: str, quiet: bool) -> int:
-    return run_logged(run_command(run, store), os.path.join(log_dir, f"{run.run_id}.log"), quiet)
+def launch(run: RunSpec, store: FileStore, log_dir: str, quiet: bool, at_once: int = 1) -> int:
+    return run_logged(run_command(run, store), os.path.join(log_dir, f"{run.run_id}.log"), quiet, at_once)
 
 
 class RayRunner:
@@ -505,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             store.clear_incomplete(run.run_id)
             code = (ray_runner.launch(run, store, log_dir) if ray_runner
-                    else launch(run, store, log_dir, quiet=args.jobs > 1))
+                    else launch(run, store, log_dir, quiet=args.jobs > 1, at_once=args.jobs))
         except OSError as err:  # e.g. the disk filled up between runs
             print(f"run {run.run_id} could not start: {err}", file=sys.stderr, flush=True)
             failed.append(run.run_id)

@@ -149,7 +149,10 @@ def main(_config: dict, _run) -> dict:
         result = get_train_fn(architecture, cfg.backend)(cfg, reporter)
     finally:
         reporter.close()
-    return {"architecture": architecture, **result}
+    # A sweep's --jobs N says how many runs shared the machine with this one: its speed is a
+    # measurement only at 1 (the report quotes no other). Run by hand, it ran alone.
+    at_once = os.environ.get("DQN_RUNS_AT_ONCE", "1")
+    return {"architecture": architecture, **result, "runs_at_once": int(at_once) if at_once.isdigit() else 1}
 
 
 OBSERVER_FLAGS = ("-F", "--file_storage", "-m", "--mongo_db", "-s", "--sql", "-t", "--tiny_db", "-u",

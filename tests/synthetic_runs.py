@@ -26,10 +26,11 @@ def _experiment() -> Experiment:
         speed = 1_000.0  # noqa: F841 - env steps/s before the seed's offset
         grid_offset = 0  # noqa: F841 - shifts this run's checkpoints (a mixed grid)
         store_holdout = True  # noqa: F841 - false: a run whose holdout was never stored
+        runs_at_once = 1  # noqa: F841 - a sweep's --jobs: runs beside it sharing the CPU
 
     @ex.main
     def main(_run, architecture, num_workers, utd, seed, total_env_steps, eval_every, quality, speed, grid_offset,
-             store_holdout):
+             store_holdout, runs_at_once):
         steps = list(range(eval_every, total_env_steps + 1, eval_every))
         curve = []
         for k, step in enumerate(steps, start=1):
@@ -43,6 +44,7 @@ def _experiment() -> Experiment:
         result = {
             "architecture": architecture, "env_steps": total_env_steps, "env_steps_per_sec": rate,
             "train_seconds": train_seconds, "updates": int(total_env_steps * utd), "realised_utd": utd,
+            "runs_at_once": runs_at_once,
             "final_holdout_return": curve[-1]["return_mean"], "holdout_curve": curve if store_holdout else [],
             "component_costs_us": {"act": 20.0, "env_step": 15.0, "sample": 60.0, "update": 700.0},
             "time_breakdown": {"act": {"seconds": 0.1 * train_seconds, "calls": 1, "us_per_call": 1.0},

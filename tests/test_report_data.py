@@ -173,11 +173,39 @@ def test_speed_quality_finds_the_frontier_and_quotes_each_architecture(rs):
     assert data["non_dominated"].tolist() == [True, True, True, False]
     [(name, table, _)] = made.tables
     assert name == "architectures"
-    assert table.iloc[2].tolist() == ["CartPole", "single_env", 3, "1,020 [1,010, 1,030]",
+    assert table.iloc[2].tolist() == ["CartPole", "single_env", 3, "1,020 [1,010, 1,030]", "these runs",
                                       "102.0 [101.0, 103.0]", "68.7 [67.7, 69.7]"]
     numbers = _numbers(made)
     assert numbers["CartPoleSingleEnvSteps"] == "1,020" and numbers["CartPoleHighUtdFinal"] == "202.0"
     assert numbers["CartPoleActorLearnerAuc"] == "65" and numbers["CartPoleVectorEnvSeeds"] == "3"
+
+
+def test_speeds_of_runs_made_several_at_once_are_never_quoted(tmp_path):
+    """Headline runs a sweep made two at a time (`--jobs 2`) learn as well but their env steps/s
+    shared the CPU: the table quotes the scaling sweep's one-at-a-time runs of the same design and
+    worker count (no env cost) instead, says so, and where there are none quotes no speed at all;
+    the probability of improvement leaves speed out rather than compare shared-CPU numbers."""
+    make_runs(FileStorageObserver(str(tmp_path / "architectures")), [
+        {**spec, "runs_at_once": 2} for spec in headline_specs() if "highutd" not in spec["run_id"]])
+    make_runs(FileStorageObserver(str(tmp_path / "scaling")), [
+        {"run_id": "scaling-single0", "speed": 5_000.0, "eval_episodes": 0},
+        {"run_id": "scaling-single1", "speed": 5_000.0, "seed": 2, "eval_episodes": 0},
+        {"run_id": "scaling-single100", "speed": 2_000.0, "env_step_cost_us": 100.0, "eval_episodes": 0},
+        {"run_id": "scaling-actor1", "architecture": "actor_learner", "num_workers": 1, "speed": 3_000.0,
+         "eval_episodes": 0}])
+    rs = load_runs([str(tmp_path)])
+    notes = []
+    made = learning.speed_quality_data(rs, notes.append)
+    data = made.data.set_index("architecture")
+    assert data.loc["single_env", "steps_per_sec_median"] == pytest.approx(5_075)  # seeds 1, 2: 5,050 and 5,100
+    assert data.loc["single_env", "speed_from"] == "scaling sweep, 2 runs"
+    assert np.isnan(data.loc["actor_learner", "steps_per_sec_median"])  # scaling has it at 1 worker, not 2
+    assert data.loc["actor_learner", "speed_from"] == "not measured"
+    assert data.loc["actor_learner", "final_return_iqm"] == pytest.approx(97)  # learning is still reported
+    assert _numbers(made)["CartPoleActorLearnerSteps"] == "not measured"
+    assert any("actor_learner's runs were made several at a time" in n for n in notes)
+    poi = learning.improvement_data(rs, [].append).data
+    assert set(poi["metric"]) == {"final_holdout_return", "holdout_auc"}
 
 
 def test_probability_of_improvement_over_single_env(rs):

@@ -24,9 +24,25 @@ def _note_pooled(note: Note, runs: pd.DataFrame, figure: str) -> None:
 
 
 def _headline_rows(rs: RunSet) -> pd.DataFrame:
+    """The headline runs, their mean holdout over checkpoints, and their speed only where it is a
+    measurement: a run a sweep made beside others (`--jobs N`, `runs_at_once` N > 1) shared the
+    CPU, so its env steps/s is NaN here (runs older than that field count as made alone)."""
     runs = _headline(rs.runs).copy()
     runs["holdout_auc"] = holdout_auc(rs.holdout, runs["run_id"])
+    shared = pd.to_numeric(runs["runs_at_once"], errors="coerce").fillna(1) > 1
+    runs.loc[shared, "env_steps_per_sec"] = np.nan
     return runs
+
+
+def solo_speeds(rs: RunSet, env: str, arch: str, workers: int) -> np.ndarray:
+    """env steps/s of the `scaling` sweep's runs of this design at this worker count on `env` with
+    no added env cost: runs made one at a time, evaluation off. Where the headline runs shared the
+    CPU, their speed is quoted from these (the same config but for the budget and evaluation)."""
+    runs = rs.runs
+    pick = runs[(runs["sweep"] == "scaling") & (runs["env"] == env) & (runs["architecture"] == arch)
+                & (runs["num_workers"] == workers) & (pd.to_numeric(runs["env_step_cost_us"]).fillna(0) == 0)
+                & (pd.to_numeric(runs["runs_at_once"], errors="coerce").fillna(1) <= 1)]
+    return pick["env_steps_per_sec"].dropna().to_numpy(dtype=float)
 
 
 # ---------------------------------------------------------------------- 3. learning curves
@@ -91,12 +107,19 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
     _note_pooled(note, runs, "speed against quality")
     rows = []
     for (env, arch), group in runs.groupby(["env", "architecture"], sort=True):
-        speed = stats.interval(group["env_steps_per_sec"].to_numpy(), "median")
+        speeds, source = group["env_steps_per_sec"].dropna().to_numpy(), "these runs"
+        if not len(speeds):  # made several at once: the scaling sweep's one-at-a-time runs, if any
+            workers = int(group["num_workers"].iloc[0])
+            speeds = solo_speeds(rs, env, arch, workers)
+            source = f"scaling sweep, {len(speeds)} runs" if len(speeds) else "not measured"
+            note(f"speed against quality: {env} {arch}'s runs were made several at a time; its speed is "
+                 + (f"the scaling sweep's ({len(speeds)} runs, one at a time)" if len(speeds) else "not measured"))
+        speed = stats.interval(speeds, "median") if len(speeds) else (np.nan,) * 3
         final = stats.interval(group["final_holdout_return"].to_numpy(), "iqm")
         area = stats.interval(group["holdout_auc"].dropna().to_numpy(), "iqm") if group["holdout_auc"].notna().any() \
             else (np.nan,) * 3
         rows.append({"env": env, "architecture": arch, "label": _arch_label(group.iloc[0]), "seeds": len(group),
-                     "steps_per_sec_median": speed[0], "steps_per_sec_low": speed[1], "steps_per_sec_high": speed[2],
+                     "speed_from": source, "steps_per_sec_median": speed[0], "steps_per_sec_low": speed[1], "steps_per_sec_high": speed[2],
                      "final_return_iqm": final[0], "final_return_low": final[1], "final_return_high": final[2],
                      "auc_iqm": area[0], "auc_low": area[1], "auc_high": area[2]})
     data = pd.DataFrame(rows)
@@ -110,14 +133,17 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
         "env": data["env"], "architecture": data["label"], "seeds": data["seeds"],
         "env steps/s, median [95% CI]": [_ci(r.steps_per_sec_median, r.steps_per_sec_low, r.steps_per_sec_high)
                                          for r in data.itertuples()],
+        "speed from": data["speed_from"],
         "final holdout return, IQM [95% CI]": [_ci(r.final_return_iqm, r.final_return_low, r.final_return_high,
                                                    "{:.1f}") for r in data.itertuples()],
         "mean holdout return over checkpoints, IQM [95% CI]": [_ci(r.auc_iqm, r.auc_low, r.auc_high, "{:.1f}")
                                                                for r in data.itertuples()]})
     made.table("architectures", table, "Throughput and holdout return per architecture (architectures sweep); "
-               "intervals are stratified-bootstrap 95% CIs over seeds.")
+               "intervals are stratified-bootstrap 95% CIs over seeds. Speeds come from runs made one at a "
+               "time: the headline's own, or, where those ran several at once, the scaling sweep's.")
     for r in data.itertuples():
-        made.number(macro_name(r.env, r.architecture, "steps"), r.steps_per_sec_median)
+        made.number(macro_name(r.env, r.architecture, "steps"),
+                    r.steps_per_sec_median if np.isfinite(r.steps_per_sec_median) else "not measured")
         made.number(macro_name(r.env, r.architecture, "final"), r.final_return_iqm, "{:.1f}")
         made.number(macro_name(r.env, r.architecture, "auc"), r.auc_iqm, "{:.0f}")
         made.number(macro_name(r.env, r.architecture, "seeds"), r.seeds, "{}")
@@ -165,8 +191,10 @@ def improvement_data(rs: RunSet, note: Note) -> FigureData | None:
             if other.empty:
                 continue
             for metric in IMPROVEMENT_METRICS:
-                p, low, high = stats.probability_of_improvement_interval(other[metric].to_numpy(),
-                                                                         base[metric].to_numpy())
+                mine, theirs = other[metric].dropna().to_numpy(), base[metric].dropna().to_numpy()
+                if not (len(mine) and len(theirs)):  # speeds of runs made several at once are not measured
+                    continue
+                p, low, high = stats.probability_of_improvement_interval(mine, theirs)
                 rows.append({"env": env, "architecture": arch, "metric": metric, "seeds": len(other),
                              "baseline_seeds": len(base), "probability": p, "low": low, "high": high})
     if not rows:
