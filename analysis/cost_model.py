@@ -29,6 +29,10 @@ misses, where the model first over-predicted by 15-40%):
 - `vector_act_in_loop`, `vector_round_trip_learning`: vector_env's batched act and its round
   trip with the owed learning beside the envs' step, as its loop pays them at N envs (alone,
   they missed a 1 ms env's run by up to 35%); measured at 1, 2, cores and 2 x cores envs;
+- `hogwild_at_cores`: hogwild's loop with `cores` workers (us per env step of all of them): two
+  workers writing the same parameters and Adam moments slowed each other 1.33x at a free
+  CartPole step, where two independent loops slowed each other 1.04x (`contention`); one
+  worker's cost is interpolated between one worker and `cores`, and the cores bound beyond;
 - `actor_learner_shared`: with more processes than cores (N + 1 > C), each role's CPU per env
   step as actor_learner's own loop paid it at N = C, time-sharing the cores: the learner paid
   1.4x its alone cost there (preempted by the actors, its caches evicted at each switch, its
@@ -149,6 +153,13 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
     if design == "single_env":
         return Prediction(design, 1, 1e6 / loop, "process", False, {"process": 1e6 / loop})
     if design == "hogwild":  # every worker busy the whole time: each slowed by the others
+        if c.get("hogwild_in_loop") and c.get("hogwild_at_cores") and cores > 1 and _loops_apply(c, utd):
+            # One worker's time per own env step, measured alone and with `cores` workers sharing
+            # the parameters; linear between, and the cores' bound beyond.
+            alone, crowded = c["hogwild_in_loop"], c["hogwild_at_cores"] * cores
+            per_worker = alone + (crowded - alone) * (min(n, cores) - 1) / (cores - 1)
+            rates = {"workers": n * 1e6 / per_worker, "cores": cores * 1e6 / crowded}
+            return _bounded(design, n, rates, n > cores)
         slow = _contention(c, min(n, cores), cores)
         worker = loop
         if c.get("hogwild_in_loop") and _loops_apply(c, utd):  # one worker's loop as it ran: bookkeeping included

@@ -203,6 +203,9 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
     costs["loops_utd"] = {"us": float(cfg.utd), "p10": float(cfg.utd), "p90": float(cfg.utd)}
     log("  in single_env's loop: " + ", ".join(f"{k} {v['us']:,.1f} us" for k, v in costs["in_loop"].items()))
     log(f"  an env step of hogwild's worker loop (one worker, steady state): {costs['hogwild_in_loop']['us']:,.1f} us")
+    if cores > 1:
+        costs["hogwild_at_cores"] = design_in_loop("hogwild", cfg, budget_s * 0.1, workers=cores)
+        log(f"  an env step of hogwild's loop with {cores} workers: {costs['hogwild_at_cores']['us']:,.1f} us")
     costs["actor_learner_shared"] = shared_roles(cfg, cores, budget_s * 0.15)
     shared = costs["actor_learner_shared"]
     log(f"  actor_learner at {cores} actors ({cores + 1} processes on {cores} cores), CPU per env step: learner "
@@ -243,19 +246,22 @@ def in_loop(cfg: DQNConfig, seconds: float) -> dict:
                    "p90": rows[name]["us_per_call"]} for name in ("act", "env_step", "replay_add", "sample", "update")}
 
 
-def design_in_loop(design: str, cfg: DQNConfig, seconds: float) -> dict:
+def design_in_loop(design: str, cfg: DQNConfig, seconds: float, workers: int = 1) -> dict:
     """One env step of `design` with one worker, as its own loop pays it in steady state: two
     runs of S and 2 S env steps (learning from the start, no evaluation), and the second S's
     share of the time, so start-up and the first, slow updates cancel out. hogwild's worker loop
     paid 13% more than single_env's for the same components (its per-step and per-update
     bookkeeping in shared memory), so the model calibrates hogwild's formula here, at one
-    worker, and extrapolates to more."""
+    worker, and at `workers` = cores (`hogwild_at_cores`, us per env step of all workers): two
+    workers writing the same parameters and Adam moments slowed each other 1.33x at a free env
+    step (cache lines bouncing between the cores), where two independent single_env loops
+    slowed each other 1.04x (`contention`), so the model measures it rather than assume it."""
     from architectures import get_train_fn
 
     train = get_train_fn(design)
-    short = cfg.replace(num_workers=1, eval_episodes=0, checkpoint_every=0, checkpoint_path="", log_every=10**9,
-                        prioritized=False, learning_starts=min(cfg.batch_size, cfg.learning_starts))
-    probe = train(short.replace(total_env_steps=500, eval_every=500))
+    short = cfg.replace(num_workers=workers, eval_episodes=0, checkpoint_every=0, checkpoint_path="",
+                        log_every=10**9, prioritized=False, learning_starts=min(cfg.batch_size, cfg.learning_starts))
+    probe = train(short.replace(total_env_steps=500 * workers, eval_every=500 * workers))
     steps = int(min(50_000, max(2_000, seconds / 3 * probe["env_steps_per_sec"])))
     once = train(short.replace(total_env_steps=steps, eval_every=steps))["train_seconds"]
     twice = train(short.replace(total_env_steps=2 * steps, eval_every=2 * steps))["train_seconds"]

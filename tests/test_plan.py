@@ -72,6 +72,21 @@ def test_actor_learner_is_the_learners_rate_when_the_learner_is_slowest():
     assert p.env_steps_per_sec == pytest.approx(1e6 / learner)
 
 
+def test_hogwild_workers_cost_what_their_loop_paid_alone_and_at_the_core_count():
+    """Measured at 1 and at `cores` workers (here 300 us alone and 2 x 200 us for four workers on
+    four cores: 400 us a worker's env step), a worker's cost is interpolated between them, and
+    beyond the cores their bound holds; without the crowded measurement, contention as before."""
+    measured = {**COSTS, "loops_utd": 0.25, "hogwild_in_loop": 300.0, "hogwild_at_cores": 100.0}
+    rate = {n: predict("hogwild", n, measured, utd=0.25, cores=4) for n in (1, 2, 4, 8)}
+    assert rate[1].env_steps_per_sec == pytest.approx(1e6 / 300.0)
+    assert rate[2].env_steps_per_sec == pytest.approx(2e6 / (300.0 + 100.0 / 3))
+    assert rate[4].env_steps_per_sec == pytest.approx(1e6 / 100.0) and rate[4].bottleneck == "workers"
+    assert rate[8].env_steps_per_sec == pytest.approx(1e6 / 100.0) and rate[8].bottleneck == "cores"
+    assert rate[8].oversubscribed and not rate[4].oversubscribed
+    older = {**COSTS, "loops_utd": 0.25, "hogwild_in_loop": 300.0}
+    assert predict("hogwild", 2, older, utd=0.25, cores=4).env_steps_per_sec == pytest.approx(2e6 / 300.0)
+
+
 def test_time_shared_roles_pay_what_they_paid_beside_each_other():
     """With more processes than cores, actor_learner's roles cost what its own loop paid them at
     `cores` actors (the learner 1.4x its alone cost, CartPole at 1 ms env steps); with a core
@@ -131,7 +146,7 @@ def test_components_are_measured_with_spread_for_every_model_input():
                     log=lambda line: None)
     needed = {"env_step", "act", "fold", "store", "sample", "update", "diagnostics", "ring_write", "ring_drain",
               "weight_publish", "act_batch", "vector_send", "vector_recv", "vector_round_trip", "in_loop", "contention", "vector_act_in_loop", "vector_round_trip_learning", "hogwild_in_loop",
-              "actor_learner_shared"}
+              "actor_learner_shared", "hogwild_at_cores"}
     assert needed <= set(costs)
     for name in needed:
         rows = costs[name].values() if "us" not in costs[name] else [costs[name]]
