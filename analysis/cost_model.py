@@ -31,12 +31,13 @@ misses, where the model first over-predicted by 15-40%):
   they missed a 1 ms env's run by up to 35%); measured at 1, 2, cores and 2 x cores envs;
 - `hogwild_at_cores`: hogwild's loop with `cores` workers (us per env step of all of them): two
   workers writing the same parameters and Adam moments slowed each other 1.33x at a free
-  CartPole step, where two independent loops slowed each other 1.04x (`contention`); one
-  worker's cost is interpolated between one worker and `cores`, and the cores bound beyond;
+  CartPole step in one window (0.98-1.55x in the next), where two independent loops slowed
+  each other 1.02-1.11x (`contention`), and the model, assuming the latter, missed hogwild (2)
+  by 35%; one worker's cost is interpolated between one worker and `cores`, the cores bound beyond;
 - `actor_learner_shared`: with more processes than cores (N + 1 > C), each role's CPU per env
-  step as actor_learner's own loop paid it at N = C, time-sharing the cores: the learner paid
-  1.4x its alone cost there (preempted by the actors, its caches evicted at each switch, its
-  waits for data polling), and the time-sharing bound on alone costs over-predicted by 22%;
+  step as actor_learner's own loop paid it at N = C, time-sharing the cores (the learner paid
+  0.93-1.30x its alone cost there, preempted by the actors and polling while it waits for data),
+  where the bound on alone costs assumed perfect sharing;
 - `hogwild_in_loop`: one env step of hogwild's worker loop at one worker, in steady state (its
   shared-memory bookkeeping made it 13% dearer than single_env's loop of the same components):
   hogwild's formula is calibrated there and extrapolates to more workers.
@@ -173,8 +174,7 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
         shared = c.get("actor_learner_shared")
         if n + 1 > cores and shared and _loops_apply(c, utd):
             # More processes than cores: each role's CPU per env step as it paid time-sharing the
-            # cores (measured at `cores` actors), contention included; the alone costs understate
-            # the learner's there (1.4x, CartPole at 1 ms env steps).
+            # cores (measured at `cores` actors), contention included.
             actor, learner = shared["actors"], shared["learner"]
             rates = {"actors": n * 1e6 / actor, "learner": 1e6 / learner, "cores": cores * 1e6 / (actor + learner)}
             return _bounded(design, n, rates, True)

@@ -254,8 +254,9 @@ def design_in_loop(design: str, cfg: DQNConfig, seconds: float, workers: int = 1
     bookkeeping in shared memory), so the model calibrates hogwild's formula here, at one
     worker, and at `workers` = cores (`hogwild_at_cores`, us per env step of all workers): two
     workers writing the same parameters and Adam moments slowed each other 1.33x at a free env
-    step (cache lines bouncing between the cores), where two independent single_env loops
-    slowed each other 1.04x (`contention`), so the model measures it rather than assume it."""
+    step in one window's runs (0.98-1.55x, median 1.14x, in the next window's three
+    measurements), where two independent single_env loops slowed each other 1.02-1.11x
+    (`contention`), so the model measures it rather than assume it."""
     from architectures import get_train_fn
 
     train = get_train_fn(design)
@@ -273,11 +274,12 @@ def shared_roles(cfg: DQNConfig, cores: int, seconds: float) -> dict:
     """actor_learner's roles as they pay when they time-share the cores: `cores` actors and the
     learner (cores + 1 processes), each role's CPU per env step (the learner's from the main
     process, the actors' from the children), and the wall time per env step; two runs of S and
-    2 S env steps, the second S's share, so start-up cancels out. Alone, the learner's update is
-    what single_env's loop pays; time-shared it paid 1.4x that in CPU (CartPole at 1 ms env steps,
-    2 cores: 434 against ~310 us per env step), the actors preempting it and evicting its caches
-    at every switch, and its waits for data polling: the model's time-sharing bound assumed the
-    alone costs and over-predicted actor_learner (2) by 22% (`test_time_shared_roles_pay_...`)."""
+    2 S env steps, the second S's share, so start-up cancels out. The model's time-sharing bound
+    assumed each role pays its alone cost (the learner what single_env's loop pays) and that the
+    processes share the cores perfectly; time-shared, the learner paid 0.93-1.30x that in CPU
+    (median 1.05x, CartPole at 1 ms env steps, 2 cores, three idle measurements; 1.4x in a first
+    one beside other work), preempted by the actors and polling while it waits for data, so the
+    model takes what the roles paid (`test_time_shared_roles_pay_...`)."""
     import resource
 
     from architectures import get_train_fn

@@ -84,8 +84,16 @@ def _scaling(steps_by_cost: dict[float, int], workers: list[int], env: str = "ca
 HEADLINE_HIGH_UTD = {"utd": 4.0, "layer_norm": True}
 
 
-def _headline(env: str) -> list[Cell]:
-    return [Cell((env, a), dict(HEADLINE_HIGH_UTD) if a == "high_utd" else {}) for a in _ARCHS]
+def _headline(env: str, high_utd: dict = HEADLINE_HIGH_UTD, **budget) -> list[Cell]:
+    return [Cell((env, a), dict(high_utd, **budget) if a == "high_utd" else dict(budget)) for a in _ARCHS]
+
+
+# MinAtar's conv update costs ~1.1 ms here, so high_utd runs at 1 update per env step (4x the
+# others): at utd 4, 500k env steps would be 2M updates, ~40 min a run alone.
+MINATAR_HIGH_UTD = {"utd": 1.0, "layer_norm": True}
+MINATAR_HEADLINE_STEPS = 500_000
+"""The MinAtar headline's budget: 5 designs x 5 seeds at 1M env steps would take ~6 h of this
+2-core machine two runs at a time; 500k fits about 3 h."""
 
 
 def _utd_grid(steps: int) -> list[Cell]:

@@ -26,6 +26,8 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     runs["config"] = runs.apply(lambda r: f"hogwild ({'lock' if r['hogwild_lock'] else 'no lock'})"
                                 if r["architecture"] == "hogwild" else _arch_label(r), axis=1)
     runs["holdout_auc"] = holdout_auc(rs.holdout, runs["run_id"])
+    # a speed is a measurement only from a run made alone (not by a sweep's --jobs N beside others)
+    runs.loc[pd.to_numeric(runs["runs_at_once"], errors="coerce").fillna(1) > 1, "env_steps_per_sec"] = np.nan
     adam = runs["shared_adam_steps"] if "shared_adam_steps" in runs else pd.Series(np.nan, index=runs.index)
     # increments of the shared step count that a race overwrote (a read-modify-write of another worker)
     runs["lost_adam_steps"] = 1.0 - pd.to_numeric(adam, errors="coerce") / runs["updates"].where(runs["updates"] > 0)
@@ -34,8 +36,9 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                                                                                         ignore_index=True)
     made = FigureData(data)
     for config, group in data.groupby("config"):
+        speed = group["env_steps_per_sec"].median()
         made.number(macro_name("hog", config.replace("(", "").replace(")", ""), "steps"),
-                    group["env_steps_per_sec"].median())
+                    speed if np.isfinite(speed) else "not measured")
         made.number(macro_name("hog", config.replace("(", "").replace(")", ""), "final"),
                     stats.iqm(group["final_holdout_return"]), "{:.1f}")
         made.number(macro_name("hog", config, "worst"), group["final_holdout_return"].min(), "{:.1f}")
@@ -87,8 +90,12 @@ def plot(report, made: FigureData) -> None:
     sns.scatterplot(data=hog, x="overlap_fraction", y="final_holdout_return", hue="config", ax=axes[0])
     axes[0].set_xlabel("optimizer steps that overlapped another worker's write (fraction)")
     axes[0].set_ylabel("final holdout return")
-    sns.stripplot(data=data, x="config", y="env_steps_per_sec", ax=axes[1])
-    axes[1].set_ylabel("env steps/s")
+    if data["env_steps_per_sec"].notna().any():
+        sns.stripplot(data=data, x="config", y="env_steps_per_sec", ax=axes[1])
+        axes[1].set_ylabel("env steps/s")
+    else:  # runs made several at once: no speed to show, the early learning instead
+        sns.stripplot(data=data, x="config", y="holdout_auc", ax=axes[1])
+        axes[1].set_ylabel("mean holdout return over checkpoints")
     axes[2].set_ylabel("final holdout return")
     sns.stripplot(data=data, x="config", y="final_holdout_return", ax=axes[2])
     for ax in axes[1:]:
