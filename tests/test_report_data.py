@@ -174,10 +174,11 @@ def test_speed_quality_finds_the_frontier_and_quotes_each_architecture(rs):
     [(name, table, _)] = made.tables
     assert name == "architectures"
     assert table.iloc[2].tolist() == ["CartPole", "single_env", 3, "1,020 [1,010, 1,030]", "these runs",
-                                      "102.0 [101.0, 103.0]", "68.7 [67.7, 69.7]"]
+                                      "102.0 [101.0, 103.0]", "68.7 [67.7, 69.7]", "0 (>= 475)"]
     numbers = _numbers(made)
     assert numbers["CartPoleSingleEnvSteps"] == "1,020" and numbers["CartPoleHighUtdFinal"] == "202.0"
     assert numbers["CartPoleActorLearnerAuc"] == "65" and numbers["CartPoleVectorEnvSeeds"] == "3"
+    assert numbers["CartPoleSingleEnvSolved"] == "0"  # 101-103 < 475: none solved
 
 
 def test_speeds_of_runs_made_several_at_once_are_never_quoted(tmp_path):
@@ -186,7 +187,8 @@ def test_speeds_of_runs_made_several_at_once_are_never_quoted(tmp_path):
     worker count (no env cost) instead, says so, and where there are none quotes no speed at all;
     the probability of improvement leaves speed out rather than compare shared-CPU numbers."""
     make_runs(FileStorageObserver(str(tmp_path / "architectures")), [
-        {**spec, "runs_at_once": 2} for spec in headline_specs() if "highutd" not in spec["run_id"]])
+        {**spec, "runs_at_once": 2, **({"quality": 473.5} if "single" in spec["run_id"] else {})}
+        for spec in headline_specs() if "highutd" not in spec["run_id"]])
     make_runs(FileStorageObserver(str(tmp_path / "scaling")), [
         {"run_id": "scaling-single0", "speed": 5_000.0, "eval_episodes": 0},
         {"run_id": "scaling-single1", "speed": 5_000.0, "seed": 2, "eval_episodes": 0},
@@ -202,6 +204,7 @@ def test_speeds_of_runs_made_several_at_once_are_never_quoted(tmp_path):
     assert np.isnan(data.loc["actor_learner", "steps_per_sec_median"])  # scaling has it at 1 worker, not 2
     assert data.loc["actor_learner", "speed_from"] == "not measured"
     assert data.loc["actor_learner", "final_return_iqm"] == pytest.approx(97)  # learning is still reported
+    assert data.loc["single_env", "solved"] == 2  # 474.5, 475.5, 476.5 against CartPole's 475
     assert _numbers(made)["CartPoleActorLearnerSteps"] == "not measured"
     assert any("actor_learner's runs were made several at a time" in n for n in notes)
     poi = learning.improvement_data(rs, [].append).data

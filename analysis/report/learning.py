@@ -34,6 +34,11 @@ def _headline_rows(rs: RunSet) -> pd.DataFrame:
     return runs
 
 
+SOLVED_AT = {"CartPole": 475.0}
+"""The final holdout return counted as solved, per env (CartPole-v1's own threshold): the table and
+the macros <Env><Design>Solved count the seeds that reached it."""
+
+
 def solo_speeds(rs: RunSet, env: str, arch: str, workers: int) -> np.ndarray:
     """env steps/s of the `scaling` sweep's runs of this design at this worker count on `env` with
     no added env cost: runs made one at a time, evaluation off. Where the headline runs shared the
@@ -119,7 +124,8 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
         area = stats.interval(group["holdout_auc"].dropna().to_numpy(), "iqm") if group["holdout_auc"].notna().any() \
             else (np.nan,) * 3
         rows.append({"env": env, "architecture": arch, "label": _arch_label(group.iloc[0]), "seeds": len(group),
-                     "speed_from": source, "steps_per_sec_median": speed[0], "steps_per_sec_low": speed[1], "steps_per_sec_high": speed[2],
+                     "solved": int((group["final_holdout_return"] >= SOLVED_AT[env]).sum()) if env in SOLVED_AT
+                     else np.nan, "speed_from": source, "steps_per_sec_median": speed[0], "steps_per_sec_low": speed[1], "steps_per_sec_high": speed[2],
                      "final_return_iqm": final[0], "final_return_low": final[1], "final_return_high": final[2],
                      "auc_iqm": area[0], "auc_low": area[1], "auc_high": area[2]})
     data = pd.DataFrame(rows)
@@ -137,7 +143,9 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
         "final holdout return, IQM [95% CI]": [_ci(r.final_return_iqm, r.final_return_low, r.final_return_high,
                                                    "{:.1f}") for r in data.itertuples()],
         "mean holdout return over checkpoints, IQM [95% CI]": [_ci(r.auc_iqm, r.auc_low, r.auc_high, "{:.1f}")
-                                                               for r in data.itertuples()]})
+                                                               for r in data.itertuples()],
+        "seeds solved": [f"{r.solved:.0f} (>= {SOLVED_AT[r.env]:.0f})" if r.env in SOLVED_AT else "-"
+                         for r in data.itertuples()]})
     made.table("architectures", table, "Throughput and holdout return per architecture (architectures sweep); "
                "intervals are stratified-bootstrap 95% CIs over seeds. Speeds come from runs made one at a "
                "time: the headline's own, or, where those ran several at once, the scaling sweep's.")
@@ -147,6 +155,8 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
         made.number(macro_name(r.env, r.architecture, "final"), r.final_return_iqm, "{:.1f}")
         made.number(macro_name(r.env, r.architecture, "auc"), r.auc_iqm, "{:.0f}")
         made.number(macro_name(r.env, r.architecture, "seeds"), r.seeds, "{}")
+        if r.env in SOLVED_AT:
+            made.number(macro_name(r.env, r.architecture, "solved"), r.solved, "{:.0f}")
     return made
 
 
@@ -203,6 +213,8 @@ def improvement_data(rs: RunSet, note: Note) -> FigureData | None:
     made = FigureData(pd.DataFrame(rows))
     for r in made.data.itertuples():
         made.number(macro_name("poi", r.env, r.architecture, r.metric), r.probability, "{:.2f}")
+        for side in ("low", "high"):
+            made.number(macro_name("poi", r.env, r.architecture, r.metric, side), getattr(r, side), "{:.2f}")
     return made
 
 
