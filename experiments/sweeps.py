@@ -68,11 +68,18 @@ _ARCHS = ("single_env", "actor_learner", "vector_env", "hogwild", "high_utd")
 _NO_EVAL = dict(eval_episodes=0, log_every=5_000)
 
 
-def _scaling(steps_by_cost: dict[float, int], workers: list[int], env: str = "cartpole") -> list[Cell]:
+def _scaling(steps_by_cost: dict[float, int], workers: list[int], env: str = "cartpole",
+             high_utd: dict | None = None) -> list[Cell]:
+    """Every design against workers at each env step cost, with the components; and, at a free env
+    step, high_utd at the headline's ratio (`high_utd`), so the headline's speeds all come from
+    runs made one at a time (its learning runs go two at a time)."""
     cells = []
     for cost, steps in steps_by_cost.items():
         budget = dict(_NO_EVAL, env_step_cost_us=cost, total_env_steps=steps, eval_every=steps)
         cells.append(Cell((env, "single_env"), dict(budget)))
+        if high_utd and cost == 0:
+            cells.append(Cell((env, "high_utd"), dict(budget, **high_utd, total_env_steps=steps // 3,
+                                                      eval_every=steps // 3)))
         cells.append(Cell((env,), dict(budget), experiment="components"))  # the cost model's inputs
         for arch in ("actor_learner", "vector_env", "hogwild"):
             cells += [Cell((env, arch), dict(budget, num_workers=n)) for n in workers]
@@ -150,9 +157,9 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
     Sweep("scaling", "env steps/s and updates/s against workers at utd 0.25, cheap and 1 ms env steps (and "
           "MinAtar Breakout), with each setting's components measured for the cost model",
           minutes={"small": 16, "paper": 120},  # small: its CartPole cells at 3 seeds took 28 min here
-          cells={"small": _scaling({0.0: 30_000, 1000.0: 10_000}, [1, 2, 3, 4])
+          cells={"small": _scaling({0.0: 30_000, 1000.0: 10_000}, [1, 2, 3, 4], high_utd=HEADLINE_HIGH_UTD)
                  + _scaling({0.0: 20_000}, [1, 2], env="minatar_breakout"),
-                 "paper": _scaling({0.0: 100_000, 1000.0: 30_000}, [1, 2, 3, 4, 6, 8])
+                 "paper": _scaling({0.0: 100_000, 1000.0: 30_000}, [1, 2, 3, 4, 6, 8], high_utd=HEADLINE_HIGH_UTD)
                  + _scaling({0.0: 50_000}, [1, 2, 4], env="minatar_breakout")}, interleave=True),
     Sweep("utd", "high_utd: utd 1, 4, 16 x mitigations none, LayerNorm, resets, both on CartPole",
           minutes={"small": 240, "paper": 600},

@@ -39,13 +39,14 @@ SOLVED_AT = {"CartPole": 475.0}
 the macros <Env><Design>Solved count the seeds that reached it."""
 
 
-def solo_speeds(rs: RunSet, env: str, arch: str, workers: int) -> np.ndarray:
-    """env steps/s of the `scaling` sweep's runs of this design at this worker count on `env` with
-    no added env cost: runs made one at a time, evaluation off. Where the headline runs shared the
+def solo_speeds(rs: RunSet, env: str, arch: str, workers: int, utd: float) -> np.ndarray:
+    """env steps/s of the `scaling` sweep's runs of this design at this worker count and utd on
+    `env` with no added env cost: runs made one at a time, evaluation off. Where the headline runs shared the
     CPU, their speed is quoted from these (the same config but for the budget and evaluation)."""
     runs = rs.runs
     pick = runs[(runs["sweep"] == "scaling") & (runs["env"] == env) & (runs["architecture"] == arch)
-                & (runs["num_workers"] == workers) & (pd.to_numeric(runs["env_step_cost_us"]).fillna(0) == 0)
+                & (runs["num_workers"] == workers) & np.isclose(runs["utd"], utd)
+                & (pd.to_numeric(runs["env_step_cost_us"]).fillna(0) == 0)
                 & (pd.to_numeric(runs["runs_at_once"], errors="coerce").fillna(1) <= 1)]
     return pick["env_steps_per_sec"].dropna().to_numpy(dtype=float)
 
@@ -115,7 +116,7 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
         speeds, source = group["env_steps_per_sec"].dropna().to_numpy(), "these runs"
         if not len(speeds):  # made several at once: the scaling sweep's one-at-a-time runs, if any
             workers = int(group["num_workers"].iloc[0])
-            speeds = solo_speeds(rs, env, arch, workers)
+            speeds = solo_speeds(rs, env, arch, workers, float(group["utd"].iloc[0]))
             source = f"scaling sweep, {len(speeds)} runs" if len(speeds) else "not measured"
             note(f"speed against quality: {env} {arch}'s runs were made several at a time; its speed is "
                  + (f"the scaling sweep's ({len(speeds)} runs, one at a time)" if len(speeds) else "not measured"))
