@@ -31,7 +31,7 @@ KEY_COLUMNS = ["run_id", "sweep", "architecture", "num_workers", "utd", "seed", 
 CONFIG_COLUMNS = ["env_id", "total_env_steps", "learning_starts", "eval_every", "layer_norm", "reset_period",
                   "hogwild_lock", "optimizer_state", "hogwild_replay", "backend", "env_step_cost_us", "prioritized",
                   "actor_epsilons", "weight_sync_period", "torch_threads", "network", "batch_size", "device",
-                  "slow_worker_cost_us", "actor_quotas"]
+                  "slow_worker_cost_us", "actor_quotas", "n_step", "lr", "target_update_period"]
 """Config keys copied into `runs` (the ones sweeps vary)."""
 RESULT_COLUMNS = ["env_steps_per_sec", "updates_per_sec", "train_seconds", "final_holdout_return", "realised_utd",
                   "updates", "episodes", "diverged", "max_abs_q", "overlap_fraction", "mean_version_gap",

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             code = ("import sys; from experiments.sweeps import SWEEPS, Sweep, _scaling; "
                     "SWEEPS['scaling'] = Sweep('scaling', 'MinAtar Breakout cells on the lent machine', "
                     "{'small': 8, 'paper': 8}, {'small': _scaling({0.0: 20_000}, [1, 2, 4, 8, 12], "
-                    "env='minatar_breakout'), 'paper': []}); "
+                    "env='minatar_breakout_cpu'), 'paper': []}); "
                     "from experiments.sweep import main; sys.exit(main(sys.argv[1:]))")
             done["parts"][part] = _run([py, "-c", code, "scaling", "--out", out], out + ".log", budget)
         with open(os.path.join(args.out, "manifest.json"), "w") as f:

@@ -152,15 +152,23 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           "throughput in the same runs, on CartPole (and MinAtar Breakout at paper scale)",
           minutes={"small": 35, "paper": 900},
           cells={"small": _headline("cartpole"),
-                 "paper": _headline("cartpole") + _headline("minatar_breakout")},
+                 "paper": _headline("cartpole") + _headline("minatar_breakout_cpu", MINATAR_HIGH_UTD)},
           seeds={"small": 3, "paper": 10}),
+    Sweep("minatar", "the MinAtar headline: every design on Breakout at 500k env steps with the config chosen on "
+          "calibration seeds (minatar_breakout_cpu), learning only (two at a time: --jobs 2); its speeds "
+          "come from the scaling sweep's MinAtar cells",
+          minutes={"small": 180, "paper": 600},
+          cells={"small": _headline("minatar_breakout_cpu", MINATAR_HIGH_UTD, total_env_steps=MINATAR_HEADLINE_STEPS),
+                 "paper": _headline("minatar_breakout_cpu", MINATAR_HIGH_UTD)},
+          seeds={"small": 5, "paper": 10}),
     Sweep("scaling", "env steps/s and updates/s against workers at utd 0.25, cheap and 1 ms env steps (and "
           "MinAtar Breakout), with each setting's components measured for the cost model",
           minutes={"small": 16, "paper": 120},  # small: its CartPole cells at 3 seeds took 28 min here
           cells={"small": _scaling({0.0: 30_000, 1000.0: 10_000}, [1, 2, 3, 4], high_utd=HEADLINE_HIGH_UTD)
-                 + _scaling({0.0: 20_000}, [1, 2], env="minatar_breakout"),
+                 + _scaling({0.0: 20_000}, [1, 2], env="minatar_breakout_cpu", high_utd=MINATAR_HIGH_UTD),
                  "paper": _scaling({0.0: 100_000, 1000.0: 30_000}, [1, 2, 3, 4, 6, 8], high_utd=HEADLINE_HIGH_UTD)
-                 + _scaling({0.0: 50_000}, [1, 2, 4], env="minatar_breakout")}, interleave=True),
+                 + _scaling({0.0: 50_000}, [1, 2, 4], env="minatar_breakout_cpu", high_utd=MINATAR_HIGH_UTD)},
+          interleave=True),
     Sweep("utd", "high_utd: utd 1, 4, 16 x mitigations none, LayerNorm, resets, both on CartPole",
           minutes={"small": 240, "paper": 600},
           cells={"small": _utd_grid(50_000), "paper": _utd_grid(100_000)},

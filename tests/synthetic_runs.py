@@ -27,6 +27,7 @@ def _experiment() -> Experiment:
         grid_offset = 0  # noqa: F841 - shifts this run's checkpoints (a mixed grid)
         store_holdout = True  # noqa: F841 - false: a run whose holdout was never stored
         runs_at_once = 1  # noqa: F841 - a sweep's --jobs: runs beside it sharing the CPU
+        lr = 5e-4  # noqa: F841 - a calibration grid's axis
 
     @ex.main
     def main(_run, architecture, num_workers, utd, seed, total_env_steps, eval_every, quality, speed, grid_offset,

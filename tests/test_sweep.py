@@ -73,7 +73,9 @@ def test_a_throughput_sweep_runs_seed_by_seed_with_the_same_ids():
     assert [r.run_id for r in runs[:cells]] == [r.run_id for r in by_cell[::3]]
     # the headline's high_utd is measured one at a time too, at its ratio, at a free env step only
     high = [r for r in runs if r.architecture == "high_utd"]
-    assert high and all(r.updates["utd"] == 4.0 and r.updates["env_step_cost_us"] == 0.0 for r in high)
+    expected = {"cartpole": 4.0, "minatar_breakout_cpu": 1.0}  # each env's headline ratio
+    assert {r.named[0] for r in high} == set(expected)
+    assert all(r.updates["utd"] == expected[r.named[0]] and r.updates["env_step_cost_us"] == 0.0 for r in high)
 
 
 def test_dry_run_lists_runs_and_estimate_and_runs_nothing(tmp_path):
