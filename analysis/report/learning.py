@@ -41,8 +41,9 @@ the macros <Env><Design>Solved count the seeds that reached it."""
 
 def solo_speeds(rs: RunSet, env: str, arch: str, workers: int, utd: float) -> np.ndarray:
     """env steps/s of the `scaling` sweep's runs of this design at this worker count and utd on
-    `env` with no added env cost: runs made one at a time, evaluation off. Where the headline runs shared the
-    CPU, their speed is quoted from these (the same config but for the budget and evaluation)."""
+    `env` with no added env cost: runs made one at a time, evaluation off. Where the headline runs
+    shared the CPU, their speed is quoted from these (the same config but for the budget and
+    evaluation)."""
     runs = rs.runs
     pick = runs[(runs["sweep"] == "scaling") & (runs["env"] == env) & (runs["architecture"] == arch)
                 & (runs["num_workers"] == workers) & np.isclose(runs["utd"], utd)
@@ -126,7 +127,8 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
             else (np.nan,) * 3
         rows.append({"env": env, "architecture": arch, "label": _arch_label(group.iloc[0]), "seeds": len(group),
                      "solved": int((group["final_holdout_return"] >= SOLVED_AT[env]).sum()) if env in SOLVED_AT
-                     else np.nan, "speed_from": source, "steps_per_sec_median": speed[0], "steps_per_sec_low": speed[1], "steps_per_sec_high": speed[2],
+                     else np.nan, "speed_from": source,
+                     "steps_per_sec_median": speed[0], "steps_per_sec_low": speed[1], "steps_per_sec_high": speed[2],
                      "final_return_iqm": final[0], "final_return_low": final[1], "final_return_high": final[2],
                      "auc_iqm": area[0], "auc_low": area[1], "auc_high": area[2]})
     data = pd.DataFrame(rows)
