@@ -247,7 +247,8 @@ def in_loop(cfg: DQNConfig, seconds: float) -> dict:
 
 
 def design_in_loop(design: str, cfg: DQNConfig, seconds: float, workers: int = 1) -> dict:
-    """One env step of `design` with one worker, as its own loop pays it in steady state: two
+    """One env step of `design` with `workers` workers (us per env step of all of them), as its own
+    loop pays it in steady state: two
     runs of S and 2 S env steps (learning from the start, no evaluation), and the second S's
     share of the time, so start-up and the first, slow updates cancel out. hogwild's worker loop
     paid 13% more than single_env's for the same components (its per-step and per-update

@@ -43,7 +43,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from experiments.sweeps import SCALES, SEED_SETS, SWEEPS, Sweep
+from experiments.sweeps import RUNS_AT_ONCE_ENV, SCALES, SEED_SETS, SWEEPS, Sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARCHITECTURE_CONFIGS = ("single_env", "actor_learner", "vector_env", "hogwild", "high_utd")
@@ -304,11 +304,6 @@ def run_command(run: RunSpec, store: FileStore) -> list[str]:
     comment = ["--comment", run.overrides] if run.overrides else []  # the report labels the run with it
     return [sys.executable, "-m", f"experiments.{run.experiment}", *args, "--id", run.run_id, "-l", "WARNING",
             *comment, *store.observer_args()]
-
-
-RUNS_AT_ONCE_ENV = "DQN_RUNS_AT_ONCE"
-"""How many runs the sweep ran at once beside this one (`--jobs`): the run stores it with its result
-(`runs_at_once`), and the report quotes speeds only from runs made one at a time."""
 
 
 def run_logged(cmd: list[str], log_path: str, quiet: bool, at_once: int = 1) -> int:

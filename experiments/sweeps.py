@@ -14,6 +14,11 @@ from dataclasses import dataclass, field
 
 SCALES = ("small", "paper")
 
+RUNS_AT_ONCE_ENV = "DQN_RUNS_AT_ONCE"
+"""How many runs a sweep ran at once beside each other (`--jobs`), passed to each run in this
+environment variable: experiments/train.py stores it with the result (`runs_at_once`), and the
+report quotes speeds only from runs made one at a time."""
+
 SEED_SETS: dict[str, tuple[int, ...]] = {
     "calibration": (1, 2, 3, 4, 5),
     "evaluation": tuple(range(101, 111)),

@@ -26,6 +26,7 @@ from sacred.utils import apply_backspaces_and_linefeeds
 from architectures import ARCHITECTURES, get_train_fn, preflight
 from architectures.config import ConfigError, DQNConfig
 from experiments.configs import NAMED_CONFIGS
+from experiments.sweeps import RUNS_AT_ONCE_ENV
 
 # Sacred's default "fd" capture tees the file descriptors through a subprocess and can deadlock
 # with child processes (sacred#705); "sys" capture only swaps sys.stdout/stderr.
@@ -151,7 +152,7 @@ def main(_config: dict, _run) -> dict:
         reporter.close()
     # A sweep's --jobs N says how many runs shared the machine with this one: its speed is a
     # measurement only at 1 (the report quotes no other). Run by hand, it ran alone.
-    at_once = os.environ.get("DQN_RUNS_AT_ONCE", "1")
+    at_once = os.environ.get(RUNS_AT_ONCE_ENV, "1")
     return {"architecture": architecture, **result, "runs_at_once": int(at_once) if at_once.isdigit() else 1}
 
 

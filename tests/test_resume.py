@@ -223,10 +223,7 @@ def test_a_killed_sweep_resumes_its_parallel_run_from_the_checkpoint(tmp_path):
                              start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        try:
-            found = _statuses(out) if out.exists() else {}
-        except json.JSONDecodeError:  # Sacred is rewriting a run.json this instant: look again
-            continue
+        found = _statuses(out, polling=True) if out.exists() else {}
         running = [k for k, r in found.items() if r["status"] == "RUNNING"]
         if running and (out / "_checkpoints" / f"{running[0]}.pt").exists():
             break

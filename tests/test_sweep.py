@@ -342,3 +342,16 @@ def test_nice_lowers_its_own_sessions_group_and_leaves_a_terminals_alone():
     with open("/proc/self/autogroup") as f:
         before = f.read().split()[-1]
     assert shared.stdout.split() == ["10", before], shared.stderr
+
+
+def test_each_run_stores_how_many_ran_at_once(tmp_path):
+    """`--jobs 2` reaches every run's result as runs_at_once 2 (the report quotes no speed from
+    such runs); a run a sweep made alone stores 1."""
+    cmd = [sys.executable, "-c", TINY_SWEEP, "tiny", "--out", str(tmp_path / "out")]
+    together = subprocess.run([*cmd, "--seeds", "2", "--jobs", "2"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=240)
+    assert together.returncode == 0, together.stderr[-2000:]
+    alone = subprocess.run([*cmd, "--seeds", "3"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert alone.returncode == 0, alone.stderr[-2000:]
+    at_once = sorted(run["result"]["runs_at_once"] for run in _statuses(tmp_path / "out").values())
+    assert at_once == [1, 2, 2]

@@ -161,6 +161,12 @@ def holdout_auc(holdout: pd.DataFrame, run_ids: pd.Series) -> pd.Series:
     return run_ids.map(holdout[holdout["run_id"].isin(run_ids)].groupby("run_id")["return_mean"].mean())
 
 
+def made_alone(runs: pd.DataFrame) -> pd.Series:
+    """Whether each run's env steps/s is a measurement: it was made alone, not by a sweep's
+    `--jobs N` beside N - 1 others (`runs_at_once`; runs older than that field count as alone)."""
+    return pd.to_numeric(runs["runs_at_once"], errors="coerce").fillna(1) <= 1
+
+
 DEDICATED_SWEEPS = {"utd", "hogwild", "scaling"}
 """Sweeps with figures of their own; any other sweep of training runs feeds the headline figures."""
 

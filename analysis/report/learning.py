@@ -11,7 +11,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.common import ARCH_ORDER, FigureData, Note, _arch_label, _ci, _headline, _regular_curves, \
-    holdout_auc, macro_name
+    holdout_auc, macro_name, made_alone
 
 
 def _note_pooled(note: Note, runs: pd.DataFrame, figure: str) -> None:
@@ -29,8 +29,7 @@ def _headline_rows(rs: RunSet) -> pd.DataFrame:
     CPU, so its env steps/s is NaN here (runs older than that field count as made alone)."""
     runs = _headline(rs.runs).copy()
     runs["holdout_auc"] = holdout_auc(rs.holdout, runs["run_id"])
-    shared = pd.to_numeric(runs["runs_at_once"], errors="coerce").fillna(1) > 1
-    runs.loc[shared, "env_steps_per_sec"] = np.nan
+    runs.loc[~made_alone(runs), "env_steps_per_sec"] = np.nan
     return runs
 
 
@@ -47,8 +46,7 @@ def solo_speeds(rs: RunSet, env: str, arch: str, workers: int, utd: float) -> np
     runs = rs.runs
     pick = runs[(runs["sweep"] == "scaling") & (runs["env"] == env) & (runs["architecture"] == arch)
                 & (runs["num_workers"] == workers) & np.isclose(runs["utd"], utd)
-                & (pd.to_numeric(runs["env_step_cost_us"]).fillna(0) == 0)
-                & (pd.to_numeric(runs["runs_at_once"], errors="coerce").fillna(1) <= 1)]
+                & (pd.to_numeric(runs["env_step_cost_us"]).fillna(0) == 0) & made_alone(runs)]
     return pick["env_steps_per_sec"].dropna().to_numpy(dtype=float)
 
 
