@@ -15,7 +15,7 @@ from sacred.observers import FileStorageObserver
 
 from analysis import cost_model
 from analysis.load import RunSet, load_runs
-from analysis.report import breakdown, hogwild, learning, scaling, threads, utd
+from analysis.report import breakdown, hogwild, learning, scaling, threads, uneven, utd
 from tests.synthetic_runs import headline_specs, make_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -77,6 +77,23 @@ def store(tmp_path_factory):
                  "seed": seed, "env_id": "CartPole-v1"},
                 {"env_steps_per_sec": speed, "final_holdout_return": final, "overlap_fraction": overlap,
                  "updates": 1000, "shared_adam_steps": adam, "train_seconds": 1.0,
+                 "holdout_curve": [{"env_steps": 1000, "return_mean": final / 2},
+                                   {"env_steps": 2000, "return_mean": final}]})
+    # uneven: worker 0 slowed; equal quotas hold its share at 1/2, free-running actors let it fall
+    for run_id, arch, quotas, seed, speed, final, steps, staleness in [
+            ("equal1", "actor_learner", "equal", 1, 1_000.0, 150.0, [0.5, 0.5], [6.0, 4.0]),
+            ("equal2", "actor_learner", "equal", 2, 1_100.0, 170.0, [0.5, 0.5], [8.0, 4.0]),
+            ("free1", "actor_learner", "free", 1, 3_000.0, 160.0, [0.1, 0.9], [30.0, 2.0]),
+            ("free2", "actor_learner", "free", 2, 3_200.0, 180.0, [0.2, 0.8], [50.0, 2.0]),
+            ("single1", "single_env", "equal", 1, 2_000.0, 200.0, None, None),
+            ("single2", "single_env", "equal", 2, 2_000.0, 100.0, None, None)]:
+        shares = {kind: list(steps) for kind in ("env_steps", "replay", "sampled")} if steps else None
+        _stored(root / "uneven", "parallel_dqn", f"uneven-{run_id}",
+                {"architecture": arch, "num_workers": 2 if steps else 1, "actor_quotas": quotas, "seed": seed,
+                 "env_id": "CartPole-v1", "slow_worker_cost_us": 1000.0 if steps else 0.0},
+                {"env_steps_per_sec": speed, "final_holdout_return": final, "updates": 1000, "train_seconds": 1.0,
+                 "runs_at_once": 1, "policy_lag": {"mean": 1.0}, "worker_shares": shares,
+                 "worker_acting_staleness_mean": staleness,
                  "holdout_curve": [{"env_steps": 1000, "return_mean": final / 2},
                                    {"env_steps": 2000, "return_mean": final}]})
     return root
@@ -209,6 +226,15 @@ def test_speeds_of_runs_made_several_at_once_are_never_quoted(tmp_path):
     assert any("actor_learner's runs were made several at a time" in n for n in notes)
     poi = learning.improvement_data(rs, [].append).data
     assert set(poi["metric"]) == {"final_holdout_return", "holdout_auc"}
+    # The curves' wall-clock axis: env steps over the one-at-a-time speed, or the shared machine's, said so.
+    notes = []
+    curves = learning.curves_data(rs, notes.append).data
+    single = curves[curves["architecture"] == "single_env"]
+    assert single["train_seconds_median"].tolist() == pytest.approx([1000 / 5075, 2000 / 5075, 3000 / 5075])
+    actor = curves[curves["architecture"] == "actor_learner"]
+    assert actor["train_seconds_median"].tolist() == pytest.approx([1000 / 1900, 2000 / 1900, 3000 / 1900])
+    assert notes == ["learning curves: CartPole actor_learner's runs were made several at a time and none of it "
+                     "alone; its wall-clock axis is the shared machine's"]
 
 
 def test_probability_of_improvement_over_single_env(rs):
@@ -314,10 +340,62 @@ def test_hogwild_configs_with_their_overlap(rs):
     assert name == "hogwild_lock" and table["P(no lock > lock) [95% CI]"].str.startswith(("0.50", "1.00")).all()
 
 
+# ---------------------------------------------------------------------- 10. uneven workers
+def test_uneven_workers_the_slow_ones_share_its_age_and_the_quota_question(rs):
+    made = uneven.data(rs, [].append)
+    data = made.data.set_index("run_id")
+    assert sorted(set(data["config"])) == ["actor_learner (2, equal quotas)", "actor_learner (2, free quotas)",
+                                           "single_env"]
+    assert data.loc["uneven-free1", ["slow_share_env_steps", "slow_share_replay", "slow_share_sampled"]].tolist() \
+        == pytest.approx([0.2, 0.2, 0.2])   # worker 0's share x 2 workers
+    assert data.loc["uneven-free2", ["staleness_slow", "staleness_fast"]].tolist() == [50.0, 2.0]
+    assert np.isnan(data.loc["uneven-single1", "slow_share_env_steps"])
+    assert data.loc["uneven-equal1", "holdout_auc"] == pytest.approx(112.5)
+    numbers = _numbers(made)
+    assert numbers["UnevenActorLearnerTwoFreeQuotasSteps"] == "3,100"
+    assert numbers["UnevenActorLearnerTwoFreeQuotasSlowShareEnvSteps"] == "0.30"
+    assert numbers["UnevenActorLearnerTwoEqualQuotasSlowShareSampled"] == "1.00"
+    assert numbers["UnevenActorLearnerTwoFreeQuotasStalenessSlow"] == "40.0"
+    assert numbers["UnevenSingleEnvFinal"] == "150.0" and numbers["UnevenSingleEnvSeeds"] == "2"
+    # free-running is faster in every pair, and wins 3 of 4 pairs on the final return (160, 180 vs 150, 170)
+    assert numbers["UnevenFreePoiEnvStepsPerSec"] == "1.00" and numbers["UnevenFreePoiFinalHoldoutReturn"] == "0.75"
+    [(name, table, _)] = made.tables
+    assert name == "uneven" and table["design"].tolist() == sorted(set(data["config"]))
+    assert table["acting-weight age, slow / fast (updates)"].tolist() == ["7.0 / 4.0", "40.0 / 2.0", "-"]
+    curves = made.parts["curves"]
+    assert curves[curves["config"] == "single_env"]["return_iqm"].tolist() == pytest.approx([75.0, 150.0])
+
+
+def test_a_second_envs_headline_gets_its_own_table_and_never_pools_with_cartpole(tmp_path):
+    """The `minatar` sweep is a headline of its own: its rows sit beside CartPole's in the
+    `architectures` table, each env also gets a table (architectures_breakout), and the time
+    breakdown and lag figures keep the envs apart."""
+    make_runs(FileStorageObserver(str(tmp_path / "architectures")), headline_specs(2))
+    make_runs(FileStorageObserver(str(tmp_path / "minatar")), [
+        {**spec, "run_id": spec["run_id"].replace("architectures", "minatar"), "env_id": "MinAtar/Breakout-v1",
+         "quality": 10.0} for spec in headline_specs(2)])
+    rs = load_runs([str(tmp_path)])
+    made = learning.speed_quality_data(rs, [].append)
+    tables = {name: table for name, table, _ in made.tables}
+    assert sorted(tables) == ["architectures", "architectures_breakout", "architectures_cartpole"]
+    assert tables["architectures"]["env"].tolist().count("Breakout") == 3
+    assert len(tables["architectures_breakout"]) == 3 and "env" not in tables["architectures_breakout"]
+    numbers = _numbers(made)
+    assert numbers["BreakoutSingleEnvFinal"] == "11.5" and numbers["CartPoleSingleEnvFinal"] == "101.5"
+    assert numbers["BreakoutSingleEnvAuc"] == "8.2" and numbers["CartPoleSingleEnvAuc"] == "68"  # (10/3+20/3+10)/3+1.5
+    curves = learning.curves_data(rs, [].append).data
+    assert sorted(set(curves["env"])) == ["Breakout", "CartPole"]
+    times = breakdown.time_data(rs, [].append).data
+    assert sorted(set(times["env"])) == ["Breakout", "CartPole"]
+    lag = breakdown.lag_data(rs, [].append).parts["lag"]
+    assert sorted(set(lag["env"])) == ["Breakout", "CartPole"]
+
+
 # ---------------------------------------------------------------------- without the sweeps, and without matplotlib
 @pytest.mark.parametrize("family, sweep_to_run", [
     (threads.data, "experiments.sweep threads"), (scaling.data, "experiments.sweep scaling"),
-    (utd.data, "experiments.sweep utd"), (hogwild.data, "experiments.sweep hogwild")])
+    (utd.data, "experiments.sweep utd"), (hogwild.data, "experiments.sweep hogwild"),
+    (uneven.data, "experiments.sweep uneven")])
 def test_a_missing_sweep_gives_no_data_and_names_the_sweep(rs, family, sweep_to_run):
     notes = []
     assert family(_only(rs, "architectures"), notes.append) is None
@@ -328,6 +406,7 @@ def test_data_functions_load_and_run_without_matplotlib(store):
     code = ("import json, sys\n"
             "import analysis.report.common, analysis.report.threads, analysis.report.scaling\n"
             "import analysis.report.learning, analysis.report.breakdown, analysis.report.utd, analysis.report.hogwild\n"
+            "import analysis.report.uneven\n"
             "from analysis.report import FIGURES\n"
             "from analysis.load import load_runs\n"
             "rs = load_runs([sys.argv[1]])\n"
@@ -336,4 +415,4 @@ def test_data_functions_load_and_run_without_matplotlib(store):
             "print(json.dumps([made, drawing]))\n")
     out = subprocess.run([sys.executable, "-c", code, str(store)], cwd=ROOT, capture_output=True, text=True, check=True)
     made, plotting = json.loads(out.stdout)
-    assert len(made) == 9 and plotting == []
+    assert len(made) == 10 and plotting == []

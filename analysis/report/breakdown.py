@@ -36,13 +36,17 @@ def time_data(rs: RunSet, note: Note) -> FigureData | None:
         for role, component, share in _shares_of_time(run["result"], run["train_seconds"]):
             if role == "main process" and run["architecture"] == "hogwild":
                 continue
-            rows.append({"env_step_cost_us": float(run["env_step_cost_us"] or 0.0), "architecture": run["architecture"],
+            rows.append({"env": run["env"], "env_step_cost_us": float(run["env_step_cost_us"] or 0.0),
+                         "architecture": run["architecture"],
                          "num_workers": int(run["num_workers"]), "role": role, "component": component,
                          "share_of_train_time": share,
                          "bottleneck": run["bottleneck"] if isinstance(run["bottleneck"], str) else ""})
-    data = (pd.DataFrame(rows).groupby(["env_step_cost_us", "architecture", "num_workers", "role", "component",
+    # one panel per env and env step cost: CartPole's and MinAtar's scaling cells are never pooled
+    data = (pd.DataFrame(rows).groupby(["env", "env_step_cost_us", "architecture", "num_workers", "role", "component",
                                         "bottleneck"], as_index=False)["share_of_train_time"].median()
-            .sort_values(["env_step_cost_us", "architecture", "num_workers", "role", "component"], ignore_index=True))
+            .sort_values(["env", "env_step_cost_us", "architecture", "num_workers", "role", "component"],
+                         key=lambda col: col.map(lambda v: ("0" if v == "CartPole" else "1") + v) if col.name == "env" else col,
+                         ignore_index=True))
     return FigureData(data)
 
 
@@ -50,14 +54,14 @@ def plot_time(report, made: FigureData) -> None:
     from analysis.report.plotting import _component_colors, plt
 
     data = made.data
-    costs = sorted(data["env_step_cost_us"].unique())
+    panels = list(dict.fromkeys(zip(data["env"], data["env_step_cost_us"])))  # CartPole's first, as sorted
     components = sorted(data["component"].unique())
     colors = _component_colors(components)
     bars = sorted(data.groupby(["architecture", "num_workers", "role"]).groups)
-    fig, axes = plt.subplots(1, len(costs), figsize=(6 * len(costs) + 3, 0.3 * len(bars) + 1.8), squeeze=False,
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels) + 3, 0.3 * len(bars) + 1.8), squeeze=False,
                              sharey=True)
-    for ax, cost in zip(axes[0], costs):
-        part = data[data["env_step_cost_us"] == cost]
+    for ax, (env, cost) in zip(axes[0], panels):
+        part = data[(data["env"] == env) & (data["env_step_cost_us"] == cost)]
         labels = []
         for y, key in enumerate(bars):
             group = part[(part["architecture"] == key[0]) & (part["num_workers"] == key[1]) & (part["role"] == key[2])]
@@ -74,7 +78,7 @@ def plot_time(report, made: FigureData) -> None:
         ax.set_yticklabels(labels, fontsize=7)
         ax.set_xlabel("share of training wall-clock time")
         ax.set_xlim(0, 1.08)
-        ax.set_title(f"env step cost {cost:g} us (* = named bottleneck role)", fontsize=9)
+        ax.set_title(f"{env}, env step cost {cost:g} us (* = named bottleneck role)", fontsize=9)
     handles = [plt.Rectangle((0, 0), 1, 1, color=colors[c]) for c in components]
     fig.legend(handles, components, loc="center left", fontsize=7, bbox_to_anchor=(1.0, 0.5),
                title="component")
@@ -83,14 +87,20 @@ def plot_time(report, made: FigureData) -> None:
 
 
 # ---------------------------------------------------------------------- 6. policy lag and shares
+def _configs(frame: pd.DataFrame) -> pd.Series:
+    """'arch (n)', prefixed with the env where it is not CartPole: envs are never pooled."""
+    prefix = frame["env"].where(frame["env"] != "CartPole", "").map(lambda env: f"{env}: " if env else "")
+    return prefix + frame["architecture"] + " (" + frame["num_workers"].astype(str) + ")"
+
+
 def _config_order(frame: pd.DataFrame) -> list[str]:
-    pairs = sorted(set(zip(frame["architecture"], frame["num_workers"])))
-    return [f"{arch} ({n})" for arch, n in pairs]
+    return sorted(frame["config"].unique(), key=lambda c: (":" in c, c))
 
 
 def lag_data(rs: RunSet, note: Note) -> FigureData | None:
     """policy_lag_shares.csv, both frames stacked; in parts `lag` and `shares` apart, as drawn."""
-    runs = rs.runs[rs.runs["result"].apply(lambda r: isinstance(r.get("policy_lag"), dict))]
+    runs = rs.runs[rs.runs["result"].apply(lambda r: isinstance(r.get("policy_lag"), dict))
+                   & (rs.runs["sweep"] != "uneven")]  # deliberately uneven workers have a figure of their own
     if runs.empty:
         note("policy lag: no runs recorded it (actor_learner, vector_env)")
         return None
@@ -99,12 +109,12 @@ def lag_data(rs: RunSet, note: Note) -> FigureData | None:
         result = run["result"]
         for what in ("policy_lag", "acting_staleness"):
             for stat_name, value in (result.get(what) or {}).items():
-                lag_rows.append({"run_id": run["run_id"], "architecture": run["architecture"],
+                lag_rows.append({"run_id": run["run_id"], "env": run["env"], "architecture": run["architecture"],
                                  "num_workers": int(run["num_workers"]), "env_step_cost_us": run["env_step_cost_us"],
                                  "measure": what, "statistic": stat_name, "updates": value})
         for kind, values in (result.get("worker_shares") or {}).items():
             for worker, share in enumerate(values):
-                share_rows.append({"run_id": run["run_id"], "architecture": run["architecture"],
+                share_rows.append({"run_id": run["run_id"], "env": run["env"], "architecture": run["architecture"],
                                    "num_workers": int(run["num_workers"]), "kind": kind, "worker": worker,
                                    "share": share})
     lag = pd.DataFrame(lag_rows)
@@ -123,7 +133,7 @@ def plot_lag(report, made: FigureData) -> None:
     for ax, measure in zip(axes[:2], ("policy_lag", "acting_staleness")):
         part = lag[(lag["measure"] == measure) & lag["statistic"].isin(["p50", "p95", "max"])]
         if not part.empty:
-            part = part.assign(config=part["architecture"] + " (" + part["num_workers"].astype(str) + ")")
+            part = part.assign(config=_configs(part))
             sns.stripplot(data=part, x="config", y="updates", hue="statistic", ax=ax, dodge=True, size=4,
                           order=_config_order(part), hue_order=["p50", "p95", "max"])
             ax.set_yscale("symlog", linthresh=10)
@@ -137,7 +147,7 @@ def plot_lag(report, made: FigureData) -> None:
     ax = axes[2]
     if not shares.empty:
         sub = shares[shares["kind"].isin(["env_steps", "sampled"])]
-        sub = sub.assign(config=sub["architecture"] + " (" + sub["num_workers"].astype(str) + ")")
+        sub = sub.assign(config=_configs(sub))
         sub = sub.assign(deviation=sub["share"] * sub["num_workers"])
         sns.stripplot(data=sub, x="config", y="deviation", hue="kind", ax=ax, dodge=True, size=4,
                       order=_config_order(sub))

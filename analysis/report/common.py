@@ -167,14 +167,16 @@ def made_alone(runs: pd.DataFrame) -> pd.Series:
     return pd.to_numeric(runs["runs_at_once"], errors="coerce").fillna(1) <= 1
 
 
-DEDICATED_SWEEPS = {"utd", "hogwild", "scaling"}
+DEDICATED_SWEEPS = {"utd", "hogwild", "scaling", "uneven"}
 """Sweeps with figures of their own; any other sweep of training runs feeds the headline figures."""
+HEADLINE_SWEEPS = ("architectures", "minatar")
+"""The headline comparisons at equal env steps, one env each (CartPole; MinAtar Breakout)."""
 
 
 def _headline(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs that compare architectures at equal env steps: the `architectures` sweep, or
-    else every training run outside the dedicated sweeps (e.g. `smoke`, or your own sweep)."""
-    chosen = _sweep(runs, "architectures")
+    """The runs that compare architectures at equal env steps: the headline sweeps, or else every
+    training run outside the dedicated sweeps (e.g. `smoke`, or your own sweep)."""
+    chosen = runs[runs["sweep"].isin(HEADLINE_SWEEPS)]
     if chosen.empty:
         chosen = runs[runs["experiment"].isin(TRAINING_EXPERIMENTS) & ~runs["sweep"].isin(DEDICATED_SWEEPS)]
     return chosen

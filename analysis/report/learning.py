@@ -5,6 +5,8 @@ select and pool the same runs."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -33,6 +35,8 @@ def _headline_rows(rs: RunSet) -> pd.DataFrame:
     return runs
 
 
+AUC_FORMAT = {"CartPole": "{:.0f}"}
+"""How the macros <Env><Design>Auc are written: returns in the hundreds need no decimal (others {:.1f})."""
 SOLVED_AT = {"CartPole": 475.0}
 """The final holdout return counted as solved, per env (CartPole-v1's own threshold): the table and
 the macros <Env><Design>Solved count the seeds that reached it."""
@@ -67,6 +71,7 @@ def curves_data(rs: RunSet, note: Note) -> FigureData | None:
         holdout.loc[missing_time, "train_seconds"] = holdout.loc[missing_time, "env_step"] / rate
         note(f"learning curves: {holdout.loc[missing_time, 'run_id'].nunique()} runs lack training seconds "
              "per checkpoint; their wall-clock axis assumes a steady rate")
+    holdout = _solo_clock(note, rs, holdout)
     rows = []
     for (env, arch), group in holdout.groupby(["env", "architecture"], sort=True):
         for step, at in group.groupby("env_step"):
@@ -75,6 +80,24 @@ def curves_data(rs: RunSet, note: Note) -> FigureData | None:
                          "train_seconds_median": float(at["train_seconds"].median()),
                          "return_iqm": point, "return_low": low, "return_high": high})
     return FigureData(pd.DataFrame(rows))
+
+
+def _solo_clock(note: Note, rs: RunSet, holdout: pd.DataFrame) -> pd.DataFrame:
+    """A run made beside others (`--jobs N`) took longer than it would alone, and the designs with
+    more processes lost more to sharing: its wall-clock axis is instead its env steps over the
+    design's one-at-a-time speed (solo_speeds, the scaling sweep's median), where there is one."""
+    runs = rs.runs[rs.runs["run_id"].isin(holdout["run_id"])]
+    holdout = holdout.copy()
+    for (env, arch, workers, utd), cell in runs[~made_alone(runs)].groupby(["env", "architecture", "num_workers",
+                                                                            "utd"]):
+        speeds = solo_speeds(rs, env, arch, int(workers), float(utd))
+        if not len(speeds):
+            note(f"learning curves: {env} {arch}'s runs were made several at a time and none of it alone; "
+                 "its wall-clock axis is the shared machine's")
+            continue
+        at = holdout["run_id"].isin(cell["run_id"])
+        holdout.loc[at, "train_seconds"] = holdout.loc[at, "env_step"] / float(np.median(speeds))
+    return holdout
 
 
 def plot_curves(report, made: FigureData) -> None:
@@ -95,7 +118,7 @@ def plot_curves(report, made: FigureData) -> None:
             if j == 1:  # designs differ in speed by over 10x: a log axis keeps each curve readable
                 ax.set_xscale("log")
                 ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-            ax.set_xlabel("env steps" if j == 0 else "training wall-clock seconds, evaluation excluded (log)")
+            ax.set_xlabel("env steps" if j == 0 else "training wall-clock seconds alone, evaluation excluded (log)")
             ax.set_ylabel("holdout return (IQM, 95% CI)")
             ax.set_title(env)
             ax.legend(fontsize=8)
@@ -147,14 +170,19 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
                                                                for r in data.itertuples()],
         "seeds solved": [f"{r.solved:.0f} (>= {SOLVED_AT[r.env]:.0f})" if r.env in SOLVED_AT else "-"
                          for r in data.itertuples()]})
-    made.table("architectures", table, "Throughput and holdout return per architecture (architectures sweep); "
-               "intervals are stratified-bootstrap 95% CIs over seeds. Speeds come from runs made one at a "
-               "time: the headline's own, or, where those ran several at once, the scaling sweep's.")
+    caption = ("Throughput and holdout return per architecture ({}); intervals are stratified-bootstrap 95% CIs "
+               "over seeds. Speeds come from runs made one at a time: the headline's own, or, where those ran "
+               "several at once, the scaling sweep's.")
+    made.table("architectures", table, caption.format("the headline sweeps"))
+    if data["env"].nunique() > 1:  # and one table per env, e.g. architectures_breakout for the minatar sweep
+        for env in data["env"].unique():
+            made.table(f"architectures_{re.sub(r'[^a-z0-9]+', '_', env.lower())}",
+                       table[table["env"] == env].drop(columns="env"), caption.format(env))
     for r in data.itertuples():
         made.number(macro_name(r.env, r.architecture, "steps"),
                     r.steps_per_sec_median if np.isfinite(r.steps_per_sec_median) else "not measured")
         made.number(macro_name(r.env, r.architecture, "final"), r.final_return_iqm, "{:.1f}")
-        made.number(macro_name(r.env, r.architecture, "auc"), r.auc_iqm, "{:.0f}")
+        made.number(macro_name(r.env, r.architecture, "auc"), r.auc_iqm, AUC_FORMAT.get(r.env, "{:.1f}"))
         made.number(macro_name(r.env, r.architecture, "seeds"), r.seeds, "{}")
         if r.env in SOLVED_AT:
             made.number(macro_name(r.env, r.architecture, "solved"), r.solved, "{:.0f}")

@@ -1,0 +1,182 @@
+"""10. uneven workers (the `uneven` sweep): one slow worker (worker 0, `slow_worker_cost_us` more
+per env step) among two, the reporting user's worry that "processes with short episodes finish
+first and rush to update, while long-episode experience gets ignored". Per design: throughput,
+the slow worker's share of the env steps, of the replay and of the sampled batches, how old the
+acting weights were when each actor's transitions reached the learner, and learning at equal env
+steps; for actor_learner, equal per-checkpoint quotas against free-running actors as in Ape-X,
+with P(free > equal) and its interval (table `uneven`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis import stats
+from analysis.load import RunSet
+from analysis.report.common import FigureData, Note, _arch_label, _ci, _regular_curves, _sweep, holdout_auc, \
+    macro_name, made_alone
+
+SHARE_KINDS = ("env_steps", "replay", "sampled")
+"""Worker 0's share of each, times the worker count (1 = an equal share)."""
+QUOTA_METRICS = {"env_steps_per_sec": "env steps/s", "final_holdout_return": "final holdout return",
+                 "holdout_auc": "mean holdout over checkpoints"}
+
+
+def config_label(row) -> str:
+    """actor_learner's rows name their quota rule; the others are labelled as in the headline."""
+    label = _arch_label(row)
+    if row["architecture"] == "actor_learner" and isinstance(row.get("actor_quotas"), str):
+        label = f"{label[:-1]}, {row['actor_quotas']} quotas)"
+    return label
+
+
+def _slow_share(result: dict, kind: str) -> float:
+    values = (result.get("worker_shares") or {}).get(kind)
+    return float(values[0] * len(values)) if values and len(values) > 1 else np.nan
+
+
+def _staleness(result: dict, which: str) -> float:
+    """Mean age of the acting weights at hand-off (learner updates), of worker 0 or of the others."""
+    values = result.get("worker_acting_staleness_mean")
+    if not values or len(values) < 2:
+        return np.nan
+    return float(values[0]) if which == "slow" else float(np.mean(values[1:]))
+
+
+def data(rs: RunSet, note: Note) -> FigureData | None:
+    runs = _sweep(rs.runs, "uneven").copy()
+    if runs.empty:
+        note("uneven workers: no runs of the `uneven` sweep; run `python -m experiments.sweep uneven --jobs 1`")
+        return None
+    runs["config"] = runs.apply(config_label, axis=1)
+    runs["holdout_auc"] = holdout_auc(rs.holdout, runs["run_id"])
+    runs.loc[~made_alone(runs), "env_steps_per_sec"] = np.nan  # its speeds are measurements only made alone
+    for kind in SHARE_KINDS:
+        runs[f"slow_share_{kind}"] = runs["result"].apply(_slow_share, kind=kind)
+    for which in ("slow", "fast"):
+        runs[f"staleness_{which}"] = runs["result"].apply(_staleness, which=which)
+    columns = ["run_id", "config", "architecture", "seed", "env_steps_per_sec", "final_holdout_return", "holdout_auc",
+               *[f"slow_share_{k}" for k in SHARE_KINDS], "staleness_slow", "staleness_fast"]
+    table = runs[columns].sort_values(["config", "seed"], ignore_index=True)
+    curves = _curves(note, rs, runs)
+    made = FigureData(table, parts={"curves": curves})
+    _table(made, table)
+    return made
+
+
+def _curves(note: Note, rs: RunSet, runs: pd.DataFrame) -> pd.DataFrame:
+    holdout = _regular_curves(note, rs.holdout[rs.holdout["run_id"].isin(runs["run_id"])], "uneven workers")
+    holdout = holdout.assign(config=holdout["run_id"].map(runs.set_index("run_id")["config"]))
+    rows = []
+    for (config, step), at in holdout.groupby(["config", "env_step"], sort=True):
+        point, low, high = stats.interval(at["return_mean"].to_numpy(), "iqm")
+        rows.append({"config": config, "env_step": int(step), "seeds": len(at), "return_iqm": point,
+                     "return_low": low, "return_high": high})
+    return pd.DataFrame(rows)
+
+
+def _table(made: FigureData, data: pd.DataFrame) -> None:
+    base = data[data["config"] == "single_env"]
+    rows = []
+    for config, group in data.groupby("config", sort=True):
+        speeds = group["env_steps_per_sec"].dropna().to_numpy()
+        speed = stats.interval(speeds, "median") if len(speeds) else (np.nan,) * 3
+        final = stats.interval(group["final_holdout_return"].to_numpy(), "iqm")
+        area = stats.interval(group["holdout_auc"].dropna().to_numpy(), "iqm")
+        shares = {k: group[f"slow_share_{k}"].median() for k in SHARE_KINDS}
+        row = {"design": config, "seeds": len(group),
+               "env steps/s, median [95% CI]": _ci(*speed) if len(speeds) else "not measured",
+               **{f"slow worker's share of {k.replace('_', ' ')} (x2)": f"{v:.2f}" if np.isfinite(v) else "-"
+                  for k, v in shares.items()},
+               "acting-weight age, slow / fast (updates)": (
+                   f"{group['staleness_slow'].median():.1f} / {group['staleness_fast'].median():.1f}"
+                   if group["staleness_slow"].notna().any() else "-"),
+               "final holdout, IQM [95% CI]": _ci(*final, "{:.1f}"),
+               "mean holdout over checkpoints, IQM [95% CI]": _ci(*area, "{:.1f}")}
+        if config != "single_env" and not base.empty:
+            p = stats.probability_of_improvement_interval(group["holdout_auc"].dropna().to_numpy(),
+                                                          base["holdout_auc"].dropna().to_numpy())
+            row["P(> single_env), mean holdout [95% CI]"] = _ci(*p, "{:.2f}")
+            made.number(macro_name("uneven", config, "poi", "auc"), p[0], "{:.2f}")
+        else:
+            row["P(> single_env), mean holdout [95% CI]"] = "-"
+        rows.append(row)
+        name = macro_name("uneven", config)
+        made.number(name + "Steps", speed[0] if np.isfinite(speed[0]) else "not measured")
+        made.number(name + "Final", final[0], "{:.1f}")
+        made.number(name + "Auc", area[0], "{:.1f}")
+        made.number(name + "Seeds", len(group), "{}")
+        for kind, value in shares.items():
+            if np.isfinite(value):
+                made.number(name + macro_name("slow", "share", kind), value, "{:.2f}")
+        for which in ("slow", "fast"):
+            value = group[f"staleness_{which}"].median()
+            if np.isfinite(value):
+                made.number(name + macro_name("staleness", which), value, "{:.1f}")
+    made.table("uneven", pd.DataFrame(rows),
+               "One slow worker among two (the uneven sweep, CartPole, worker 0 +1 ms per env step, runs one at a "
+               "time): throughput, the slow worker's share of the data (x2: 1 is an equal share), acting-weight age "
+               "at hand-off, and holdout return at equal env steps; intervals are stratified-bootstrap 95% CIs.")
+    _quota_question(made, data)
+
+
+def _quota_question(made: FigureData, data: pd.DataFrame) -> None:
+    """P(free-running > equal quotas) for actor_learner, per metric: macros UnevenFreePoi<Metric>."""
+    free = data[(data["architecture"] == "actor_learner") & data["config"].str.contains("free quotas")]
+    equal = data[(data["architecture"] == "actor_learner") & data["config"].str.contains("equal quotas")]
+    if free.empty or equal.empty:
+        return
+    for metric in QUOTA_METRICS:
+        x, y = free[metric].dropna().to_numpy(), equal[metric].dropna().to_numpy()
+        if len(x) and len(y):
+            p, low, high = stats.probability_of_improvement_interval(x, y)
+            for suffix, value in (("", p), ("Low", low), ("High", high)):
+                made.number(macro_name("uneven", "free", "poi", metric) + suffix, value, "{:.2f}")
+
+
+def plot(report, made: FigureData) -> None:
+    from analysis.report.plotting import PALETTE, plt, sns
+
+    data, curves = made.data, made.parts["curves"]
+    order = sorted(data["config"].unique())
+    colors = {c: PALETTE.get(data.loc[data["config"] == c, "architecture"].iloc[0]) for c in order}
+    fig, axes = plt.subplots(1, 4, figsize=(19, 4.0))
+    ax = axes[0]
+    sns.stripplot(data=data, x="config", y="env_steps_per_sec", order=order, hue="config", palette=colors,
+                  legend=False, ax=ax, size=5)
+    ax.set_title("throughput (one run at a time)", fontsize=9)
+    ax.set_ylabel("env steps/s")
+    ax = axes[1]
+    shares = data.melt(id_vars=["config"], value_vars=[f"slow_share_{k}" for k in SHARE_KINDS],
+                       var_name="kind", value_name="share").dropna()
+    shares["kind"] = shares["kind"].str.replace("slow_share_", "", regex=False)
+    sns.stripplot(data=shares, x="config", y="share", hue="kind", order=order, hue_order=list(SHARE_KINDS),
+                  dodge=True, ax=ax, size=4)
+    ax.axhline(1.0, color="k", ls="--", lw=1)
+    ax.set_ylim(0, None)
+    ax.set_title("slow worker's share x 2 (1 = an equal share)", fontsize=9)
+    ax.set_ylabel("share x workers")
+    ax = axes[2]
+    ages = data.melt(id_vars=["config"], value_vars=["staleness_slow", "staleness_fast"], var_name="worker",
+                     value_name="updates").dropna()
+    ages["worker"] = ages["worker"].map({"staleness_slow": "slow (0)", "staleness_fast": "fast (1)"})
+    age_order = [c for c in order if c in set(ages["config"])]
+    if not ages.empty:
+        sns.stripplot(data=ages, x="config", y="updates", hue="worker", order=age_order, dodge=True, ax=ax, size=4)
+    ax.set_title("acting weights' age at hand-off, per actor", fontsize=9)
+    ax.set_ylabel("learner updates behind")
+    for ax in axes[:3]:
+        ax.set_xlabel("")
+        ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+    ax = axes[3]
+    for config in order:
+        sub = curves[curves["config"] == config]
+        ax.plot(sub["env_step"], sub["return_iqm"], marker="o", ms=3, label=config, color=colors[config],
+                ls="--" if "equal quotas" in config else "-")
+        ax.fill_between(sub["env_step"], sub["return_low"], sub["return_high"], alpha=0.12, color=colors[config])
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("holdout return (IQM, 95% CI)")
+    ax.set_title("learning at equal env steps", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    report.figure(fig, "uneven", made.data)
