@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.load import RunSet
-from analysis.report.common import FigureData, Note, _headline, _sweep
+from analysis.report.common import FigureData, Note, _headline, _sweep, env_first
 
 
 # ---------------------------------------------------------------------- 5. time breakdown
@@ -42,11 +42,11 @@ def time_data(rs: RunSet, note: Note) -> FigureData | None:
                          "share_of_train_time": share,
                          "bottleneck": run["bottleneck"] if isinstance(run["bottleneck"], str) else ""})
     # one panel per env and env step cost: CartPole's and MinAtar's scaling cells are never pooled
-    data = (pd.DataFrame(rows).groupby(["env", "env_step_cost_us", "architecture", "num_workers", "role", "component",
-                                        "bottleneck"], as_index=False)["share_of_train_time"].median()
-            .sort_values(["env", "env_step_cost_us", "architecture", "num_workers", "role", "component"],
-                         key=lambda col: col.map(lambda v: ("0" if v == "CartPole" else "1") + v) if col.name == "env" else col,
-                         ignore_index=True))
+    data = pd.DataFrame(rows).groupby(["env", "env_step_cost_us", "architecture", "num_workers", "role", "component",
+                                       "bottleneck"], as_index=False)["share_of_train_time"].median()
+    data = (data.assign(first=data["env"].map(env_first))
+            .sort_values(["first", "env_step_cost_us", "architecture", "num_workers", "role", "component"],
+                         ignore_index=True).drop(columns="first"))
     return FigureData(data)
 
 

@@ -173,6 +173,12 @@ HEADLINE_SWEEPS = ("architectures", "minatar")
 """The headline comparisons at equal env steps, one env each (CartPole; MinAtar Breakout)."""
 
 
+def env_first(env: str) -> tuple[bool, str]:
+    """Sort key of envs in tables and panels: CartPole, the study's first env (whose macros carry
+    no env tag), before the others in name order."""
+    return env != "CartPole", env
+
+
 def _headline(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs that compare architectures at equal env steps: the headline sweeps, or else every
     training run outside the dedicated sweeps (e.g. `smoke`, or your own sweep)."""

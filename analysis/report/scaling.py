@@ -11,7 +11,7 @@ import pandas as pd
 
 from analysis import cost_model
 from analysis.load import TRAINING_EXPERIMENTS, RunSet
-from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, macro_name
+from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, env_first, macro_name
 
 ROUNDING = {"env_steps_per_sec": 1, "parallel_efficiency": 4, "predicted_env_steps_per_sec": 1, "prediction_error": 4}
 """Digits kept in scaling.csv: the medians move by more than this between sweeps."""
@@ -62,7 +62,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         return None
     measured = scaling[scaling["experiment"] == "components"]
     rows, columns, singles = [], [], []
-    for env, cost in sorted(set(zip(runs["env"], runs["env_step_cost_us"])), key=lambda k: (k[0] != "CartPole", k)):
+    for env, cost in sorted(set(zip(runs["env"], runs["env_step_cost_us"])), key=lambda k: (env_first(k[0]), k[1])):
         part = runs[(runs["env"] == env) & (runs["env_step_cost_us"] == cost)]
         tag = () if env == "CartPole" else (env,)  # CartPole's macros keep their names
         single = part[part["architecture"] == "single_env"]
