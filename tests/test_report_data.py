@@ -225,7 +225,13 @@ def test_speeds_of_runs_made_several_at_once_are_never_quoted(tmp_path):
     assert _numbers(made)["CartPoleActorLearnerSteps"] == "not measured"
     assert any("actor_learner's runs were made several at a time" in n for n in notes)
     poi = learning.improvement_data(rs, [].append).data
-    assert set(poi["metric"]) == {"final_holdout_return", "holdout_auc"}
+    assert set(poi["metric"]) == {"final_holdout_return", "holdout_auc"}   # actor_learner (2): no speed alone
+    # With one-at-a-time runs of it in the scaling sweep, its speed is set against single_env's from there too.
+    make_runs(FileStorageObserver(str(tmp_path / "scaling")), [
+        {"run_id": "scaling-actor2", "architecture": "actor_learner", "num_workers": 2, "speed": 6_000.0,
+         "eval_episodes": 0}])
+    poi = learning.improvement_data(load_runs([str(tmp_path)]), [].append).data.set_index("metric")
+    assert poi.loc["env_steps_per_sec", ["probability", "seeds", "baseline_seeds"]].tolist() == [1.0, 1, 2]
     # The curves' wall-clock axis: env steps over the one-at-a-time speed, or the shared machine's, said so.
     notes = []
     curves = learning.curves_data(rs, notes.append).data

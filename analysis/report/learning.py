@@ -54,6 +54,17 @@ def solo_speeds(rs: RunSet, env: str, arch: str, workers: int, utd: float) -> np
     return pick["env_steps_per_sec"].dropna().to_numpy(dtype=float)
 
 
+def measured_speeds(rs: RunSet, group: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """One design's env steps/s measurements and where they come from: its own runs where they were
+    made alone, else the scaling sweep's one-at-a-time runs of it (solo_speeds), else none."""
+    speeds = group["env_steps_per_sec"].dropna().to_numpy(dtype=float)
+    if len(speeds):
+        return speeds, "these runs"
+    first = group.iloc[0]
+    speeds = solo_speeds(rs, first["env"], first["architecture"], int(first["num_workers"]), float(first["utd"]))
+    return speeds, f"scaling sweep, {len(speeds)} runs" if len(speeds) else "not measured"
+
+
 # ---------------------------------------------------------------------- 3. learning curves
 def curves_data(rs: RunSet, note: Note) -> FigureData | None:
     holdout = rs.holdout[rs.holdout["run_id"].isin(_headline(rs.runs)["run_id"])]
@@ -135,11 +146,8 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
     _note_pooled(note, runs, "speed against quality")
     rows = []
     for (env, arch), group in runs.groupby(["env", "architecture"], sort=True):
-        speeds, source = group["env_steps_per_sec"].dropna().to_numpy(), "these runs"
-        if not len(speeds):  # made several at once: the scaling sweep's one-at-a-time runs, if any
-            workers = int(group["num_workers"].iloc[0])
-            speeds = solo_speeds(rs, env, arch, workers, float(group["utd"].iloc[0]))
-            source = f"scaling sweep, {len(speeds)} runs" if len(speeds) else "not measured"
+        speeds, source = measured_speeds(rs, group)
+        if source != "these runs":
             note(f"speed against quality: {env} {arch}'s runs were made several at a time; its speed is "
                  + (f"the scaling sweep's ({len(speeds)} runs, one at a time)" if len(speeds) else "not measured"))
         speed = stats.interval(speeds, "median") if len(speeds) else (np.nan,) * 3
@@ -230,12 +238,15 @@ def improvement_data(rs: RunSet, note: Note) -> FigureData | None:
             if other.empty:
                 continue
             for metric in IMPROVEMENT_METRICS:
-                mine, theirs = other[metric].dropna().to_numpy(), base[metric].dropna().to_numpy()
-                if not (len(mine) and len(theirs)):  # speeds of runs made several at once are not measured
+                if metric == "env_steps_per_sec":  # measured alone: these runs' own or the scaling sweep's
+                    mine, theirs = measured_speeds(rs, other)[0], measured_speeds(rs, base)[0]
+                else:
+                    mine, theirs = other[metric].dropna().to_numpy(), base[metric].dropna().to_numpy()
+                if not (len(mine) and len(theirs)):  # a design with no speed measured alone
                     continue
                 p, low, high = stats.probability_of_improvement_interval(mine, theirs)
-                rows.append({"env": env, "architecture": arch, "metric": metric, "seeds": len(other),
-                             "baseline_seeds": len(base), "probability": p, "low": low, "high": high})
+                rows.append({"env": env, "architecture": arch, "metric": metric, "seeds": len(mine),
+                             "baseline_seeds": len(theirs), "probability": p, "low": low, "high": high})
     if not rows:
         note("probability of improvement: no architecture besides single_env to compare")
         return None
