@@ -24,10 +24,9 @@ QUOTA_METRICS = {"env_steps_per_sec": "env steps/s", "final_holdout_return": "fi
 
 def config_label(row) -> str:
     """actor_learner's rows name their quota rule; the others are labelled as in the headline."""
-    label = _arch_label(row)
     if row["architecture"] == "actor_learner" and isinstance(row.get("actor_quotas"), str):
-        label = f"{label[:-1]}, {row['actor_quotas']} quotas)"
-    return label
+        return f"actor_learner ({int(row['num_workers'])}, {row['actor_quotas']} quotas)"
+    return _arch_label(row)
 
 
 def _slow_share(result: dict, kind: str) -> float:
