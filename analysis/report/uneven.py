@@ -24,9 +24,11 @@ QUOTA_METRICS = {"env_steps_per_sec": "env steps/s", "final_holdout_return": "fi
 
 def config_label(row) -> str:
     """actor_learner's rows name their quota rule; the others are labelled as in the headline."""
+    label = _arch_label(row)  # "actor_learner (2)", or "actor_learner (2) [with ...]" under a sweep's overrides
     if row["architecture"] == "actor_learner" and isinstance(row.get("actor_quotas"), str):
-        return f"actor_learner ({int(row['num_workers'])}, {row['actor_quotas']} quotas)"
-    return _arch_label(row)
+        head = f"actor_learner ({int(row['num_workers'])})"
+        label = label.replace(head, f"actor_learner ({int(row['num_workers'])}, {row['actor_quotas']} quotas)", 1)
+    return label
 
 
 def _slow_share(result: dict, kind: str) -> float:
