@@ -239,8 +239,8 @@ def test_speeds_of_runs_made_several_at_once_are_never_quoted(tmp_path):
     assert single["train_seconds_median"].tolist() == pytest.approx([1000 / 5075, 2000 / 5075, 3000 / 5075])
     actor = curves[curves["architecture"] == "actor_learner"]
     assert actor["train_seconds_median"].tolist() == pytest.approx([1000 / 1900, 2000 / 1900, 3000 / 1900])
-    assert notes == ["learning curves: CartPole actor_learner's runs were made several at a time and none of it "
-                     "alone; its wall-clock axis is the shared machine's"]
+    assert notes == [("learning curves: CartPole actor_learner's runs were made several at a time and none of it "
+                      "alone; its wall-clock axis is the shared machine's")]
 
 
 def test_probability_of_improvement_over_single_env(rs):

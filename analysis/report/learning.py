@@ -12,8 +12,8 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
-from analysis.report.common import ARCH_ORDER, FigureData, Note, _arch_label, _ci, _headline, _regular_curves, \
-    holdout_auc, macro_name, made_alone
+from analysis.report.common import (ARCH_ORDER, FigureData, Note, _arch_label, _ci, _headline, _regular_curves,
+                                    holdout_auc, macro_name, made_alone)
 
 
 def _note_pooled(note: Note, runs: pd.DataFrame, figure: str) -> None:

@@ -13,8 +13,8 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
-from analysis.report.common import FigureData, Note, _arch_label, _ci, _regular_curves, _sweep, holdout_auc, \
-    macro_name, made_alone
+from analysis.report.common import (FigureData, Note, _arch_label, _ci, _regular_curves, _sweep, holdout_auc,
+                                    macro_name, made_alone)
 
 SHARE_KINDS = ("env_steps", "replay", "sampled")
 """Worker 0's share of each, times the worker count (1 = an equal share)."""
