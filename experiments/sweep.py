@@ -178,6 +178,25 @@ def expand(sweep: Sweep, scale: str, seeds: int | None, overrides: Overrides | N
     return runs
 
 
+def pick_cells(runs: list[RunSpec], patterns: str) -> list[RunSpec]:
+    """`--cells A/B,C`: only the runs of the cells whose named configs (and experiment) include
+    every `/`-separated name of some pattern, e.g. `minatar_breakout_cpu/high_utd`; the ids stay
+    the whole sweep's, so a part made now is the same runs the whole sweep would skip later
+    (tests/test_sweep.py::test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids). A pattern
+    that picks nothing is a ValueError naming it and the cells there are."""
+    picked, chosen = [], [set(p.split("/")) for p in patterns.split(",") if p]
+    names = [set(r.named) | {r.experiment} for r in runs]
+    for pattern, wanted in zip(patterns.split(","), chosen):
+        if not any(wanted <= have for have in names):
+            cells = sorted({"/".join(r.named) + ("" if r.experiment == "train" else "/" + r.experiment)
+                            for r in runs})
+            raise ValueError(f"--cells: {pattern!r} names no cell of this sweep; its cells: {', '.join(cells)}")
+    for run, have in zip(runs, names):
+        if any(wanted <= have for wanted in chosen):
+            picked.append(run)
+    return picked
+
+
 TIMING_KEYS = ("network", "batch_size", "torch_threads", "device", "updates", "warmup")
 """The keys of the timing experiment (experiments/timing.py): what a timing sweep may override."""
 
@@ -415,6 +434,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (learning-only sweeps; pollutes timing)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run each run as a Ray task with CPU reservations: "
                         "'local' (start Ray here), 'auto' (the running cluster), or HOST:PORT / ray://HOST:PORT")
+    parser.add_argument("--cells", metavar="A/B,C",
+                        help="only the cells whose named configs include every name of a pattern, e.g. "
+                             "minatar_breakout_cpu/high_utd (the run ids stay the whole sweep's)")
     parser.add_argument("--report", nargs="?", const="", metavar="DIR",
                         help="after the runs, build the analysis report from this store into DIR "
                              "(default: <out>/report)")
@@ -450,6 +472,12 @@ def main(argv: list[str] | None = None) -> int:
     from architectures import ARCHITECTURES
 
     runs = expand(sweep, args.scale, args.seeds, overrides)
+    whole = len(runs)  # the sweep's estimate is for all of it
+    if args.cells:
+        try:
+            runs = pick_cells(runs, args.cells)
+        except ValueError as err:
+            parser.exit(2, f"error: {err}\n")
     from architectures.config import ConfigError
 
     try:
@@ -467,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
             landed = [r for r in landed if not str(r.updates.get("device", "cpu")).startswith("cuda")]
     status = {r.run_id: store.status(r.run_id) for r in landed}
     todo = [r for r in landed if status[r.run_id] != "COMPLETED"]
-    minutes = sweep.minutes[args.scale] * len(landed) / max(1, len(runs))
+    minutes = sweep.minutes[args.scale] * len(landed) / max(1, whole)
     print(f"sweep {sweep.name} ({args.scale}): {sweep.description}", file=sys.stderr)
     if overrides.text():
         print(f"every cell {overrides.text()}", file=sys.stderr)

@@ -88,8 +88,26 @@ def test_dry_run_lists_runs_and_estimate_and_runs_nothing(tmp_path):
     assert _statuses(tmp_path / "out") == {}
 
 
+def test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids(tmp_path):
+    """A part of a sweep made on its own (one cell remade in an idle window) is the same runs the
+    whole sweep lists: same ids, so the whole sweep later skips them."""
+    whole = sweep_mod.expand(SWEEPS["scaling"], "small", 3)
+    part = sweep_mod.pick_cells(whole, "minatar_breakout_cpu/high_utd,minatar_breakout_cpu/components")
+    assert {(r.architecture, r.named[0]) for r in part} == {("high_utd", "minatar_breakout_cpu"),
+                                                            ("components", "minatar_breakout_cpu")}
+    assert len(part) == 6 and [r.run_id for r in part] == [r.run_id for r in whole if r in part]
+    proc = _sweep(["scaling", "--seeds", "3", "--cells", "minatar_breakout_cpu/high_utd", "--dry-run",
+                   "--out", str(tmp_path / "out")])
+    assert proc.returncode == 0, proc.stderr
+    listed = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("scaling-")]
+    assert listed == [r.run_id for r in part if r.architecture == "high_utd"]
+    with pytest.raises(ValueError, match="'cartpole/nope' names no cell of this sweep; its cells: .*cartpole/high_utd"):
+        sweep_mod.pick_cells(whole, "cartpole/nope")
+
+
 @pytest.mark.parametrize("args, message", [
     (["nope"], "unknown sweep 'nope'; valid sweeps: smoke, architectures"),
+    (["smoke", "--cells", "cartpole/nope"], "error: --cells: 'cartpole/nope' names no cell of this sweep"),
     (["smoke", "--seeds", "0"], "--seeds must be >= 1"),
     (["smoke", "--mongo", "mongodb://127.0.0.1:1/dqn"], "--mongo 'mongodb://127.0.0.1:1/dqn' is unreachable"),
     (["smoke", "--mongo", "localhost:27017"], "expected a mongodb:// URL"),
