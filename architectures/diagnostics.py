@@ -99,37 +99,3 @@ def name_bottleneck(train_seconds: float, roles: dict[str, dict[str, float]]) ->
     others = ", ".join(f"{r} busy {100 * b:.0f}%" for r, b in busy.items() if r != role)
     return {"role": role, "component": component, "busy_fraction": busy,
             "summary": f"{role} (busy {100 * busy[role]:.0f}% of the time, mostly {component}); {others}"}
-
-
-class LearnerLog:
-    """The learner's scalars on the log cadence, for the designs where one learner consumes
-    data from many sources (actor_learner's two backends, vector_env): throughput, the TD loss
-    averaged over the updates since the last log, q_mean, the policy-lag window, and the mean
-    return of the episodes finished since the last log."""
-
-    def __init__(self, reporter, log_every: int):
-        self.reporter, self.log_every = reporter, log_every
-        self.next_log = log_every
-        self.loss_sum, self.logged_updates = 0.0, 0
-        self.logged_episodes, self.logged_return_sum = 0, 0.0
-
-    def due(self, env_steps: int) -> bool:
-        return env_steps >= self.next_log
-
-    def write(self, env_steps: int, steps_per_sec: float, learner, lag: PolicyLag, episodes: int,
-              return_sum: float) -> None:
-        """Log once; `episodes` and `return_sum` are running totals over all sources."""
-        self.next_log = (env_steps // self.log_every + 1) * self.log_every
-        report = self.reporter.scalar
-        report("env_steps_per_sec", steps_per_sec, env_steps)
-        if learner.version > self.logged_updates:
-            report("td_loss", self.loss_sum / (learner.version - self.logged_updates), env_steps)
-            report("q_mean", float(learner.last_q_taken.mean()), env_steps)
-            window = lag.window()
-            report("policy_lag_mean", window["mean"], env_steps)
-            report("policy_lag_p95", window["p95"], env_steps)
-            self.loss_sum, self.logged_updates = 0.0, learner.version
-        if episodes > self.logged_episodes:
-            report("train_episode_return", (return_sum - self.logged_return_sum) / (episodes - self.logged_episodes),
-                   env_steps)
-            self.logged_episodes, self.logged_return_sum = episodes, return_sum

@@ -43,33 +43,3 @@ def test_the_bottleneck_is_the_role_that_never_waits(roles, role, component):
     b = name_bottleneck(10.0, roles)
     assert (b["role"], b["component"]) == (role, component)
     assert b["summary"].startswith(f"{role} (busy")
-
-
-def test_learner_log_averages_over_what_happened_since_the_last_log():
-    import types
-
-    import torch
-
-    from architectures.diagnostics import LearnerLog, PolicyLag
-
-    class Recorder:
-        def __init__(self):
-            self.rows = []
-
-        def scalar(self, name, value, env_steps):
-            self.rows.append((name, value, env_steps))
-
-    reporter, lag = Recorder(), PolicyLag(seed=0)
-    lag.record(10, np.array([4, 8]))
-    learner = types.SimpleNamespace(version=0, last_q_taken=torch.tensor([1.0, 3.0]))
-    log = LearnerLog(reporter, log_every=100)
-    assert not log.due(99) and log.due(100)
-    learner.version, log.loss_sum = 4, 2.0           # 4 updates, losses summing to 2
-    log.write(130, 50.0, learner, lag, episodes=2, return_sum=30.0)
-    assert not log.due(199) and log.due(200)        # the cadence stays on multiples of log_every
-    log.write(200, 60.0, learner, lag, episodes=5, return_sum=90.0)  # no update since: no td_loss
-    got = {(name, step): value for name, value, step in reporter.rows}
-    assert got[("td_loss", 130)] == 0.5 and got[("q_mean", 130)] == 2.0
-    assert got[("train_episode_return", 130)] == 15.0
-    assert got[("train_episode_return", 200)] == 20.0  # (90 - 30) / (5 - 2): only the new episodes
-    assert ("td_loss", 200) not in got and got[("env_steps_per_sec", 200)] == 60.0
