@@ -5,7 +5,8 @@ recursively) or a MongoDB database (`mongodb://host:port/db`, Sacred's `runs` an
 collections). Three frames come out:
 
 - `runs`: one row per COMPLETED run: run id, sweep, experiment, architecture, workers, utd,
-  seed, env, the config keys that tell runs apart, result scalars, hardware;
+  seed, env, the config keys that tell runs apart, result scalars, hardware, and
+  `learning_env_steps_per_sec` (env steps/s once learning has started: see learning_rate);
 - `metrics`: one row per logged scalar: run id, architecture, workers, utd, seed, env, metric,
   env step, wall time (seconds since the run started), value;
 - `holdout`: one row per holdout checkpoint: run id, env step, mean return, and the training
@@ -106,6 +107,25 @@ def _mongo_documents(url: str, problems: list[str], client_factory=None):
 
 
 # ---------------------------------------------------------------------- frames
+def learning_rate(result: dict, config: dict, metrics: dict) -> float:
+    """env steps/s from the first logged env step at or after `learning_starts` to the end of the
+    run: the rate a long run sees. A run's own `env_steps_per_sec` averages its warm-up in (no
+    updates, so fast), which overstates a short run's speed: MinAtar's 5k warm-up is a quarter of
+    a 20k-step scaling run and three quarters of a 6,666-step high_utd one (1,266 env steps/s over
+    the run, 331 once learning). The log's `env_steps_per_sec` is cumulative over training seconds,
+    so env step s logged at rate r was reached at s / r seconds. NaN where no log falls in
+    [learning_starts, end) (tests/test_analysis.py::test_the_learning_rate_leaves_the_warm_up_out)."""
+    series = metrics.get("env_steps_per_sec") or {}
+    steps, seconds = result.get("env_steps"), result.get("train_seconds")
+    start = config.get("learning_starts") or 0
+    if not steps or not seconds:
+        return float("nan")
+    for step, rate in zip(series.get("steps", []), series.get("values", [])):
+        if start <= step < steps and rate > 0:
+            return (steps - step) / (seconds - step / rate)
+    return float("nan")
+
+
 def _env_name(env_id: str | None) -> str:
     if not env_id:
         return ""
@@ -157,6 +177,7 @@ def _frames(documents, problems: list[str]) -> RunSet:
                    overrides=(run.get("meta") or {}).get("comment") or "")  # a sweep's `with ...`
         row.update({key: config.get(key) for key in CONFIG_COLUMNS})
         row.update({key: result.get(key) for key in RESULT_COLUMNS})
+        row["learning_env_steps_per_sec"] = learning_rate(result, config, metrics)
         bottleneck = result.get("bottleneck")
         row["bottleneck"] = bottleneck.get("summary") if isinstance(bottleneck, dict) else None
         row["cpu_model"] = host.get("cpu_model") or host.get("cpu")
@@ -182,14 +203,15 @@ def _frames(documents, problems: list[str]) -> RunSet:
             problems.append(f"run {run_id} ({where}): no holdout checkpoints stored; left out of learning curves")
 
     runs = pd.DataFrame(run_rows, columns=KEY_COLUMNS + ["experiment", "source", "overrides"] + CONFIG_COLUMNS
-                        + RESULT_COLUMNS + ["bottleneck", "cpu_model", "cpu_count", "git_commit", "result"])
+                        + RESULT_COLUMNS + ["learning_env_steps_per_sec", "bottleneck", "cpu_model", "cpu_count",
+                                            "git_commit", "result"])
     metrics_frame = pd.DataFrame(metric_rows, columns=KEY_COLUMNS + ["metric", "env_step", "wall_time", "value"])
     holdout = pd.DataFrame(holdout_rows, columns=KEY_COLUMNS + ["env_step", "return_mean", "train_seconds"])
     return RunSet(runs.sort_values("run_id", ignore_index=True), metrics_frame, holdout, problems)
 
 
 # ---------------------------------------------------------------------- entry point
-FRAME_VERSION = 2
+FRAME_VERSION = 3
 """Bumped when the frames' layout changes in a way the column lists below do not show; the
 column lists are part of the fingerprint themselves (a column added without a bump once served
 a stale cache without it: tests/test_analysis.py::test_a_new_column_is_never_served_from_an_old_cache)."""

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 from sacred.observers import FileStorageObserver
@@ -42,6 +43,24 @@ def test_file_store_loads_into_tidy_frames(headline_store):
     assert metrics["wall_time"].notna().all() and (metrics["wall_time"] >= 0).all()
     assert set(rs.metrics.columns) >= {"run_id", "architecture", "num_workers", "utd", "seed", "env", "metric",
                                        "env_step", "wall_time", "value"}
+
+
+@pytest.mark.parametrize("case, logged, expected", [
+    # 5k warm-up steps in 0.25 s (20,000/s), then 15k learning steps in 10 s: 1,500/s once learning.
+    ("warm-up fast, learning slow", {5_000: 5_000 / 0.25, 10_000: 10_000 / 3.583333}, 1_500.0),
+    ("a log before learning_starts is not the start", {1_000: 40_000.0, 5_000: 20_000.0}, 1_500.0),
+    ("no log inside [learning_starts, end)", {1_000: 40_000.0, 20_000: 20_000 / 10.25}, float("nan")),
+])
+def test_the_learning_rate_leaves_the_warm_up_out(case, logged, expected):
+    """A 20k-step run whose first 5k steps (no updates) took 0.25 s and the rest 10 s: over the run
+    it made 1,951 env steps/s; once learning it made 1,500, the rate a long run sees."""
+    from analysis.load import learning_rate
+
+    result = {"env_steps": 20_000, "train_seconds": 10.25, "env_steps_per_sec": 20_000 / 10.25}
+    metrics = {"env_steps_per_sec": {"steps": list(logged), "values": list(logged.values())}}
+    rate = learning_rate(result, {"learning_starts": 5_000}, metrics)
+    assert rate == pytest.approx(expected, rel=1e-3, nan_ok=True), case
+    assert np.isnan(learning_rate(result, {"learning_starts": 5_000}, {}))  # no log at all: not measured
 
 
 def test_mongo_store_loads_the_same_frames(headline_store):

@@ -243,6 +243,26 @@ def test_speeds_of_runs_made_several_at_once_are_never_quoted(tmp_path):
                       "alone; its wall-clock axis is the shared machine's")]
 
 
+def test_headline_speeds_leave_the_warm_up_out(tmp_path):
+    """A short scaling run spends much of itself warming up (no updates, so fast): MinAtar's 5k of a
+    6,666-step high_utd run. The headline quotes env steps/s once learning, the rate its long runs
+    see; the scaling figure keeps each run's whole-run rate, which the cost model predicts as such."""
+    make_runs(FileStorageObserver(str(tmp_path / "architectures")), [
+        {**spec, "runs_at_once": 2} for spec in headline_specs() if "single" in spec["run_id"]])
+    make_runs(FileStorageObserver(str(tmp_path / "scaling")), [
+        {"run_id": f"scaling-single{seed}", "seed": seed, "speed": 1_000.0, "learning_starts": 2_000,
+         "eval_episodes": 0} for seed in (1, 2)])
+    rs = load_runs([str(tmp_path)])
+    # 2,000 steps at 10x then 1,000 at the rate: 3,000 / (0.2 + 1) s, 2.5x the rate once learning.
+    assert rs.runs.set_index("run_id").loc["scaling-single1", "env_steps_per_sec"] == pytest.approx(3_000 / 1.2 * 1.01)
+    made = learning.speed_quality_data(rs, [].append)
+    assert made.data.set_index("architecture").loc["single_env", "steps_per_sec_median"] == pytest.approx(1_015)
+    curves = learning.curves_data(rs, [].append).data
+    assert curves["train_seconds_median"].tolist() == pytest.approx([1000 / 1015, 2000 / 1015, 3000 / 1015])
+    points = scaling.data(_only(rs, "scaling"), [].append).parts["points"]
+    assert points["env_steps_per_sec"].tolist() == pytest.approx([3_000 / 1.2 * 1.015])
+
+
 def test_probability_of_improvement_over_single_env(rs):
     made = learning.improvement_data(rs, [].append)
     poi = made.data.set_index(["architecture", "metric"])["probability"]

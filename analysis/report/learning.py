@@ -25,13 +25,18 @@ def _note_pooled(note: Note, runs: pd.DataFrame, figure: str) -> None:
                  f"({', '.join(sorted(group.unique()))}); run one config per architecture to separate them")
 
 
+SPEED = "learning_env_steps_per_sec"
+"""A design's speed in the headline: env steps/s once learning has started (analysis.load.learning_rate),
+the rate its long runs see; a short scaling run's whole-run rate averages a fast warm-up in."""
+
+
 def _headline_rows(rs: RunSet) -> pd.DataFrame:
     """The headline runs, their mean holdout over checkpoints, and their speed only where it is a
     measurement: a run a sweep made beside others (`--jobs N`, `runs_at_once` N > 1) shared the
     CPU, so its env steps/s is NaN here (runs older than that field count as made alone)."""
     runs = _headline(rs.runs).copy()
     runs["holdout_auc"] = holdout_auc(rs.holdout, runs["run_id"])
-    runs.loc[~made_alone(runs), "env_steps_per_sec"] = np.nan
+    runs.loc[~made_alone(runs), ["env_steps_per_sec", SPEED]] = np.nan
     return runs
 
 
@@ -43,21 +48,21 @@ the macros <Env><Design>Solved count the seeds that reached it."""
 
 
 def solo_speeds(rs: RunSet, env: str, arch: str, workers: int, utd: float) -> np.ndarray:
-    """env steps/s of the `scaling` sweep's runs of this design at this worker count and utd on
-    `env` with no added env cost: runs made one at a time, evaluation off. Where the headline runs
-    shared the CPU, their speed is quoted from these (the same config but for the budget and
-    evaluation)."""
+    """env steps/s once learning (SPEED) of the `scaling` sweep's runs of this design at this worker
+    count and utd on `env` with no added env cost: runs made one at a time, evaluation off. Where
+    the headline runs shared the CPU, their speed is quoted from these (the same config but for
+    the budget and evaluation; tests/test_report_data.py::test_headline_speeds_leave_the_warm_up_out)."""
     runs = rs.runs
     pick = runs[(runs["sweep"] == "scaling") & (runs["env"] == env) & (runs["architecture"] == arch)
                 & (runs["num_workers"] == workers) & np.isclose(runs["utd"], utd)
                 & (pd.to_numeric(runs["env_step_cost_us"]).fillna(0) == 0) & made_alone(runs)]
-    return pick["env_steps_per_sec"].dropna().to_numpy(dtype=float)
+    return pick[SPEED].dropna().to_numpy(dtype=float)
 
 
 def measured_speeds(rs: RunSet, group: pd.DataFrame) -> tuple[np.ndarray, str]:
     """One design's env steps/s measurements and where they come from: its own runs where they were
     made alone, else the scaling sweep's one-at-a-time runs of it (solo_speeds), else none."""
-    speeds = group["env_steps_per_sec"].dropna().to_numpy(dtype=float)
+    speeds = group[SPEED].dropna().to_numpy(dtype=float)
     if len(speeds):
         return speeds, "these runs"
     first = group.iloc[0]
@@ -179,8 +184,8 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
         "seeds solved": [f"{r.solved:.0f} (>= {SOLVED_AT[r.env]:.0f})" if r.env in SOLVED_AT else "-"
                          for r in data.itertuples()]})
     caption = ("Throughput and holdout return per architecture ({}); intervals are stratified-bootstrap 95% CIs "
-               "over seeds. Speeds come from runs made one at a time: the headline's own, or, where those ran "
-               "several at once, the scaling sweep's.")
+               "over seeds. Speeds are env steps/s once learning has started, from runs made one at a time: the "
+               "headline's own, or, where those ran several at once, the scaling sweep's.")
     made.table("architectures", table, caption.format("the headline sweeps"))
     if data["env"].nunique() > 1:  # and one table per env, e.g. architectures_breakout for the minatar sweep
         for env in data["env"].unique():
@@ -189,6 +194,10 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
     for r in data.itertuples():
         made.number(macro_name(r.env, r.architecture, "steps"),
                     r.steps_per_sec_median if np.isfinite(r.steps_per_sec_median) else "not measured")
+        base = data.loc[(data["env"] == r.env) & (data["architecture"] == "single_env"), "steps_per_sec_median"]
+        if r.architecture != "single_env" and len(base) and np.isfinite(r.steps_per_sec_median / base.iloc[0]):
+            made.number(macro_name(r.env, r.architecture, "speedup"), r.steps_per_sec_median / base.iloc[0],
+                        "{:.2f}")
         made.number(macro_name(r.env, r.architecture, "final"), r.final_return_iqm, "{:.1f}")
         made.number(macro_name(r.env, r.architecture, "auc"), r.auc_iqm, AUC_FORMAT.get(r.env, "{:.1f}"))
         made.number(macro_name(r.env, r.architecture, "seeds"), r.seeds, "{}")
