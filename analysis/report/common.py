@@ -167,6 +167,18 @@ def made_alone(runs: pd.DataFrame) -> pd.Series:
     return pd.to_numeric(runs["runs_at_once"], errors="coerce").fillna(1) <= 1
 
 
+SPEED_COLUMNS = ("env_steps_per_sec", "learning_env_steps_per_sec")
+"""A run's speeds: over the whole run, and once learning (analysis.load.learning_rate)."""
+
+
+def speeds_only_where_made_alone(runs: pd.DataFrame) -> pd.DataFrame:
+    """A copy of `runs` whose speeds are NaN where a run shared the CPU (not made_alone): a figure
+    never quotes them (tests/test_report_data.py::test_speeds_of_runs_made_several_at_once_are_never_quoted)."""
+    runs = runs.copy()
+    runs.loc[~made_alone(runs), list(SPEED_COLUMNS)] = np.nan
+    return runs
+
+
 DEDICATED_SWEEPS = {"utd", "hogwild", "scaling", "uneven"}
 """Sweeps with figures of their own; any other sweep of training runs feeds the headline figures."""
 HEADLINE_SWEEPS = ("architectures", "minatar")

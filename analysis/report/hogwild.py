@@ -11,7 +11,8 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
-from analysis.report.common import FigureData, Note, _arch_label, _ci, _sweep, holdout_auc, macro_name, made_alone
+from analysis.report.common import (FigureData, Note, _arch_label, _ci, _sweep, holdout_auc, macro_name,
+                                    speeds_only_where_made_alone)
 
 LOCK_METRICS = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout over checkpoints",
                 "env_steps_per_sec": "env steps/s"}
@@ -26,8 +27,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     runs["config"] = runs.apply(lambda r: f"hogwild ({'lock' if r['hogwild_lock'] else 'no lock'})"
                                 if r["architecture"] == "hogwild" else _arch_label(r), axis=1)
     runs["holdout_auc"] = holdout_auc(rs.holdout, runs["run_id"])
-    # a speed is a measurement only from a run made alone (not by a sweep's --jobs N beside others)
-    runs.loc[~made_alone(runs), "env_steps_per_sec"] = np.nan
+    runs = speeds_only_where_made_alone(runs)
     adam = runs["shared_adam_steps"] if "shared_adam_steps" in runs else pd.Series(np.nan, index=runs.index)
     # increments of the shared step count that a race overwrote (a read-modify-write of another worker)
     runs["lost_adam_steps"] = 1.0 - pd.to_numeric(adam, errors="coerce") / runs["updates"].where(runs["updates"] > 0)

@@ -13,7 +13,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.common import (ARCH_ORDER, FigureData, Note, _arch_label, _ci, _headline, _regular_curves,
-                                    holdout_auc, macro_name, made_alone)
+                                    holdout_auc, macro_name, made_alone, speeds_only_where_made_alone)
 
 
 def _note_pooled(note: Note, runs: pd.DataFrame, figure: str) -> None:
@@ -34,9 +34,8 @@ def _headline_rows(rs: RunSet) -> pd.DataFrame:
     """The headline runs, their mean holdout over checkpoints, and their speed only where it is a
     measurement: a run a sweep made beside others (`--jobs N`, `runs_at_once` N > 1) shared the
     CPU, so its env steps/s is NaN here (runs older than that field count as made alone)."""
-    runs = _headline(rs.runs).copy()
+    runs = speeds_only_where_made_alone(_headline(rs.runs))
     runs["holdout_auc"] = holdout_auc(rs.holdout, runs["run_id"])
-    runs.loc[~made_alone(runs), ["env_steps_per_sec", SPEED]] = np.nan
     return runs
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.common import (FigureData, Note, _arch_label, _ci, _regular_curves, _sweep, holdout_auc,
-                                    macro_name, made_alone)
+                                    macro_name, speeds_only_where_made_alone)
 
 SHARE_KINDS = ("env_steps", "replay", "sampled")
 """Worker 0's share of each, times the worker count (1 = an equal share)."""
@@ -51,7 +51,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         return None
     runs["config"] = runs.apply(config_label, axis=1)
     runs["holdout_auc"] = holdout_auc(rs.holdout, runs["run_id"])
-    runs.loc[~made_alone(runs), "env_steps_per_sec"] = np.nan  # its speeds are measurements only made alone
+    runs = speeds_only_where_made_alone(runs)
     for kind in SHARE_KINDS:
         runs[f"slow_share_{kind}"] = runs["result"].apply(_slow_share, kind=kind)
     for which in ("slow", "fast"):
