@@ -182,19 +182,18 @@ def pick_cells(runs: list[RunSpec], patterns: str) -> list[RunSpec]:
     """`--cells A/B,C`: only the runs of the cells whose named configs (and experiment) include
     every `/`-separated name of some pattern, e.g. `minatar_breakout_cpu/high_utd`; the ids stay
     the whole sweep's, so a part made now is the same runs the whole sweep would skip later
-    (tests/test_sweep.py::test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids). A pattern
-    that picks nothing is a ValueError naming it and the cells there are."""
-    picked, chosen = [], [set(p.split("/")) for p in patterns.split(",") if p]
+    (tests/test_sweep.py::test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids). No pattern,
+    or one that picks nothing, is a ValueError naming it and the cells there are."""
+    cells = sorted({"/".join(r.named) + ("" if r.experiment == "train" else "/" + r.experiment) for r in runs})
+    wanted = [p.strip() for p in patterns.split(",") if p.strip()]
+    if not wanted:
+        raise ValueError(f"--cells: no pattern given (got {patterns!r}); this sweep's cells: {', '.join(cells)}")
+    chosen = [set(p.split("/")) for p in wanted]
     names = [set(r.named) | {r.experiment} for r in runs]
-    for pattern, wanted in zip(patterns.split(","), chosen):
-        if not any(wanted <= have for have in names):
-            cells = sorted({"/".join(r.named) + ("" if r.experiment == "train" else "/" + r.experiment)
-                            for r in runs})
+    for pattern, parts in zip(wanted, chosen):
+        if not any(parts <= have for have in names):
             raise ValueError(f"--cells: {pattern!r} names no cell of this sweep; its cells: {', '.join(cells)}")
-    for run, have in zip(runs, names):
-        if any(wanted <= have for wanted in chosen):
-            picked.append(run)
-    return picked
+    return [run for run, have in zip(runs, names) if any(parts <= have for parts in chosen)]
 
 
 TIMING_KEYS = ("network", "batch_size", "torch_threads", "device", "updates", "warmup")
@@ -473,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
 
     runs = expand(sweep, args.scale, args.seeds, overrides)
     whole = len(runs)  # the sweep's estimate is for all of it
-    if args.cells:
+    if args.cells is not None:
         try:
             runs = pick_cells(runs, args.cells)
         except ValueError as err:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from architectures.config import DQNConfig
 from experiments.configs import NAMED_CONFIGS
 
 SCALES = ("small", "paper")
@@ -82,7 +83,7 @@ def _scaling(steps_by_cost: dict[float, int], workers: list[int], env: str = "ca
     runs made one at a time (its learning runs go two at a time). high_utd gets a third of the
     budget, but at least as many env steps of learning as of warm-up: its 6,666 steps on MinAtar
     were three quarters warm-up, which the headline's speed (once learning) cannot be read from."""
-    warm_up = NAMED_CONFIGS[env].get("learning_starts") or 0
+    warm_up = NAMED_CONFIGS[env].get("learning_starts", DQNConfig.learning_starts)
     cells = []
     for cost, steps in steps_by_cost.items():
         budget = dict(_NO_EVAL, env_step_cost_us=cost, total_env_steps=steps, eval_every=steps)

@@ -102,12 +102,17 @@ def test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids(tmp_path):
     listed = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("scaling-")]
     assert listed == [r.run_id for r in part if r.architecture == "high_utd"]
     with pytest.raises(ValueError, match="'cartpole/nope' names no cell of this sweep; its cells: .*cartpole/high_utd"):
-        sweep_mod.pick_cells(whole, "cartpole/nope")
+        sweep_mod.pick_cells(whole, "cartpole/high_utd,, cartpole/nope")
+    with pytest.raises(ValueError, match="no pattern given"):  # an empty shell variable never means all
+        sweep_mod.pick_cells(whole, " , ")
+    assert sweep_mod.pick_cells(whole, " minatar_breakout_cpu/high_utd ") == [r for r in part
+                                                                             if r.architecture == "high_utd"]
 
 
 @pytest.mark.parametrize("args, message", [
     (["nope"], "unknown sweep 'nope'; valid sweeps: smoke, architectures"),
     (["smoke", "--cells", "cartpole/nope"], "error: --cells: 'cartpole/nope' names no cell of this sweep"),
+    (["smoke", "--cells", ""], "error: --cells: no pattern given"),
     (["smoke", "--seeds", "0"], "--seeds must be >= 1"),
     (["smoke", "--mongo", "mongodb://127.0.0.1:1/dqn"], "--mongo 'mongodb://127.0.0.1:1/dqn' is unreachable"),
     (["smoke", "--mongo", "localhost:27017"], "expected a mongodb:// URL"),

@@ -195,8 +195,8 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
                     r.steps_per_sec_median if np.isfinite(r.steps_per_sec_median) else "not measured")
         base = data.loc[(data["env"] == r.env) & (data["architecture"] == "single_env"), "steps_per_sec_median"]
         if r.architecture != "single_env" and len(base) and np.isfinite(r.steps_per_sec_median / base.iloc[0]):
-            made.number(macro_name(r.env, r.architecture, "speedup"), r.steps_per_sec_median / base.iloc[0],
-                        "{:.2f}")
+            ratio = r.steps_per_sec_median / base.iloc[0]
+            made.number(macro_name(r.env, r.architecture, "speedup"), ratio, "{:.2f}" if ratio >= 0.1 else "{:.2g}")
         made.number(macro_name(r.env, r.architecture, "final"), r.final_return_iqm, "{:.1f}")
         made.number(macro_name(r.env, r.architecture, "auc"), r.auc_iqm, AUC_FORMAT.get(r.env, "{:.1f}"))
         made.number(macro_name(r.env, r.architecture, "seeds"), r.seeds, "{}")
