@@ -39,6 +39,8 @@ RESULT_COLUMNS = ["env_steps_per_sec", "updates_per_sec", "train_seconds", "fina
                   "update_us_median", "update_us_p10", "update_us_p90", "threads_in_effect",
                   "shared_adam_steps", "runs_at_once"]
 """Result scalars copied into `runs`; nested results stay in the `result` column."""
+LEARNING_RATE = "learning_env_steps_per_sec"
+"""The `runs` column derived from each run's log: env steps/s once learning (learning_rate)."""
 TRAINING_EXPERIMENTS = ("parallel_dqn", "")
 """experiments/train.py's Sacred name (and none, for runs stored without one)."""
 SKIP_FOLDERS = {"_sources", "_logs", "_incomplete", "_checkpoints", ".cache"}
@@ -177,7 +179,7 @@ def _frames(documents, problems: list[str]) -> RunSet:
                    overrides=(run.get("meta") or {}).get("comment") or "")  # a sweep's `with ...`
         row.update({key: config.get(key) for key in CONFIG_COLUMNS})
         row.update({key: result.get(key) for key in RESULT_COLUMNS})
-        row["learning_env_steps_per_sec"] = learning_rate(result, config, metrics)
+        row[LEARNING_RATE] = learning_rate(result, config, metrics)
         bottleneck = result.get("bottleneck")
         row["bottleneck"] = bottleneck.get("summary") if isinstance(bottleneck, dict) else None
         row["cpu_model"] = host.get("cpu_model") or host.get("cpu")
@@ -203,8 +205,8 @@ def _frames(documents, problems: list[str]) -> RunSet:
             problems.append(f"run {run_id} ({where}): no holdout checkpoints stored; left out of learning curves")
 
     runs = pd.DataFrame(run_rows, columns=KEY_COLUMNS + ["experiment", "source", "overrides"] + CONFIG_COLUMNS
-                        + RESULT_COLUMNS + ["learning_env_steps_per_sec", "bottleneck", "cpu_model", "cpu_count",
-                                            "git_commit", "result"])
+                        + RESULT_COLUMNS + [LEARNING_RATE, "bottleneck", "cpu_model", "cpu_count", "git_commit",
+                                            "result"])
     metrics_frame = pd.DataFrame(metric_rows, columns=KEY_COLUMNS + ["metric", "env_step", "wall_time", "value"])
     holdout = pd.DataFrame(holdout_rows, columns=KEY_COLUMNS + ["env_step", "return_mean", "train_seconds"])
     return RunSet(runs.sort_values("run_id", ignore_index=True), metrics_frame, holdout, problems)

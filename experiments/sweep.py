@@ -184,15 +184,18 @@ def pick_cells(runs: list[RunSpec], patterns: str) -> list[RunSpec]:
     the whole sweep's, so a part made now is the same runs the whole sweep would skip later
     (tests/test_sweep.py::test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids). No pattern,
     or one that picks nothing, is a ValueError naming it and the cells there are."""
-    cells = sorted({"/".join(r.named) + ("" if r.experiment == "train" else "/" + r.experiment) for r in runs})
+    def cells() -> str:  # for the error only
+        return ", ".join(sorted({"/".join(r.named) + ("" if r.experiment == "train" else "/" + r.experiment)
+                                 for r in runs}))
+
     wanted = [p.strip() for p in patterns.split(",") if p.strip()]
     if not wanted:
-        raise ValueError(f"--cells: no pattern given (got {patterns!r}); this sweep's cells: {', '.join(cells)}")
+        raise ValueError(f"--cells: no pattern given (got {patterns!r}); this sweep's cells: {cells()}")
     chosen = [set(p.split("/")) for p in wanted]
     names = [set(r.named) | {r.experiment} for r in runs]
     for pattern, parts in zip(wanted, chosen):
         if not any(parts <= have for have in names):
-            raise ValueError(f"--cells: {pattern!r} names no cell of this sweep; its cells: {', '.join(cells)}")
+            raise ValueError(f"--cells: {pattern!r} names no cell of this sweep; its cells: {cells()}")
     return [run for run, have in zip(runs, names) if any(parts <= have for parts in chosen)]
 
 

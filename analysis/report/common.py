@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from analysis.load import TRAINING_EXPERIMENTS
+from analysis.load import LEARNING_RATE, TRAINING_EXPERIMENTS
 
 ARCH_ORDER = ["single_env", "actor_learner", "vector_env", "hogwild", "high_utd"]
 FLOAT_FORMAT = "%.6g"
@@ -167,7 +167,7 @@ def made_alone(runs: pd.DataFrame) -> pd.Series:
     return pd.to_numeric(runs["runs_at_once"], errors="coerce").fillna(1) <= 1
 
 
-SPEED_COLUMNS = ("env_steps_per_sec", "learning_env_steps_per_sec")
+SPEED_COLUMNS = ("env_steps_per_sec", LEARNING_RATE)
 """A run's speeds: over the whole run, and once learning (analysis.load.learning_rate)."""
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.load import RunSet
+from analysis.load import LEARNING_RATE, RunSet
 from analysis.report.common import (ARCH_ORDER, FigureData, Note, _arch_label, _ci, _headline, _regular_curves,
                                     holdout_auc, macro_name, made_alone, speeds_only_where_made_alone)
 
@@ -25,7 +25,7 @@ def _note_pooled(note: Note, runs: pd.DataFrame, figure: str) -> None:
                  f"({', '.join(sorted(group.unique()))}); run one config per architecture to separate them")
 
 
-SPEED = "learning_env_steps_per_sec"
+SPEED = LEARNING_RATE
 """A design's speed in the headline: env steps/s once learning has started (analysis.load.learning_rate),
 the rate its long runs see; a short scaling run's whole-run rate averages a fast warm-up in."""
 
@@ -194,8 +194,8 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
         made.number(macro_name(r.env, r.architecture, "steps"),
                     r.steps_per_sec_median if np.isfinite(r.steps_per_sec_median) else "not measured")
         base = data.loc[(data["env"] == r.env) & (data["architecture"] == "single_env"), "steps_per_sec_median"]
-        if r.architecture != "single_env" and len(base) and np.isfinite(r.steps_per_sec_median / base.iloc[0]):
-            ratio = r.steps_per_sec_median / base.iloc[0]
+        ratio = r.steps_per_sec_median / base.iloc[0] if len(base) else np.nan
+        if r.architecture != "single_env" and np.isfinite(ratio):
             made.number(macro_name(r.env, r.architecture, "speedup"), ratio, "{:.2f}" if ratio >= 0.1 else "{:.2g}")
         made.number(macro_name(r.env, r.architecture, "final"), r.final_return_iqm, "{:.1f}")
         made.number(macro_name(r.env, r.architecture, "auc"), r.auc_iqm, AUC_FORMAT.get(r.env, "{:.1f}"))
