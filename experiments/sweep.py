@@ -180,23 +180,46 @@ def expand(sweep: Sweep, scale: str, seeds: int | None, overrides: Overrides | N
 
 def pick_cells(runs: list[RunSpec], patterns: str) -> list[RunSpec]:
     """`--cells A/B,C`: only the runs of the cells whose named configs (and experiment) include
-    every `/`-separated name of some pattern, e.g. `minatar_breakout_cpu/high_utd`; the ids stay
-    the whole sweep's, so a part made now is the same runs the whole sweep would skip later
+    every `/`-separated name of some pattern, e.g. `minatar_breakout_cpu/high_utd`; a `key=value`
+    part must equal the run's resolved setting of that key, defaults included
+    (`cartpole/high_utd/utd=4/layer_norm=True/reset_period=0`), for grids such as `utd` whose cells
+    differ only there. The ids stay the whole sweep's, so a part
+    made now is the same runs the whole sweep would skip later
     (tests/test_sweep.py::test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids). No pattern,
     or one that picks nothing, is a ValueError naming it and the cells there are."""
     def cells() -> str:  # for the error only
         return ", ".join(sorted({"/".join(r.named) + ("" if r.experiment == "train" else "/" + r.experiment)
                                  for r in runs}))
 
+    def matches(parts: list[str], run: RunSpec) -> bool:
+        names = set(run.named) | {run.experiment}
+        config = run.config() if any("=" in part for part in parts) else {}
+        for part in parts:
+            key, eq, value = part.partition("=")
+            if not (config.get(key.strip(), _MISSING) == _literal(value) if eq else part in names):
+                return False
+        return True
+
     wanted = [p.strip() for p in patterns.split(",") if p.strip()]
     if not wanted:
         raise ValueError(f"--cells: no pattern given (got {patterns!r}); this sweep's cells: {cells()}")
-    chosen = [set(p.split("/")) for p in wanted]
-    names = [set(r.named) | {r.experiment} for r in runs]
+    chosen = [[part.strip() for part in p.split("/")] for p in wanted]
     for pattern, parts in zip(wanted, chosen):
-        if not any(parts <= have for have in names):
+        if not any(matches(parts, run) for run in runs):
             raise ValueError(f"--cells: {pattern!r} names no cell of this sweep; its cells: {cells()}")
-    return [run for run, have in zip(runs, names) if any(parts <= have for parts in chosen)]
+    return [run for run in runs if any(matches(parts, run) for parts in chosen)]
+
+
+_MISSING = object()
+
+
+def _literal(text: str):
+    """`4` -> 4, `True` -> True, `'a'`/`a` -> 'a': a `--cells` value as Sacred would read it."""
+    import ast
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError):
+        return text.strip()
 
 
 TIMING_KEYS = ("network", "batch_size", "torch_threads", "device", "updates", "warmup")
@@ -437,8 +460,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ray", metavar="ADDRESS", help="run each run as a Ray task with CPU reservations: "
                         "'local' (start Ray here), 'auto' (the running cluster), or HOST:PORT / ray://HOST:PORT")
     parser.add_argument("--cells", metavar="A/B,C",
-                        help="only the cells whose named configs include every name of a pattern, e.g. "
-                             "minatar_breakout_cpu/high_utd (the run ids stay the whole sweep's)")
+                        help="only the cells whose named configs include every name of a pattern and "
+                             "whose settings equal its key=value parts, e.g. minatar_breakout_cpu/high_utd "
+                             "or cartpole/high_utd/utd=4/layer_norm=True (the run ids stay the whole sweep's)")
     parser.add_argument("--report", nargs="?", const="", metavar="DIR",
                         help="after the runs, build the analysis report from this store into DIR "
                              "(default: <out>/report)")

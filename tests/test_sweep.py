@@ -109,6 +109,26 @@ def test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids(tmp_path):
                                                                              if r.architecture == "high_utd"]
 
 
+@pytest.mark.parametrize("pattern, cells", [
+    # key=value parts pick among cells that share their named configs; defaults count (reset_period=0)
+    ("cartpole/high_utd/utd=4/layer_norm=True", {(4.0, True, 0), (4.0, True, 40_000)}),
+    ("cartpole/high_utd/utd=4/layer_norm=True/reset_period=0", {(4.0, True, 0)}),
+    ("high_utd/utd=16.0/layer_norm=False", {(16.0, False, 0), (16.0, False, 160_000)}),
+    ("cartpole/single_env,utd=1/reset_period=10000", {(0.25, False, 0), (1.0, False, 10_000), (1.0, True, 10_000)}),
+])
+def test_cells_picks_by_setting_where_cells_share_their_names(pattern, cells):
+    whole = sweep_mod.expand(SWEEPS["utd"], "small", 2)
+    part = sweep_mod.pick_cells(whole, pattern)
+    assert {(r.config()["utd"], r.config()["layer_norm"], r.config()["reset_period"]) for r in part} == cells
+    assert len(part) == 2 * len(cells) and [r.run_id for r in part] == [r.run_id for r in whole if r in part]
+
+
+def test_cells_names_a_setting_no_cell_has():
+    whole = sweep_mod.expand(SWEEPS["utd"], "small", 1)
+    with pytest.raises(ValueError, match="'high_utd/utd=5' names no cell of this sweep"):
+        sweep_mod.pick_cells(whole, "high_utd/utd=5")
+
+
 @pytest.mark.parametrize("args, message", [
     (["nope"], "unknown sweep 'nope'; valid sweeps: smoke, architectures"),
     (["smoke", "--cells", "cartpole/nope"], "error: --cells: 'cartpole/nope' names no cell of this sweep"),
