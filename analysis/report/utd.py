@@ -8,7 +8,7 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
-from analysis.report.common import FigureData, Note, _ci, _sweep, macro_name
+from analysis.report.common import FigureData, Note, _ci, _sweep, holdout_auc, macro_name
 
 MITIGATIONS = ["none", "LayerNorm", "resets", "both"]
 
@@ -66,10 +66,14 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
 
 
 def _utd_against_single(made: FigureData, rs: RunSet, runs: pd.DataFrame, grid: pd.DataFrame) -> None:
-    """single_env against every utd cell run with as many seeds, at the same checkpoints."""
+    """single_env against every utd cell run with as many seeds, at the same checkpoints, with the
+    probability that a cell's run beats a single_env run at 25k and on the mean holdout return over
+    checkpoints (the sample-efficiency claim; tests/test_report_data.py::test_utd_grid_and_the_cells_against_single_env)."""
     single = runs[runs["architecture"] == "single_env"].copy()
     single["mitigation"], single["return_25k"] = "-", single["run_id"].map(
         rs.holdout[rs.holdout["env_step"] == 25_000].set_index("run_id")["return_mean"])
+    grid = grid.assign(holdout_auc=holdout_auc(rs.holdout, grid["run_id"]).to_numpy())
+    single["holdout_auc"] = holdout_auc(rs.holdout, single["run_id"]).to_numpy()
     n = len(single)
     cells = [("single_env", single["utd"].iloc[0], "-", single)]
     for (utd, mitigation), group in grid.groupby(["utd", "mitigation"], sort=True):
@@ -88,8 +92,17 @@ def _utd_against_single(made: FigureData, rs: RunSet, runs: pd.DataFrame, grid: 
         name = ("utd", "vs", arch, utd, mitigation if mitigation != "-" else "")
         made.number(macro_name(*name, "early"), early[0], "{:.0f}")
         made.number(macro_name(*name, "final"), final[0], "{:.0f}")
+        if arch == "single_env":
+            continue
+        for measure, key, label in (("return_25k", "early", "at 25k"),
+                                    ("holdout_auc", "holdout_auc", "mean over checkpoints")):
+            p, low, high = stats.probability_of_improvement_interval(group[measure].dropna().to_numpy(),
+                                                                     single[measure].dropna().to_numpy())
+            rows[-1][f"P(> single_env) {label} [95% CI]"] = _ci(p, low, high, "{:.2f}")
+            for suffix, value in (("", p), ("low", low), ("high", high)):
+                made.number(macro_name(*name, "poi", key, *[suffix][:bool(suffix)]), value, "{:.2f}")
     made.number("UtdVsSeeds", n, "{}")
-    made.table("utd_against_single_env", pd.DataFrame(rows),
+    made.table("utd_against_single_env", pd.DataFrame(rows).fillna("-"),
                "high_utd against single_env at equal env steps and the same checkpoints, every cell with as "
                "many seeds as single_env (learning only: these sweeps ran two at a time, so their "
                "throughput is not reported).")
