@@ -108,6 +108,18 @@ def probability_of_improvement_interval(x, y, *, reps: int = DEFAULT_REPS, confi
     return point, float(low), float(high)
 
 
+def rank_test_p(x, y) -> float:
+    """Two-sided p of the Mann-Whitney U test of x against y (one task), exact where there are
+    no ties, else its normal approximation. Where every pair is ordered one way the bootstrap
+    interval of P(X > Y) collapses to a point, 1.00 [1.00, 1.00], which reads as a certainty; this p
+    says how unlikely that order is if the two are alike: 2 / C(n + m, n), 0.0079 at 5 seeds a side
+    (tests/test_stats.py::test_the_rank_test_says_how_rare_an_ordered_sample_is)."""
+    xs, ys = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    if len(xs) == 0 or len(ys) == 0:
+        raise ValueError("rank_test_p needs at least one score on each side")
+    return float(stats.mannwhitneyu(xs, ys, alternative="two-sided", method="auto").pvalue)
+
+
 def seeds_summary(values, *, reps: int = DEFAULT_REPS, seed: int = DEFAULT_SEED) -> dict:
     """One scalar per seed -> n, mean, median, iqm with its 95% interval, min, max."""
     array = np.asarray(values, dtype=float)

@@ -332,13 +332,17 @@ def test_utd_grid_and_the_cells_against_single_env(rs):
         ["single_env", "0.25", "-", 2], ["high_utd", "4", "none", 2], ["high_utd", "16", "none", 2]]
     assert vs["final (50k), per seed"].tolist() == ["101, 103", "101, 103", "21, 23"]
     # utd 4 ties single_env seed for seed (0.5); utd 16 is below it on every pair (0.0, no spread).
-    assert vs["P(> single_env) at 25k [95% CI]"].tolist() == ["-", "0.50 [0.00, 1.00]", "0.00 [0.00, 0.00]"]
-    assert vs["P(> single_env) mean over checkpoints [95% CI]"].tolist() == vs["P(> single_env) at 25k [95% CI]"].tolist()
+    # The rank test's p stays above zero where the interval collapses: 2 / C(4, 2) at 2 seeds a side.
+    assert vs["P(> single_env) at 25k [95% CI], rank-test p"].tolist() == [
+        "-", "0.50 [0.00, 1.00], p 1.000", "0.00 [0.00, 0.00], p 0.333"]
+    assert (vs["P(> single_env) mean over checkpoints [95% CI], rank-test p"].tolist()
+            == vs["P(> single_env) at 25k [95% CI], rank-test p"].tolist())
     numbers = _numbers(made)
     assert numbers["UtdSixteenNoneDiverged"] == "2/2" and numbers["UtdFourLayerNormFinal"] == "301"
     assert numbers["UtdVsSingleEnvZeroPointTwoFiveFinal"] == "102" and numbers["UtdVsHighUtdSixteenNoneEarly"] == "12"
     assert numbers["UtdSeeds"] == "1" and numbers["UtdVsSeeds"] == "2"
     assert (numbers["UtdVsHighUtdFourNonePoiEarly"], numbers["UtdVsHighUtdSixteenNonePoiHoldoutAucHigh"]) == ("0.50", "0.00")
+    assert numbers["UtdVsHighUtdSixteenNoneRankPHoldoutAuc"] == "0.333"
     assert not any(char.isdigit() for name in numbers for char in name)   # LaTeX macro names take letters only
 
 

@@ -126,3 +126,21 @@ def test_intervals_match_rliable_within_bootstrap_noise(reference, case, toleran
     point, low, high = stats.probability_of_improvement_interval(data["A"], data["B"], reps=reps)
     assert point == pytest.approx(want["point"], abs=1e-12)
     assert (low, high) == pytest.approx(tuple(want["ci95"]), abs=2 * tolerance)
+
+
+@pytest.mark.parametrize("x, y, expected, collapses", [
+    ([5, 6, 7, 8, 9], [0, 1, 2, 3, 4], 2 / 252, True),   # all 25 pairs one way: 2 / C(10, 5), exact
+    ([0, 1, 2, 3, 4], [5, 6, 7, 8, 9], 2 / 252, True),   # two-sided: the other way is as rare
+    ([101, 103], [21, 23], 2 / 6, True),                 # 2 seeds a side can never say much
+    ([1, 3, 5], [2, 4, 6], 0.7, False),                  # interleaved: nothing to see (exact, 14 / 20)
+])
+def test_the_rank_test_says_how_rare_an_ordered_sample_is(x, y, expected, collapses):
+    """Where the bootstrap interval of P(X > Y) collapses to a point, the rank test's p does not."""
+    assert stats.rank_test_p(x, y) == pytest.approx(expected)
+    _, low, high = stats.probability_of_improvement_interval(x, y)
+    assert (low == high) is collapses
+
+
+def test_the_rank_test_refuses_an_empty_side():
+    with pytest.raises(ValueError, match="at least one score on each side"):
+        stats.rank_test_p([], [1.0])

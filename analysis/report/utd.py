@@ -96,11 +96,13 @@ def _utd_against_single(made: FigureData, rs: RunSet, runs: pd.DataFrame, grid: 
             continue
         for measure, key, label in (("return_25k", "early", "at 25k"),
                                     ("holdout_auc", "holdout_auc", "mean over checkpoints")):
-            p, low, high = stats.probability_of_improvement_interval(group[measure].dropna().to_numpy(),
-                                                                     single[measure].dropna().to_numpy())
-            rows[-1][f"P(> single_env) {label} [95% CI]"] = _ci(p, low, high, "{:.2f}")
+            mine, theirs = group[measure].dropna().to_numpy(), single[measure].dropna().to_numpy()
+            p, low, high = stats.probability_of_improvement_interval(mine, theirs)
+            rank_p = stats.rank_test_p(mine, theirs)   # does not collapse where every pair is ordered
+            rows[-1][f"P(> single_env) {label} [95% CI], rank-test p"] = f"{_ci(p, low, high, '{:.2f}')}, p {rank_p:.3f}"
             for suffix, value in (("", p), ("low", low), ("high", high)):
                 made.number(macro_name(*name, "poi", key, *[suffix][:bool(suffix)]), value, "{:.2f}")
+            made.number(macro_name(*name, "rank", "p", key), rank_p, "{:.3f}")
     made.number("UtdVsSeeds", n, "{}")
     made.table("utd_against_single_env", pd.DataFrame(rows).fillna("-"),
                "high_utd against single_env at equal env steps and the same checkpoints, every cell with as "
