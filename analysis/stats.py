@@ -11,6 +11,7 @@ bootstrap noise (rliable's reference values are stored in tests/fixtures/).
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -108,16 +109,30 @@ def probability_of_improvement_interval(x, y, *, reps: int = DEFAULT_REPS, confi
     return point, float(low), float(high)
 
 
+EXACT_UP_TO = 200_000
+"""rank_test_p enumerates every split of the pooled runs up to this many (10 vs 10 is 184,756)."""
+
+
+def _u(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Mann-Whitney U of x against y along `axis` (ties count half), vectorised for permutation_test."""
+    d = np.moveaxis(x, axis, -1)[..., :, None] - np.moveaxis(y, axis, -1)[..., None, :]
+    return (d > 0).sum(axis=(-1, -2)) + 0.5 * (d == 0).sum(axis=(-1, -2))
+
+
 def rank_test_p(x, y) -> float:
-    """Two-sided p of the Mann-Whitney U test of x against y (one task), exact where there are
-    no ties, else its normal approximation. Where every pair is ordered one way the bootstrap
-    interval of P(X > Y) collapses to a point, 1.00 [1.00, 1.00], which reads as a certainty; this p
-    says how unlikely that order is if the two are alike: 2 / C(n + m, n), 0.0079 at 5 seeds a side
-    (tests/test_stats.py::test_the_rank_test_says_how_rare_an_ordered_sample_is)."""
+    """Two-sided p of the Mann-Whitney U test of x against y (one task): exact, by enumerating
+    every split of the pooled runs (ties within a side, such as runs at a return cap, included),
+    up to EXACT_UP_TO splits; above that its normal approximation. Where every pair is ordered one
+    way the bootstrap interval of P(X > Y) collapses to a point, 1.00 [1.00, 1.00], which reads as
+    a certainty; this p says how unlikely that order is if the two are alike: 2 / C(n + m, n),
+    0.0079 at 5 seeds a side (tests/test_stats.py::test_the_rank_test_says_how_rare_an_ordered_sample_is)."""
     xs, ys = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
     if len(xs) == 0 or len(ys) == 0:
         raise ValueError("rank_test_p needs at least one score on each side")
-    return float(stats.mannwhitneyu(xs, ys, alternative="two-sided", method="auto").pvalue)
+    if math.comb(len(xs) + len(ys), len(xs)) > EXACT_UP_TO:
+        return float(stats.mannwhitneyu(xs, ys, alternative="two-sided", method="asymptotic").pvalue)
+    return float(stats.permutation_test((xs, ys), _u, permutation_type="independent", vectorized=True,
+                                        n_resamples=np.inf, alternative="two-sided").pvalue)
 
 
 def seeds_summary(values, *, reps: int = DEFAULT_REPS, seed: int = DEFAULT_SEED) -> dict:

@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pytest
+from scipy import stats as scipy_stats
 
 from analysis import stats
 
@@ -133,6 +134,8 @@ def test_intervals_match_rliable_within_bootstrap_noise(reference, case, toleran
     ([0, 1, 2, 3, 4], [5, 6, 7, 8, 9], 2 / 252, True),   # two-sided: the other way is as rare
     ([101, 103], [21, 23], 2 / 6, True),                 # 2 seeds a side can never say much
     ([1, 3, 5], [2, 4, 6], 0.7, False),                  # interleaved: nothing to see (exact, 14 / 20)
+    ([478, 500, 491, 500, 500], [237, 273, 371, 309, 216], 2 / 252, True),  # ties at the cap stay exact
+    ([1, 1, 5], [1, 4, 6], 0.7, False),                  # a tie across the sides counts half
 ])
 def test_the_rank_test_says_how_rare_an_ordered_sample_is(x, y, expected, collapses):
     """Where the bootstrap interval of P(X > Y) collapses to a point, the rank test's p does not."""
@@ -144,3 +147,9 @@ def test_the_rank_test_says_how_rare_an_ordered_sample_is(x, y, expected, collap
 def test_the_rank_test_refuses_an_empty_side():
     with pytest.raises(ValueError, match="at least one score on each side"):
         stats.rank_test_p([], [1.0])
+
+
+def test_the_rank_test_falls_back_to_the_normal_approximation_above_its_exact_limit():
+    x, y = np.arange(11.0) + 0.5, np.arange(11.0)   # C(22, 11) = 705,432 splits: too many to enumerate
+    assert stats.rank_test_p(x, y) == pytest.approx(
+        scipy_stats.mannwhitneyu(x, y, alternative="two-sided", method="asymptotic").pvalue)
