@@ -15,10 +15,12 @@ A bad key or value stops the sweep before any run, naming it (exit 2).
 
 Every run is one Sacred run (`experiments.train`) in its own process, with a deterministic id
 derived from its config (`<sweep>-<hash>`), stored under `--out` (files, the default) or in
-MongoDB (`--mongo`). Started again after a kill, a sweep skips COMPLETED runs and reruns
-everything else; an incomplete run's folder is moved to `<out>/_incomplete/` first, so no
-half-written run is ever counted. Runs go one at a time unless `--jobs` says otherwise, so
-throughput numbers are not polluted by each other.
+MongoDB (`--mongo`). What a run stored, not its exit code, says whether it counts
+(experiments/run_records.py): COMPLETED with a result is done, and one whose result says it
+diverged is counted apart; anything else failed. Started again after a kill, a sweep skips the
+runs that count and reruns everything else; an incomplete run's folder is moved to
+`<out>/_incomplete/` first, so no half-written run is ever counted. Runs go one at a time unless
+`--jobs` says otherwise, so throughput numbers are not polluted by each other.
 
 With `--ray ADDRESS` (`local` starts a Ray instance on this machine) every run is the same
 command, started by a Ray task that reserves the run's processes in CPUs (num_workers + 1 for
@@ -43,6 +45,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from experiments.run_records import ABSENT, DIVERGED, RunRecord, after_run, classify, read_run_folder, tally
 from experiments.sweeps import RUNS_AT_ONCE_ENV, SCALES, SEED_SETS, SWEEPS, Sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -270,18 +273,8 @@ class FileStore:
         except OSError as err:
             raise SystemExit(f"error: --out {self.out!r} is not writable: {err.strerror or err}") from None
 
-    def status(self, run_id: str) -> str | None:
-        try:
-            with open(os.path.join(self.out, run_id, "run.json")) as f:
-                return json.load(f).get("status")
-        except FileNotFoundError:
-            return None if not os.path.exists(os.path.join(self.out, run_id)) else "INCOMPLETE"
-        except (OSError, json.JSONDecodeError):
-            return "INCOMPLETE"
-
-    def result(self, run_id: str) -> dict:
-        with open(os.path.join(self.out, run_id, "run.json")) as f:
-            return json.load(f).get("result") or {}
+    def record(self, run_id: str) -> RunRecord:
+        return read_run_folder(os.path.join(self.out, run_id))
 
     def clear_incomplete(self, run_id: str) -> None:
         path = os.path.join(self.out, run_id)
@@ -314,15 +307,14 @@ class MongoStore(FileStore):
             raise SystemExit(f"error: --mongo {self.url!r} is unreachable: {err}") from None
         self.runs = self.client[self.db_name]["runs"]
 
-    def status(self, run_id: str) -> str | None:
-        doc = self.runs.find_one({"_id": run_id}, {"status": 1})
-        return doc["status"] if doc else None
-
-    def result(self, run_id: str) -> dict:
-        return (self.runs.find_one({"_id": run_id}, {"result": 1}) or {}).get("result") or {}
+    def record(self, run_id: str) -> RunRecord:
+        doc = self.runs.find_one({"_id": run_id}, {"status": 1, "result": 1})
+        return classify(doc) if doc else RunRecord(ABSENT)
 
     def clear_incomplete(self, run_id: str) -> None:
-        self.runs.delete_one({"_id": run_id, "status": {"$ne": "COMPLETED"}})
+        """Deletes the run's document unless it counts (COMPLETED with a result)."""
+        if not self.record(run_id).counts:
+            self.runs.delete_one({"_id": run_id})
 
     def observer_args(self) -> list[str]:
         return ["--mongo", self.url]
@@ -519,20 +511,22 @@ def main(argv: list[str] | None = None) -> int:
         if not torch.cuda.is_available():
             print("no CUDA on this machine: the cuda runs are skipped", file=sys.stderr)
             landed = [r for r in landed if not str(r.updates.get("device", "cpu")).startswith("cuda")]
-    status = {r.run_id: store.status(r.run_id) for r in landed}
-    todo = [r for r in landed if status[r.run_id] != "COMPLETED"]
+    records = {r.run_id: store.record(r.run_id) for r in landed}
+    todo = [r for r in landed if not records[r.run_id].counts]
+    diverged = sum(records[r.run_id].state == DIVERGED for r in landed)
     minutes = sweep.minutes[args.scale] * len(landed) / max(1, whole)
     print(f"sweep {sweep.name} ({args.scale}): {sweep.description}", file=sys.stderr)
     if overrides.text():
         print(f"every cell {overrides.text()}", file=sys.stderr)
-    print(f"{len(landed)} runs, {len(landed) - len(todo)} already completed, {len(todo)} to run; "
+    print(f"{len(landed)} runs, {len(landed) - len(todo)} already completed"
+          f"{f' ({diverged} of them diverged)' if diverged else ''}, {len(todo)} to run; "
           f"estimated {minutes * len(todo) / max(1, len(landed)):.1f} min on a 2-core machine; store: "
           f"{args.mongo or out}", file=sys.stderr)
     if skipped:
         print(f"not landed yet, skipped: {', '.join(skipped)}", file=sys.stderr)
     if args.dry_run:
         for r in landed:
-            print(summary_line(r, status[r.run_id], {}))
+            print(summary_line(r, records[r.run_id].label(), {}))
         return 0
     lock = hold_store_lock(out)  # a second sweep on this store would move our running run aside
     if args.nice:
@@ -545,7 +539,6 @@ def main(argv: list[str] | None = None) -> int:
               f"with runs made one at a time", file=sys.stderr)
     log_dir = os.path.join(out, "_logs")
     started = time.monotonic()
-    failed: list[str] = []
     finished = [0]  # runs ended so far (a list: the worker threads update it)
     estimate_s = minutes * 60 / max(1, len(landed))  # per run, from the sweep's estimate
 
@@ -563,14 +556,14 @@ def main(argv: list[str] | None = None) -> int:
                     else launch(run, store, log_dir, quiet=args.jobs > 1, at_once=args.jobs))
         except OSError as err:  # e.g. the disk filled up between runs
             print(f"run {run.run_id} could not start: {err}", file=sys.stderr, flush=True)
-            failed.append(run.run_id)
             return
         finally:
             finished[0] += 1
-        if code != 0:
-            failed.append(run.run_id)
-            print(f"run {run.run_id} failed (exit {code}); log: {os.path.join(log_dir, run.run_id + '.log')}",
-                  file=sys.stderr, flush=True)
+        record = store.record(run.run_id)  # what the run stored decides, not its exit code
+        said = after_run(run.run_id, record, code)
+        if said:
+            log = "" if record.counts else f"; log: {os.path.join(log_dir, run.run_id + '.log')}"
+            print(said + log, file=sys.stderr, flush=True)
 
     try:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
@@ -580,11 +573,11 @@ def main(argv: list[str] | None = None) -> int:
             ray_runner.close()
 
     print(f"\n{'run':<24} {'status':<11} {'speed':>9} {'return':>8}  config")
+    records = {r.run_id: store.record(r.run_id) for r in landed}
     for r in landed:
-        s = store.status(r.run_id)
-        print(summary_line(r, s, store.result(r.run_id) if s == "COMPLETED" else {}))
-    print(f"\n{len(todo) - len(failed)} of {len(todo)} runs completed in {(time.monotonic() - started) / 60:.1f} min",
-          file=sys.stderr)
+        print(summary_line(r, records[r.run_id].label(), records[r.run_id].result))
+    line, failed = tally([r.run_id for r in todo], records, (time.monotonic() - started) / 60)
+    print(f"\n{line}", file=sys.stderr)
     lock.close()
     if args.report is not None:
         from analysis import report as analysis_report

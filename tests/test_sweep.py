@@ -185,6 +185,75 @@ def test_a_sweep_killed_mid_run_resumes_and_counts_every_run_once(tmp_path):
     assert os.listdir(out / "_checkpoints") == []  # finished runs leave no checkpoint behind
 
 
+def _completed(**result) -> str:
+    return json.dumps({"status": "COMPLETED", "result": {"env_steps_per_sec": 1000.0, "final_holdout_return": 500.0,
+                                                         **result}})
+
+
+_CUT = _completed(holdout_curve=[{"env_steps": 1000 * k, "return_mean": 1.0} for k in range(400)])[:4096]
+STORED_CASES = [
+    # (case, what the run stored in run.json or None for nothing, its exit code, the record's state and label)
+    ("completed", _completed(), 0, "done", "COMPLETED"),
+    ("completed, non-zero exit", _completed(), 1, "done", "COMPLETED"),
+    ("diverged, exit 3", _completed(diverged=True, diverged_at_update=120, diverged_reason="non-finite TD loss"), 3,
+     "diverged", "DIVERGED"),
+    ("COMPLETED without a result", json.dumps({"status": "COMPLETED"}), 0, "failed", "NO RESULT"),
+    ("run.json cut at 4,096 bytes by a full disk", _CUT, 0, "failed", "UNREADABLE"),
+    ("status FAILED", json.dumps({"status": "FAILED", "result": None}), 1, "failed", "FAILED"),
+    ("killed: status RUNNING", json.dumps({"status": "RUNNING"}), -9, "failed", "RUNNING"),
+    ("exit 0, nothing stored", None, 0, "failed", "INCOMPLETE"),
+]
+
+
+def test_what_a_run_left_decides_whether_it_counts(tmp_path, monkeypatch, capsys):
+    """One fake run per case (the runner writes its run.json and returns its exit code): only a
+    COMPLETED run.json with a result counts, whatever the exit code; a diverged one counts apart;
+    the others are named with their reason, moved aside and rerun on restart (experiments/run_records.py)."""
+    monkeypatch.setitem(SWEEPS, "fake", Sweep("fake", "one fake run per case", {"small": 0.1, "paper": 0.1},
+                                              {"small": [Cell(("cartpole", "single_env"), dict(TINY))], "paper": []},
+                                              {"small": len(STORED_CASES), "paper": 1}))
+    runs = sweep_mod.expand(SWEEPS["fake"], "small", None)
+    case_of = {run.run_id: case for run, case in zip(runs, STORED_CASES)}
+    launched, restarted = [], []
+
+    def fake_launch(run, store, log_dir, quiet, at_once=1):
+        launched.append(run.run_id)
+        _, stored, code, _, _ = case_of[run.run_id] if not restarted else ("rerun", _completed(), 0, "done", "")
+        os.makedirs(os.path.join(store.out, run.run_id), exist_ok=True)
+        if stored is not None:
+            with open(os.path.join(store.out, run.run_id, "run.json"), "w") as f:
+                f.write(stored)
+        return code
+
+    monkeypatch.setattr(sweep_mod, "launch", fake_launch)
+    out = tmp_path / "out"
+    code = sweep_mod.main(["fake", "--out", str(out)])
+    first = capsys.readouterr()
+    assert code == 1  # some runs failed
+    for run_id, (case, _, exit_code, state, label) in case_of.items():
+        record = sweep_mod.FileStore(str(out)).record(run_id)
+        assert (record.state, record.label()) == (state, label), case
+        row = next(line for line in first.out.splitlines() if line.startswith(run_id))
+        assert row[25:36].strip() == label, case  # the summary's status column
+        if state == "failed":
+            assert f"run {run_id} failed (exit {exit_code}; {record.reason}" in first.err, case
+            assert f"{run_id} ({record.reason})" in first.err.split("\nfailed: ")[1], case
+    diverged = [r for r, c in case_of.items() if c[3] == "diverged"]
+    assert f"3 of {len(runs)} runs completed" in first.err
+    assert f"1 of them diverged (counted apart, not rerun): {diverged[0]}" in first.err
+    assert "is not valid JSON (4,096 bytes" in first.err and "COMPLETED but has no result" in first.err
+    # Started again: only the failed runs run, each stored folder of theirs moved aside first.
+    launched.clear()
+    restarted.append(True)
+    assert sweep_mod.main(["fake", "--out", str(out)]) == 0
+    again = capsys.readouterr()
+    failed = [r for r, c in case_of.items() if c[3] == "failed"]
+    assert launched == failed
+    assert f"{len(runs)} runs, 3 already completed (1 of them diverged), {len(failed)} to run" in again.err
+    assert len(os.listdir(out / "_incomplete")) == len(failed)  # every failed case left a folder
+    assert all(sweep_mod.FileStore(str(out)).record(r).counts for r in case_of)
+
+
 class _FakeMongoStore(sweep_mod.MongoStore):
     def __init__(self, collection):
         self.url, self.db_name, self.runs = "mongodb://mock", "dqn", collection
@@ -194,13 +263,15 @@ def test_mongo_store_counts_only_completed_runs_and_clears_the_rest():
     mongomock = pytest.importorskip("mongomock")
     runs = mongomock.MongoClient().db.runs
     runs.insert_many([{"_id": "a", "status": "COMPLETED", "result": {"env_steps_per_sec": 5.0}},
-                      {"_id": "b", "status": "RUNNING"}, {"_id": "c", "status": "FAILED"}])
+                      {"_id": "b", "status": "RUNNING"}, {"_id": "c", "status": "FAILED"},
+                      {"_id": "e", "status": "COMPLETED"}, {"_id": "f", "status": "COMPLETED", "result": {"diverged": True}}])
     store = _FakeMongoStore(runs)
-    assert [store.status(i) for i in "abcd"] == ["COMPLETED", "RUNNING", "FAILED", None]
-    for run_id in "abc":
+    assert [store.record(i).label() for i in "abcdef"] == ["COMPLETED", "RUNNING", "FAILED", "not run", "NO RESULT",
+                                                           "DIVERGED"]
+    for run_id in "abcef":
         store.clear_incomplete(run_id)
-    assert [doc["_id"] for doc in runs.find()] == ["a"]
-    assert store.result("a") == {"env_steps_per_sec": 5.0}
+    assert [doc["_id"] for doc in runs.find()] == ["a", "f"]  # a diverged run counts: it stays
+    assert store.record("a").result == {"env_steps_per_sec": 5.0}
     assert store.observer_args() == ["--mongo", "mongodb://mock"]
 
 
@@ -304,7 +375,7 @@ def test_a_failing_run_is_named_and_the_others_still_complete(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=180,
                           env={**os.environ, "PDQN_FAULT": "0:crash:100"})
     assert proc.returncode == 1
-    assert "failed (exit 1)" in proc.stderr and "_logs" in proc.stderr and "rerun the same command" in proc.stderr
+    assert "failed (exit 1; status FAILED)" in proc.stderr and "_logs" in proc.stderr and "rerun the same command" in proc.stderr
     assert sorted(r["status"] for r in _statuses(tmp_path).values()) == ["COMPLETED", "FAILED"]
     # --report builds from what is there, naming the failed run it left out.
     assert (tmp_path / "report" / "figures" / "learning_curves.csv").exists()
