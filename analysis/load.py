@@ -12,8 +12,14 @@ collections). Three frames come out:
 - `holdout`: one row per holdout checkpoint: run id, env step, mean return, and the training
   seconds (evaluation excluded) at that checkpoint where the run recorded them.
 
-Runs that cannot be used (not COMPLETED, unreadable, no result) are left out with one line
-each in `problems`, naming the run, so one bad run never stops a report.
+Runs that cannot be used (not COMPLETED, unreadable, COMPLETED with no result) are left out
+with one line each in `problems`, naming the run, so one bad run never stops a report.
+
+A run is its store plus its Sacred id: separate `-F` stores under one folder each number their
+runs 1, 2, ..., and every one of them is read. `run_id` is the Sacred id where it is unique among
+the runs read (a sweep's `smoke-76db19def1`), else `<store>/<id>`, the store's path from the
+folder the clashing stores share (`store2/1`); only the same run folder or MongoDB run reached
+twice is a duplicate (tests/test_report_stores.py).
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ import hashlib
 import json
 import os
 import pickle
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -37,7 +45,8 @@ CONFIG_COLUMNS = ["env_id", "total_env_steps", "learning_starts", "eval_every", 
 RESULT_COLUMNS = ["env_steps_per_sec", "updates_per_sec", "train_seconds", "final_holdout_return", "realised_utd",
                   "updates", "episodes", "diverged", "max_abs_q", "overlap_fraction", "mean_version_gap",
                   "update_us_median", "update_us_p10", "update_us_p90", "threads_in_effect",
-                  "shared_adam_steps", "runs_at_once"]
+                  "shared_adam_steps", "runs_at_once", "diverged_at_update", "diverged_reason",
+                  "diverged_at_env_steps"]
 """Result scalars copied into `runs`; nested results stay in the `result` column."""
 LEARNING_RATE = "learning_env_steps_per_sec"
 """The `runs` column derived from each run's log: env steps/s once learning (learning_rate)."""
@@ -56,6 +65,20 @@ class RunSet:
 
 class NoRunsError(RuntimeError):
     """Nothing usable was found; the message names every place looked in."""
+
+
+class Document(NamedTuple):
+    """One stored run as read: `run_id` is its Sacred id until _name_runs makes it unique."""
+
+    run_id: str
+    where: str
+    """Its folder, or `<mongodb url>#<id>`: named in problems, the `source` column."""
+    run: dict
+    config: dict
+    metrics: dict
+    store: str
+    """The folder holding its folder (a `-F` store), or the MongoDB URL."""
+    sacred_id: str
 
 
 # ---------------------------------------------------------------------- file stores
@@ -88,7 +111,7 @@ def _file_documents(root: str, problems: list[str]):
             metrics = _read_json(os.path.join(path, "metrics.json"))
         except (OSError, json.JSONDecodeError):
             metrics = {}
-        yield run_id, path, run, config, metrics
+        yield Document(run_id, path, run, config, metrics, os.path.dirname(os.path.abspath(path)), run_id)
 
 
 # ---------------------------------------------------------------------- MongoDB
@@ -105,7 +128,33 @@ def _mongo_documents(url: str, problems: list[str], client_factory=None):
     for run in db["runs"].find({}, sort=[("_id", 1)]):
         metrics = {m["name"]: {"steps": m["steps"], "values": m["values"], "timestamps": m.get("timestamps", [])}
                    for m in db["metrics"].find({"run_id": run["_id"]})}
-        yield str(run["_id"]), f"{url}#{run['_id']}", run, run.get("config") or {}, metrics
+        yield Document(str(run["_id"]), f"{url}#{run['_id']}", run, run.get("config") or {}, metrics, url,
+                       str(run["_id"]))
+
+
+def _name_runs(documents: list[Document], problems: list[str]) -> list[Document]:
+    """Each run once, under an id unique among them: a run folder (or MongoDB run) reached twice,
+    e.g. by `--runs A A/sub`, is read once and named; a Sacred id held by runs of several stores
+    becomes `<store>/<id>`, the store's path from the folder those stores share (`store2/1`), or
+    its URL for MongoDB. Unique ids stay as they are, so a sweep's runs keep theirs."""
+    kept, read = [], {}
+    for doc in documents:
+        identity = doc.where if doc.where.startswith(("mongodb://", "mongodb+srv://")) else os.path.realpath(doc.where)
+        if identity in read:
+            problems.append(f"run {doc.run_id} ({doc.where}): the same run was already read from {read[identity]}; "
+                            "this copy is left out")
+            continue
+        read[identity] = doc.where
+        kept.append(doc)
+    counts = Counter(doc.run_id for doc in kept)
+    folders = {os.path.dirname(doc.store) for doc in kept if counts[doc.run_id] > 1 and os.path.isabs(doc.store)}
+    base = os.path.commonpath(sorted(folders)) if folders else ""
+
+    def store_name(store: str) -> str:
+        return os.path.relpath(store, base) if os.path.isabs(store) else store
+
+    return [doc._replace(run_id=f"{store_name(doc.store)}/{doc.run_id}") if counts[doc.run_id] > 1 else doc
+            for doc in kept]
 
 
 # ---------------------------------------------------------------------- frames
@@ -145,28 +194,22 @@ def _seconds(stamp) -> float | None:
     return None
 
 
-def _frames(documents, problems: list[str]) -> RunSet:
+def _frames(documents: list[Document], problems: list[str]) -> RunSet:
     run_rows, metric_rows, holdout_rows = [], [], []
-    seen: dict[str, str] = {}
-    for run_id, where, run, config, metrics in documents:
-        if run_id in seen:
-            problems.append(f"run {run_id} ({where}): the same run id was already read from {seen[run_id]}; "
-                            "this copy is left out")
-            continue
+    for run_id, where, run, config, metrics, _, sacred_id in _name_runs(documents, problems):
         status = run.get("status")
         result = run.get("result")
         if status != "COMPLETED":
             problems.append(f"run {run_id} ({where}): status {status}; left out")
             continue
         if not isinstance(result, dict):
-            problems.append(f"run {run_id} ({where}): no result stored; left out")
+            problems.append(f"run {run_id} ({where}): COMPLETED but has no result; left out")
             continue
-        seen[run_id] = where
         experiment = (run.get("experiment") or {}).get("name", "")
         host = run.get("host") or {}
         keys = {
             "run_id": run_id,
-            "sweep": run_id.rsplit("-", 1)[0] if "-" in run_id else "",
+            "sweep": sacred_id.rsplit("-", 1)[0] if "-" in sacred_id else "",
             # A training run's architecture; any other experiment's runs go by its name.
             "architecture": (config.get("architecture") or result.get("architecture") or experiment)
             if experiment in TRAINING_EXPERIMENTS else experiment,
@@ -213,7 +256,7 @@ def _frames(documents, problems: list[str]) -> RunSet:
 
 
 # ---------------------------------------------------------------------- entry point
-FRAME_VERSION = 3
+FRAME_VERSION = 4
 """Bumped when the frames' layout changes in a way the column lists below do not show; the
 column lists are part of the fingerprint themselves (a column added without a bump once served
 a stale cache without it: tests/test_analysis.py::test_a_new_column_is_never_served_from_an_old_cache)."""

@@ -3,6 +3,9 @@ the config, metrics and result layout that experiments/train.py stores, with kno
 
 from __future__ import annotations
 
+import json
+import os
+
 from sacred import Experiment
 
 
@@ -29,10 +32,11 @@ def _experiment() -> Experiment:
         runs_at_once = 1  # noqa: F841 - a sweep's --jobs: runs beside it sharing the CPU
         lr = 5e-4  # noqa: F841 - a calibration grid's axis
         learning_starts = 0  # noqa: F841 - env steps of warm-up, made 10x as fast as the rest (no updates)
+        diverged_at_update = 0  # noqa: F841 - > 0: a non-finite TD loss stopped the run at this update
 
     @ex.main
     def main(_run, architecture, num_workers, utd, seed, total_env_steps, eval_every, quality, speed, grid_offset,
-             store_holdout, runs_at_once, learning_starts):
+             store_holdout, runs_at_once, learning_starts, diverged_at_update):
         rate = speed * (1 + 0.01 * seed)  # env steps/s once learning
 
         def seconds_at(step: int) -> float:  # training seconds to reach `step`
@@ -67,6 +71,8 @@ def _experiment() -> Experiment:
         if architecture == "high_utd":
             result["diverged"] = utd > 8
             result["max_abs_q"] = 5_000.0 if utd > 8 else 100.0
+        if diverged_at_update:  # as the designs store a run a non-finite value stopped
+            result.update(diverged=True, diverged_at_update=diverged_at_update, diverged_reason="non-finite TD loss")
         return result
 
     return ex
@@ -95,3 +101,24 @@ def headline_specs(seeds: int = 3) -> list[dict]:
         specs.append({"run_id": f"architectures-highutd{seed}", "seed": seed, "architecture": "high_utd",
                       "utd": 4.0, "layer_norm": True, "speed": 300.0, "quality": 200.0})
     return specs
+
+
+def write_run(folder: str, run_id: str, config: dict | None = None, result: dict | None = None,
+              status: str = "COMPLETED", run_json: str | None = None) -> str:
+    """One run written by hand as a FileStorageObserver stores it (`<folder>/<run_id>/run.json`,
+    config.json, metrics.json), without running Sacred: `run_json` replaces the run.json text (a
+    file cut mid-way), a `result` of None stores none. Returns the run's folder."""
+    path = os.path.join(folder, run_id)
+    os.makedirs(path, exist_ok=True)
+    config = {"architecture": "single_env", "seed": 1, "env_id": "CartPole-v1", **(config or {})}
+    run = {"experiment": {"name": "parallel_dqn"}, "status": status, "start_time": "2024-01-01T00:00:00",
+           "host": {"cpu": "synthetic"}, "meta": {}}
+    if result is not None:
+        run["result"] = result
+    with open(os.path.join(path, "run.json"), "w") as f:
+        f.write(json.dumps(run) if run_json is None else run_json)
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(config, f)
+    with open(os.path.join(path, "metrics.json"), "w") as f:
+        json.dump({}, f)
+    return path
