@@ -1,13 +1,16 @@
 """The report reads every run: several `-F` stores under one folder whose Sacred ids collide (each
-numbers its runs 1, 2, ...), and runs it cannot use named in its problems (analysis/load.py)."""
+numbers its runs 1, 2, ...), runs it cannot use named in its problems, and diverged runs counted
+apart from the headline (analysis/load.py, analysis/report/common.py)."""
 
 import json
 import os
 
 import pytest
+from sacred.observers import FileStorageObserver
 
 from analysis.load import load_runs
-from tests.synthetic_runs import write_run
+from analysis.report import learning, utd
+from tests.synthetic_runs import headline_specs, make_runs, write_run
 
 RESULT = {"architecture": "single_env", "env_steps": 3_000, "env_steps_per_sec": 1_000.0, "train_seconds": 3.0,
           "final_holdout_return": 100.0, "holdout_curve": [{"env_steps": 1_000, "return_mean": 50.0},
@@ -58,3 +61,53 @@ def test_every_run_of_every_store_is_read_once(tmp_path, case, layout, sources, 
     assert all(part in said for part in problems) and bool(problems) == bool(rs.problems), said
     sweeps = dict(zip(rs.runs["run_id"], rs.runs["sweep"]))
     assert all(sweeps[r] == (r.rsplit("-", 1)[0] if "-" in r else "") for r in expected)  # from the Sacred id
+
+
+@pytest.fixture()
+def diverged_store(tmp_path):
+    """The headline in miniature, plus a fourth single_env seed and the only vector_env run, both
+    stopped diverged (returns far below the others: counted in, they would move every IQM)."""
+    make_runs(FileStorageObserver(str(tmp_path / "architectures")), headline_specs() + [
+        {"run_id": "architectures-single4", "seed": 4, "quality": -1_000.0, "diverged_at_update": 120},
+        {"run_id": "architectures-vector1", "seed": 1, "architecture": "vector_env", "num_workers": 2,
+         "quality": -1_000.0, "diverged_at_update": 40}])
+    return tmp_path
+
+
+def test_a_diverged_run_is_counted_apart_from_the_headline(diverged_store):
+    rs = load_runs([str(diverged_store)])
+    stopped = rs.runs.set_index("run_id").loc["architectures-single4"]
+    assert (stopped["diverged"], stopped["diverged_at_update"], stopped["diverged_reason"]) == \
+        (True, 120, "non-finite TD loss")
+    notes = []
+    made = learning.speed_quality_data(rs, notes.append)
+    data = made.data.set_index("architecture")
+    assert data.index.tolist() == ["actor_learner", "high_utd", "single_env"]  # no vector_env run is left
+    assert data.loc["single_env", ["seeds", "final_return_iqm"]].tolist() == [3, pytest.approx(102)]
+    [(_, table, caption)] = made.tables
+    assert table[["architecture", "seeds", "diverged, left out"]].values.tolist() == [
+        ["actor_learner (2)", 3, "0 of 3"], ["high_utd (utd 4)", 3, "0 of 3"], ["single_env", 3, "1 of 4"],
+        ["vector_env (2)", 0, "1 of 1"]]
+    assert table.iloc[3]["final holdout return, IQM [95% CI]"] == "-" and "counted in the last column" in caption
+    assert notes[-1] == ("speed against quality: 2 of 11 headline runs diverged and are left out: "
+                         "architectures-single4, architectures-vector1")
+    curves = learning.curves_data(rs, [].append).data
+    assert set(curves.loc[curves["architecture"] == "single_env", "seeds"]) == {3}
+    assert "vector_env" not in set(curves["architecture"])
+    poi = learning.improvement_data(rs, [].append).data
+    assert set(poi["baseline_seeds"]) == {3} and "vector_env" not in set(poi["architecture"])
+
+
+def test_without_a_diverged_run_the_table_is_as_it_was(tmp_path):
+    make_runs(FileStorageObserver(str(tmp_path / "architectures")), headline_specs())
+    [(_, table, caption)] = learning.speed_quality_data(load_runs([str(tmp_path)]), [].append).tables
+    assert "diverged, left out" not in table.columns and "diverged" not in caption
+
+
+def test_the_utd_grid_keeps_its_diverged_runs(tmp_path):
+    long = {"total_env_steps": 50_000, "eval_every": 25_000, "architecture": "high_utd", "utd": 4.0}
+    make_runs(FileStorageObserver(str(tmp_path / "utd")), [
+        {"run_id": "utd-u4none1", "seed": 1, **long},
+        {"run_id": "utd-u4none2", "seed": 2, "diverged_at_update": 900, **long}])
+    grid = utd.data(load_runs([str(tmp_path)]), [].append).data
+    assert grid[["seeds", "diverged_runs"]].values.tolist() == [[2, 1]]

@@ -191,13 +191,38 @@ def env_first(env: str) -> tuple[bool, str]:
     return env != "CartPole", env
 
 
-def _headline(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs that compare architectures at equal env steps: the headline sweeps, or else every
-    training run outside the dedicated sweeps (e.g. `smoke`, or your own sweep)."""
+def diverged(runs: pd.DataFrame) -> pd.Series:
+    """Whether each run's result says `"diverged": true` (a non-finite TD loss or Q value stopped
+    it, or high_utd's |Q| check fired); runs that stored no such field did not."""
+    return runs["diverged"].eq(True) if "diverged" in runs else pd.Series(False, index=runs.index)
+
+
+def headline_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every run of the headline comparison, diverged ones included: the headline sweeps, or else
+    every training run outside the dedicated sweeps (e.g. `smoke`, or your own sweep)."""
     chosen = runs[runs["sweep"].isin(HEADLINE_SWEEPS)]
     if chosen.empty:
         chosen = runs[runs["experiment"].isin(TRAINING_EXPERIMENTS) & ~runs["sweep"].isin(DEDICATED_SWEEPS)]
     return chosen
+
+
+def _headline(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs that compare architectures at equal env steps (headline_runs), less those that
+    diverged: a diverged run is never an ordinary row of the headline's IQMs and intervals; the
+    architectures table counts them beside each design instead (learning.speed_quality_data;
+    tests/test_report_stores.py::test_a_diverged_run_is_counted_apart_from_the_headline). The utd
+    grid, whose question is divergence, keeps its runs."""
+    chosen = headline_runs(runs)
+    return chosen[~diverged(chosen)]
+
+
+def diverged_line(runs: pd.DataFrame) -> str | None:
+    """`n of m headline runs diverged and are left out: <run ids>`, or None where none did."""
+    chosen = headline_runs(runs)
+    out = chosen.loc[diverged(chosen), "run_id"].sort_values()
+    if out.empty:
+        return None
+    return f"{len(out)} of {len(chosen)} headline runs diverged and are left out: {', '.join(out)}"
 
 
 def _arch_label(row) -> str:

@@ -13,7 +13,8 @@ import pandas as pd
 from analysis import stats
 from analysis.load import LEARNING_RATE, RunSet
 from analysis.report.common import (ARCH_ORDER, FigureData, Note, _arch_label, _ci, _headline, _regular_curves,
-                                    holdout_auc, macro_name, made_alone, speeds_only_where_made_alone)
+                                    diverged, diverged_line, headline_runs, holdout_auc, macro_name, made_alone,
+                                    speeds_only_where_made_alone)
 
 
 def _note_pooled(note: Note, runs: pd.DataFrame, figure: str) -> None:
@@ -185,6 +186,7 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
     caption = ("Throughput and holdout return per architecture ({}); intervals are stratified-bootstrap 95% CIs "
                "over seeds. Speeds are env steps/s once learning has started, from runs made one at a time: the "
                "headline's own, or, where those ran several at once, the scaling sweep's.")
+    table, caption = _count_diverged(note, rs, data, table, caption)
     made.table("architectures", table, caption.format("the headline sweeps"))
     if data["env"].nunique() > 1:  # and one table per env, e.g. architectures_breakout for the minatar sweep
         for env in data["env"].unique():
@@ -203,6 +205,33 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
         if r.env in SOLVED_AT:
             made.number(macro_name(r.env, r.architecture, "solved"), r.solved, "{:.0f}")
     return made
+
+
+DIVERGED_COLUMN = "diverged, left out"
+
+
+def _count_diverged(note: Note, rs: RunSet, data: pd.DataFrame, table: pd.DataFrame,
+                    caption: str) -> tuple[pd.DataFrame, str]:
+    """Where a headline run diverged, the table counts them per design (`diverged, left out`:
+    `1 of 10`; its seeds and intervals are the other runs'), a design whose every run diverged
+    keeps a row of dashes, and a note names them. Where none did, the table is as it was."""
+    line = diverged_line(rs.runs)
+    if line is None:
+        return table, caption
+    note(f"speed against quality: {line}")
+    every = headline_runs(rs.runs)
+    every = every.assign(out=diverged(every), label=every.apply(_arch_label, axis=1))
+    counts = every.groupby(["env", "architecture"], sort=True).agg(runs=("out", "size"), out=("out", "sum"),
+                                                                   label=("label", "first"))
+    shown = list(zip(data["env"], data["architecture"]))
+    table = table.assign(**{DIVERGED_COLUMN: [f"{counts.loc[k, 'out']} of {counts.loc[k, 'runs']}" for k in shown]})
+    gone = [{**dict.fromkeys(table.columns, "-"), "env": env, "architecture": c.label, "seeds": 0,
+             DIVERGED_COLUMN: f"{c.out} of {c.runs}"} for (env, arch), c in counts.iterrows() if (env, arch) not in shown]
+    if gone:  # in the order of the other rows: by env, then architecture
+        keys = shown + [k for k in counts.index if k not in shown]
+        table = pd.concat([table, pd.DataFrame(gone)], ignore_index=True)
+        table = table.iloc[sorted(range(len(table)), key=keys.__getitem__)].reset_index(drop=True)
+    return table, caption + " Runs that diverged are left out of the intervals and counted in the last column."
 
 
 def plot_speed_quality(report, made: FigureData) -> None:
