@@ -264,7 +264,8 @@ def test_mongo_store_counts_only_completed_runs_and_clears_the_rest():
     runs = mongomock.MongoClient().db.runs
     runs.insert_many([{"_id": "a", "status": "COMPLETED", "result": {"env_steps_per_sec": 5.0}},
                       {"_id": "b", "status": "RUNNING"}, {"_id": "c", "status": "FAILED"},
-                      {"_id": "e", "status": "COMPLETED"}, {"_id": "f", "status": "COMPLETED", "result": {"diverged": True}}])
+                      {"_id": "e", "status": "COMPLETED"},
+                      {"_id": "f", "status": "COMPLETED", "result": {"diverged": True}}])
     store = _FakeMongoStore(runs)
     assert [store.record(i).label() for i in "abcdef"] == ["COMPLETED", "RUNNING", "FAILED", "not run", "NO RESULT",
                                                            "DIVERGED"]
@@ -375,7 +376,8 @@ def test_a_failing_run_is_named_and_the_others_still_complete(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=180,
                           env={**os.environ, "PDQN_FAULT": "0:crash:100"})
     assert proc.returncode == 1
-    assert "failed (exit 1; status FAILED)" in proc.stderr and "_logs" in proc.stderr and "rerun the same command" in proc.stderr
+    assert "failed (exit 1; status FAILED)" in proc.stderr and "_logs" in proc.stderr
+    assert "rerun the same command" in proc.stderr
     assert sorted(r["status"] for r in _statuses(tmp_path).values()) == ["COMPLETED", "FAILED"]
     # --report builds from what is there, naming the failed run it left out.
     assert (tmp_path / "report" / "figures" / "learning_curves.csv").exists()

@@ -225,8 +225,8 @@ def _count_diverged(note: Note, rs: RunSet, data: pd.DataFrame, table: pd.DataFr
                                                                    label=("label", "first"))
     shown = list(zip(data["env"], data["architecture"]))
     table = table.assign(**{DIVERGED_COLUMN: [f"{counts.loc[k, 'out']} of {counts.loc[k, 'runs']}" for k in shown]})
-    gone = [{**dict.fromkeys(table.columns, "-"), "env": env, "architecture": c.label, "seeds": 0,
-             DIVERGED_COLUMN: f"{c.out} of {c.runs}"} for (env, arch), c in counts.iterrows() if (env, arch) not in shown]
+    gone = [{**dict.fromkeys(table.columns, "-"), "env": key[0], "architecture": c.label, "seeds": 0,
+             DIVERGED_COLUMN: f"{c.out} of {c.runs}"} for key, c in counts.iterrows() if key not in shown]
     if gone:  # in the order of the other rows: by env, then architecture
         keys = shown + [k for k in counts.index if k not in shown]
         table = pd.concat([table, pd.DataFrame(gone)], ignore_index=True)
