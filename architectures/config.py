@@ -15,6 +15,7 @@ import ast
 import dataclasses
 import inspect
 import math
+import re
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -226,6 +227,18 @@ def _coerce(key: str, annotation: Any, value: Any) -> Any:
     return value
 
 
+UPPER_BOUNDS: dict[str, tuple[float, str]] = {
+    "seed": (2**32 - 1, "Sacred seeds numpy's global RNG with it, and np.random.seed takes [0, 2**32 - 1]"),
+    "utd": (256, "updates per env step: 256 x ~0.6 ms is already ~0.15 s of updates per env step"),
+    "n_step": (1_000, "steps folded into one return; longer is a Monte Carlo return"),
+    "eval_episodes": (1_000, "holdout episodes at every checkpoint: 1,000 are up to 500k CartPole steps each time"),
+    "env_step_cost_us": (1e6, "1 s of busy CPU per env step"),
+    "slow_worker_cost_us": (1e6, "1 s of busy CPU per env step"),
+}
+"""Values above these run but mean nothing, or never finish (tests/test_config_limits.py). The
+machine's own limits (cores, memory, CUDA, an env's episode cap) are architectures/limits.py's."""
+
+
 def _validate(c: DQNConfig) -> None:
     def need(ok: bool, key: str, valid: str) -> None:
         if not ok:
@@ -239,6 +252,7 @@ def _validate(c: DQNConfig) -> None:
                 "reset_period"):
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 0, key, "an integer >= 0")
+    need(c.batch_size <= c.buffer_size, "batch_size", f"<= buffer_size ({c.buffer_size:,}): a batch samples the replay")
     need(c.learning_starts <= c.total_env_steps, "learning_starts",
          f"<= total_env_steps ({c.total_env_steps})")
     need(len(c.hidden_sizes) >= 1 and all(h >= 1 for h in c.hidden_sizes), "hidden_sizes",
@@ -253,6 +267,8 @@ def _validate(c: DQNConfig) -> None:
         need(0.0 <= getattr(c, key) <= 1.0, key, "in [0, 1]")
     for key in ("env_step_cost_us", "slow_worker_cost_us"):
         need(math.isfinite(getattr(c, key)) and getattr(c, key) >= 0, key, "a number of microseconds >= 0")
+    for key, (bound, why) in UPPER_BOUNDS.items():
+        need(getattr(c, key) <= bound, key, f"<= {int(bound):,} ({why})")
     need(c.actor_quotas in ("equal", "free"), "actor_quotas", "one of 'equal', 'free'")
     need(c.loss in ("huber", "mse"), "loss", "one of 'huber', 'mse'")
     need(c.checkpoint_every == 0 or bool(c.checkpoint_path), "checkpoint_every",
@@ -272,9 +288,11 @@ def _validate(c: DQNConfig) -> None:
             raise ConfigError("backend: 'ray' needs Ray, which is not installed: pip install -e '.[ray]'")
     need(c.actor_epsilons in ("schedule", "apex"), "actor_epsilons", "one of 'schedule', 'apex'")
     need(math.isfinite(c.worker_timeout_s) and c.worker_timeout_s > 0, "worker_timeout_s", "a number of seconds > 0")
+    step_s = (c.env_step_cost_us + c.slow_worker_cost_us) / 1e6  # a step this slow reads as a hung worker
+    need(step_s < c.worker_timeout_s, "worker_timeout_s", f"longer than an env step's added cost ({step_s:g} s)")
     for key in ("priority_alpha", "priority_beta"):
         need(0.0 <= getattr(c, key) <= 1.0, key, "in [0, 1]")
-    need(c.device == "cpu" or c.device.startswith("cuda"), "device", "'cpu' or 'cuda[:N]'")
+    need(c.device == "cpu" or re.fullmatch(r"cuda(:\d+)?", c.device) is not None, "device", "'cpu' or 'cuda[:N]'")
     need(isinstance(c.env_id, str) and bool(c.env_id), "env_id", "a gymnasium id")
     from architectures.envs import check_env_id  # local import: keeps config import light
 

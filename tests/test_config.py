@@ -39,6 +39,15 @@ BAD_VALUES = [
     ("worker_timeout_s", 0.0, "> 0"),
     ("priority_alpha", 1.5, "[0, 1]"),
     ("priority_beta", -0.1, "[0, 1]"),
+    # upper bounds (config.UPPER_BOUNDS; the machine's own are tests/test_config_limits.py's)
+    ("seed", 2**32, "<= 4,294,967,295 (Sacred seeds numpy"),
+    ("utd", 1e6, "<= 256"),
+    ("n_step", 1_001, "<= 1,000"),
+    ("eval_episodes", 1_001, "<= 1,000"),
+    ("env_step_cost_us", 1e7, "<= 1,000,000"),
+    ("slow_worker_cost_us", 1e7, "<= 1,000,000"),
+    ("batch_size", 50_001, "<= buffer_size (50,000)"),
+    ("device", "cuda0", "'cpu' or 'cuda[:N]'"),
 ]
 
 
