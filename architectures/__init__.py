@@ -36,12 +36,15 @@ def get_train_fn(name: str, backend: str = "local") -> Callable:
 
 
 def preflight(name: str, cfg) -> None:
-    """The checks made before any work: the env can be made and has the spaces DQN needs, and
-    the design's own (shared memory that must fit, settings it refuses); a ConfigError names
-    the problem in one line."""
+    """The checks made before any work: the env can be made and has the spaces DQN needs, the
+    run fits this machine (limits.check_machine: cores, memory, CUDA, the env's episode cap),
+    and the design's own (shared memory that must fit, settings it refuses); a ConfigError names
+    the problem in one line (tests/test_config_limits.py)."""
     from architectures.envs import env_spec
+    from architectures.limits import check_machine
 
-    env_spec(cfg.env_id)  # a probe env: its action and observation spaces
-    check = getattr(_module(name, cfg.backend), "preflight", None)
+    module = _module(name, cfg.backend)
+    check_machine(name, cfg, env_spec(cfg.env_id))  # a probe env: its action and observation spaces
+    check = getattr(module, "preflight", None)
     if check is not None:
         check(cfg)

@@ -18,7 +18,7 @@ from architectures.loop import EpisodeStats, LearnerLoop, Stop
 from architectures.networks import GreedyPolicy
 from architectures.replay import Transition
 from architectures.envs import env_spec
-from architectures.networks import build_q_network
+from architectures.limits import parameter_shapes
 from architectures.shared import Control, check_shared_memory
 from architectures.workers import Waiter, check_weights_flow
 
@@ -100,10 +100,11 @@ def initial_priority(policy: GreedyPolicy, t: Transition) -> float:
 
 def check_design_memory(cfg: DQNConfig, needs: Callable, what: str) -> None:
     """Check `needs(cfg, env spec, parameter shapes)` against /dev/shm before any block or worker
-    exists: a design that cannot fit stops with one line (shared.check_shared_memory)."""
+    exists: a design that cannot fit stops with one line (shared.check_shared_memory). The shapes
+    are counted from the sizes (limits.parameter_shapes, as the machine's memory check counts
+    them), never by building a network that may itself not fit."""
     spec = env_spec(cfg.env_id)
-    net = build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
-    check_shared_memory(needs(cfg, spec, [tuple(p.shape) for p in net.parameters()]), what)
+    check_shared_memory(needs(cfg, spec, parameter_shapes(spec, cfg.hidden_sizes, cfg.layer_norm)), what)
 
 
 def park(k: int, run_stops: list[Stop], status_row, control: Control, waiter: Waiter, state_pipe,
