@@ -64,7 +64,9 @@ class DivergenceWatch:
             return {}
         q_abs = float(learner.last_q_taken.abs().max())
         grad_norm = float(learner.last_grad_norm if learner.last_grad_norm is not None else _grad_norm(learner.online))
-        self.max_abs_q, self.max_grad_norm = max(self.max_abs_q, q_abs), max(self.max_grad_norm, grad_norm)
+        # A plain max() drops a NaN (every comparison with it is false): NaN ranks above all here.
+        self.max_abs_q = max(self.max_abs_q, q_abs, key=lambda v: (math.isnan(v), v))
+        self.max_grad_norm = max(self.max_grad_norm, grad_norm)
         self.return_scale = max_abs_reward / max(1e-8, 1.0 - self.gamma)
         if self.diverged_at is None and (q_abs > DIVERGENCE_FACTOR * self.return_scale
                                          or not math.isfinite(driver.loss_sum)):

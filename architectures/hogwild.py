@@ -27,6 +27,7 @@ Run it without Sacred:  python -m architectures.hogwild --num_workers 2 --total_
 from __future__ import annotations
 
 import copy
+import math
 import os
 import time
 
@@ -40,6 +41,7 @@ from architectures.actors import (actor_epsilon, all_parked, check_design_memory
 from architectures.config import ConfigError, DQNConfig
 from architectures.dqn import DQNLearner, FusedAdam, UpdateRatio
 from architectures.envs import EnvSpec, env_spec
+from architectures.errors import RunDiverged
 from architectures.loop import EnvLoop, LearnerLoop, rng_seeds, stops
 from architectures.metrics import NullReporter, Reporter
 from architectures.networks import GreedyPolicy, build_q_network
@@ -128,7 +130,12 @@ def _act_and_learn(index: int, arrays: dict, cfg: DQNConfig, online, target, opt
                 batch = replay.sample(cfg.batch_size, replay_rng)
                 version_before = int(all_status["updates"].sum())
                 t4 = perf()
-                status["loss_sum"] += learner.compute_gradient(batch)  # reads the shared weights, no lock
+                loss = learner.compute_gradient(batch)  # reads the shared weights, no lock
+                if not math.isfinite(loss):  # the shared weights are poisoned for every worker: stop the run
+                    raise RunDiverged(f"non-finite TD loss ({loss}) in worker {index}", update=int(
+                        all_status["updates"].sum()), env_steps=int(all_status["env_steps"].sum()),
+                        max_abs_q=float(learner.last_q_taken.abs().max()))
+                status["loss_sum"] += loss
                 t5 = perf()
                 # ---------------------------------------------------------- syncing: the shared write
                 if cfg.hogwild_lock:
@@ -232,7 +239,10 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         logged_loss = float(status["loss_sum"].sum())  # the losses summed up to the previous log
         while True:
             time.sleep(1e-3)
-            pool.check()
+            try:
+                pool.check()
+            except RunDiverged as err:  # a worker saw it; the run's holdout and clock are here
+                raise driver.diverged(err.reason, err.update, err.env_steps, err.max_abs_q) from None
             global_steps = int(status["env_steps"].sum())
             # -------------------------------------------------------------- logging / evaluation / checkpoint
             if driver.log_due(global_steps):

@@ -26,22 +26,30 @@ for bit (tests/test_resume.py).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
 import numpy as np
 
-from architectures.checkpoint import check_owner, load_checkpoint, remove_checkpoint, save_checkpoint, stamp
+from architectures.checkpoint import (check_owner, hold_lock, load_checkpoint, remove_checkpoint, save_checkpoint,
+                                      stamp)
 from architectures.config import DQNConfig
 from architectures.diagnostics import PolicyLag
 from architectures.dqn import DQNLearner, UpdateRatio
 from architectures.envs import make_env, training_episode_seeds
+from architectures.errors import NonFiniteEnvValue, RunDiverged
 from architectures.evaluation import HoldoutEvaluator, checkpoint_steps
 from architectures.metrics import Reporter, Stopwatch, Timers
 from architectures.networks import GreedyPolicy
 from architectures.replay import NStepAdder, ReplayBuffer, Transition
 from architectures.results import run_result
+
+
+def _finite(array: np.ndarray) -> bool:
+    flat = array.ravel()
+    return math.isfinite(flat.dot(flat)) or bool(np.isfinite(flat).all())
 
 
 def rng_seeds(cfg: DQNConfig) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
@@ -74,6 +82,7 @@ class EpisodeStream:
     """One env's stream of training episodes: reset seeds, the n-step adder, episode statistics."""
 
     def __init__(self, cfg: DQNConfig, index: int):
+        self.env_id, self.index = cfg.env_id, index
         self.seeds = training_episode_seeds(cfg.seed, index)
         self.adder = NStepAdder(cfg.n_step, cfg.gamma, source=index)
         self.stats = EpisodeStats()
@@ -87,6 +96,14 @@ class EpisodeStream:
         statistics take the episode and `episode_seed` becomes the next episode's."""
         self.steps += 1
         reward = float(reward)
+        # The finite check costs ~1 us a step (a dot product; an overflow to inf is confirmed
+        # element-wise before it counts): a NaN or inf never enters the replay.
+        if not math.isfinite(reward) or (next_obs.dtype.kind == "f" and not _finite(next_obs)) or (
+                self.episode_length == 0 and obs.dtype.kind == "f" and not _finite(obs)):
+            what = (f"reward ({reward})" if not math.isfinite(reward) else
+                    "observation" if _finite(obs) or self.episode_length else "observation at reset")
+            raise NonFiniteEnvValue(f"env {self.env_id} (worker {self.index}) returned a non-finite {what} at its "
+                                    f"env step {self.steps:,}; nothing from that step entered the replay")
         self.episode_return += reward
         self.episode_length += 1
         if abs(reward) > self.max_abs_reward:
@@ -246,7 +263,10 @@ class LearnerLoop:
                 self.lag.record(learner.version, batch["version"])
                 self.sampled += np.bincount(batch["source"], minlength=len(self.sampled))
             t2 = perf()
-            self.loss_sum += learner.update(batch)  # also syncs the target on its period
+            loss = learner.update(batch)  # also syncs the target on its period
+            if not math.isfinite(loss):  # a float already: the check costs nothing
+                raise self.diverged(f"non-finite TD loss ({loss})", learner.version, env_steps)
+            self.loss_sum += loss
             if cfg.prioritized:
                 replay.update_priorities(batch["indices"], learner.last_td_abs.cpu().numpy())
             t3 = perf()
@@ -257,6 +277,16 @@ class LearnerLoop:
             if self.after_update is not None:
                 self.after_update()
         return done
+
+    def diverged(self, reason: str, update: int, env_steps: int, max_abs_q: float | None = None) -> RunDiverged:
+        """The stop of a run whose loss or Q went non-finite at `update`, with the holdout so far
+        and the largest |Q| of the batch that showed it (NaN or inf: what it saw)."""
+        if max_abs_q is None:
+            q = self.learner.last_q_taken if self.learner is not None else None
+            max_abs_q = float(q.abs().max()) if q is not None else float("nan")
+        return RunDiverged(reason, update=update, env_steps=env_steps, max_abs_q=max_abs_q,
+                           holdout_curve=[{"env_steps": r["env_steps"], "return_mean": r["return_mean"]}
+                                          for r in self.evaluator.results], train_seconds=self.clock.elapsed())
 
     # ------------------------------------------------------------------ logging / evaluation
     def log_due(self, env_steps: int) -> bool:
@@ -336,6 +366,7 @@ class LearnerLoop:
     def resume(self) -> dict | None:
         """The design's saved parts after restoring this loop's state, or None (a fresh start).
         The holdout results saved so far are reported again, so the run's record is whole."""
+        hold_lock(self.cfg.checkpoint_path)  # taken already where experiments.train checked the path first
         saved = load_checkpoint(self.cfg.checkpoint_path)
         if saved is None:
             return None

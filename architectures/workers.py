@@ -31,6 +31,7 @@ from typing import Callable
 import numpy as np
 
 from architectures import janitor
+from architectures.errors import RunError
 from architectures.shared import DONE, FAILED, RUNNING, Control, attach
 
 FAULT_ENV = "PDQN_FAULT"
@@ -79,9 +80,13 @@ def run_worker(role: str, index: int, specs: dict, errors, body: Callable, *args
         body(index, arrays, *args)
     except Stopped:
         pass
+    except RunError as err:  # an expected fault, named in one line: no traceback, the error itself
+        status_row["state"] = FAILED
+        errors.put((index, f"{role} {index} (pid {os.getpid()}): {err}", err))
+        raise SystemExit(1)
     except BaseException:  # noqa: BLE001 - report everything, then exit non-zero
         status_row["state"] = FAILED
-        errors.put((index, f"{role} {index} (pid {os.getpid()}) raised:\n{traceback.format_exc()}"))
+        errors.put((index, f"{role} {index} (pid {os.getpid()}) raised:\n{traceback.format_exc()}", None))
         raise SystemExit(1)
     finally:
         del status_row
@@ -166,7 +171,8 @@ class WorkerPool:
         for index, proc in enumerate(self.procs):
             row = self.status[index]
             if proc.exitcode is not None and int(row["state"]) != DONE:
-                raise WorkerFailed(self._death_message(index, proc))
+                message, error = self._death_message(index, proc)
+                raise error if error is not None else WorkerFailed(message)
             progress = (int(row["env_steps"]), int(row["heartbeat"]))
             # Only a running worker can hang; start-up has its own, longer timeout (wait_until).
             if int(row["state"]) != RUNNING or progress != tuple(self._progress[index]):
@@ -176,17 +182,21 @@ class WorkerPool:
                 raise WorkerFailed(f"{self.role} {index} (pid {proc.pid}) made no progress for "
                                    f"{self.timeout_s:.0f} s at {progress[0]:,} env steps: hung (worker_timeout_s)")
 
-    def _death_message(self, index: int, proc) -> str:
+    def _death_message(self, index: int, proc) -> tuple[str, RunError | None]:
+        """What to say of a dead worker, and the RunError it raised, if it raised one (the run
+        then stops with that error's one line, e.g. a non-finite env value or a divergence)."""
         time.sleep(0.05)  # let a raising worker's traceback reach the queue
         reports = {}
         while not self.errors.empty():
-            worker, text = self.errors.get()
-            reports[worker] = text
+            worker, text, error = self.errors.get()
+            reports[worker] = text, error
+        if index in reports and reports[index][1] is not None:
+            return reports[index]
         code = proc.exitcode
         how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
         steps = int(self.status[index]["env_steps"])
         message = f"{self.role} {index} (pid {proc.pid}) {how} after {steps:,} env steps"
-        return message + (f"\n{reports[index]}" if index in reports else "")
+        return message + (f"\n{reports[index][0]}" if index in reports else ""), None
 
     def stop(self, grace_s: float = 3.0) -> None:
         """Ask every worker to stop, then terminate and kill whatever is left. Idempotent."""

@@ -1,0 +1,48 @@
+"""Faults a run stops on with one line: what went wrong, where, and when.
+
+`RunError`s are expected failures of a run, not bugs: their message is the whole story, so the
+command line prints `error: <message>` and no traceback (experiments/train.py), and a worker
+that raises one sends its message alone to the main process (workers.run_worker).
+`ConfigError` (architectures.config) is the same promise for a config, raised before any work.
+"""
+
+from __future__ import annotations
+
+
+class RunError(RuntimeError):
+    """A fault of the run whose message, one line, names it fully."""
+
+
+class NonFiniteEnvValue(RunError):
+    """An env returned a NaN or infinite observation or reward: it never enters the replay
+    (loop.EpisodeStream.record; tests/test_faults.py::test_a_non_finite_env_value_stops_the_run)."""
+
+
+class CheckpointSaveFailed(RunError):
+    """A checkpoint could not be written; its temp file is removed and the previous one kept."""
+
+
+class RunDiverged(RunError):
+    """A TD loss or Q value went non-finite at learner update `update`: the run stops there and
+    is recorded as diverged (experiments/train.py), never as an ordinary result."""
+
+    def __init__(self, reason: str, *, update: int, env_steps: int, max_abs_q: float,
+                 holdout_curve: list[dict] | None = None, train_seconds: float | None = None):
+        super().__init__(f"diverged: {reason} at learner update {update:,} ({env_steps:,} env steps)")
+        self.reason, self.update, self.env_steps, self.max_abs_q = reason, update, env_steps, max_abs_q
+        self.holdout_curve, self.train_seconds = holdout_curve or [], train_seconds
+
+    def __reduce__(self):  # travels from a hogwild worker to the main process on a queue
+        return _rebuild_diverged, (self.reason, self.update, self.env_steps, self.max_abs_q)
+
+    def result(self) -> dict:
+        """What the run records: `diverged` with where and why, and the holdout so far."""
+        curve = self.holdout_curve
+        return {"diverged": True, "diverged_at_update": self.update, "diverged_at_env_steps": self.env_steps,
+                "diverged_reason": self.reason, "max_abs_q": self.max_abs_q, "env_steps": self.env_steps,
+                "updates": self.update, "train_seconds": self.train_seconds, "holdout_curve": curve,
+                "final_holdout_return": curve[-1]["return_mean"] if curve else float("nan")}
+
+
+def _rebuild_diverged(reason: str, update: int, env_steps: int, max_abs_q: float) -> RunDiverged:
+    return RunDiverged(reason, update=update, env_steps=env_steps, max_abs_q=max_abs_q)
