@@ -185,3 +185,13 @@ def check_machine(name: str, cfg: DQNConfig, spec: EnvSpec) -> None:
             raise ConfigError(f"device: {cfg.device!r} but this machine has {torch.cuda.device_count()} CUDA "
                               f"device(s)")
     check_memory(name, cfg, spec, available_memory_bytes())
+
+
+def checkpoint_bytes(name: str, cfg: DQNConfig, spec: EnvSpec) -> int:
+    """Bytes of one checkpoint of the run, near enough to check free space before it starts:
+    its replays (when checkpointed), online and target networks with Adam's two moments (and
+    hogwild's per-worker moments), and 1 MB for RNG states, counters and the holdout so far."""
+    params = sum(int(np.prod(shape)) for shape in parameter_shapes(spec, cfg.hidden_sizes, cfg.layer_norm))
+    moments = 2 * (cfg.num_workers if name == "hogwild" and cfg.optimizer_state == "per_worker" else 1)
+    replay = run_replay_bytes(name, cfg, spec) if cfg.checkpoint_replay else 0
+    return replay + 4 * params * (2 + moments) + 2**20

@@ -18,14 +18,20 @@ import subprocess
 import sys
 from importlib import metadata
 
+import sacred.experiment
 from sacred import SETTINGS, Experiment
 from sacred.host_info import host_info_gatherer
-from sacred.observers import FileStorageObserver
 from sacred.utils import apply_backspaces_and_linefeeds
 
 from architectures import ARCHITECTURES, get_train_fn, preflight
+from architectures.checkpoint import check_before_run, remove_checkpoint
 from architectures.config import ConfigError, DQNConfig
+from architectures.errors import RunDiverged, RunError
+from architectures.envs import env_spec
+from architectures.limits import checkpoint_bytes
 from experiments.configs import NAMED_CONFIGS
+from experiments.store import (AtomicFileStorageObserver, RecordingMongoObserver, StoreWriteFailed, check_free_space,
+                               expected_record_bytes, store_failure)
 from experiments.sweeps import RUNS_AT_ONCE_ENV
 
 # Sacred's default "fd" capture tees the file descriptors through a subprocess and can deadlock
@@ -100,16 +106,29 @@ def build_config(config: dict) -> tuple[str, DQNConfig]:
 
 @ex.config_hook
 def _validate(config: dict, command_name: str, logger) -> dict:
-    # Runs before any observer sees the run: a bad value, or a run this machine cannot hold
-    # (shared memory), records nothing.
+    # Runs before any observer sees the run: a bad value, a run this machine cannot hold (shared
+    # memory, free space), or a checkpoint it cannot use or another run holds records nothing.
     try:
         architecture, cfg = build_config(config)
         if command_name == "main":
             preflight(architecture, cfg)
+            check_before_run(architecture, cfg)  # and takes the checkpoint's lock for this run
+            check_store_space(architecture, cfg)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     return {}
+
+
+def check_store_space(architecture: str, cfg: DQNConfig) -> None:
+    """The file stores and the checkpoint's folder can hold what the run will write (its records;
+    a checkpoint and its next version, side by side for an instant)."""
+    for observer in ex.observers:
+        if isinstance(observer, AtomicFileStorageObserver):
+            check_free_space(observer.basedir, expected_record_bytes(cfg), "the run store")
+    if cfg.checkpoint_path and cfg.checkpoint_every:
+        need = 2 * checkpoint_bytes(architecture, cfg, env_spec(cfg.env_id))  # the old one and the next
+        check_free_space(os.path.dirname(os.path.abspath(cfg.checkpoint_path)), need, "checkpoint_path")
 
 
 class SacredReporter:
@@ -133,6 +152,9 @@ class SacredReporter:
         self.run.info["holdout"].append(result)  # per-episode returns and lengths
 
     def progress(self, env_steps: int, total: int, steps_per_sec: float, last_return: float | None) -> None:
+        failure = store_failure(self.run.observers)  # a record that could not be written stops the run here
+        if failure is not None:
+            raise StoreWriteFailed(failure)
         self.bar.update(env_steps - self.bar.n)
         last = "-" if last_return is None else f"{last_return:.1f}"
         self.bar.set_postfix_str(f"{steps_per_sec:,.0f} steps/s, holdout {last}", refresh=False)
@@ -148,6 +170,9 @@ def main(_config: dict, _run) -> dict:
     reporter = SacredReporter(_run, cfg.total_env_steps)
     try:
         result = get_train_fn(architecture, cfg.backend)(cfg, reporter)
+    except RunDiverged as err:  # recorded as diverged, with where and why; cli() exits 3
+        result = err.result()
+        remove_checkpoint(cfg.checkpoint_path)  # an outcome, not an interruption: nothing to resume
     finally:
         reporter.close()
     # A sweep's --jobs N says how many runs shared the machine with this one: its speed is a
@@ -187,16 +212,63 @@ def attach_observers(experiment: Experiment, argv: list[str], default_dir: str =
             raise SystemExit("error: --mongo needs a URL, e.g. mongodb://localhost:27017/dqn")
         url, database = mongo_target(argv[at + 1])
         del argv[at:at + 2]
-        from sacred.observers import MongoObserver
-
-        experiment.observers.append(MongoObserver(url=url, db_name=database))
+        experiment.observers.append(RecordingMongoObserver(url=url, db_name=database))
+    elif any(arg.split("=")[0] in ("-F", "--file_storage") for arg in argv[1:]):
+        at = next(i for i, arg in enumerate(argv) if i and arg.split("=")[0] in ("-F", "--file_storage"))
+        if "=" in argv[at]:
+            folder, cut = argv[at].split("=", 1)[1], 1
+        elif at + 1 < len(argv):
+            folder, cut = argv[at + 1], 2
+        else:
+            raise SystemExit(f"error: {argv[at]} needs a folder")
+        del argv[at:at + cut]
+        experiment.observers.append(AtomicFileStorageObserver(folder))  # Sacred's own, made atomic
     elif not any(arg.split("=")[0] in OBSERVER_FLAGS for arg in argv[1:]):
-        experiment.observers.append(FileStorageObserver(default_dir))
+        experiment.observers.append(AtomicFileStorageObserver(default_dir))
     return argv
 
 
+def check_named_configs(argv: list[str]) -> None:
+    """An unknown named config after `with` is one line and exit 2 (Sacred raises a KeyError
+    traceback after printing its usage)."""
+    if "with" not in argv:
+        return
+    for word in argv[argv.index("with") + 1:]:
+        if word.startswith("-"):
+            break
+        if "=" not in word and word not in NAMED_CONFIGS and not os.path.isfile(word):
+            print(f"error: {word!r}: unknown named config (valid: {', '.join(NAMED_CONFIGS)})", file=sys.stderr)
+            raise SystemExit(2)
+
+
+def _print_error(*args, **kwargs) -> None:
+    """Sacred's printer of a failed run's exception: a fault that names itself in one line
+    (a RunError, a store that could not be written, a config the run found wrong) is printed
+    as that line; anything else keeps Sacred's filtered traceback."""
+    error = sys.exc_info()[1]
+    if isinstance(error, (RunError, StoreWriteFailed, ConfigError)):
+        print(f"error: {error}", file=sys.stderr)
+    else:
+        _sacred_print(*args, **kwargs)
+
+
+_sacred_print = sacred.experiment.print_filtered_stacktrace
+sacred.experiment.print_filtered_stacktrace = _print_error
+
+
 def cli(argv: list[str] | None = None) -> None:
-    ex.run_commandline(attach_observers(ex, list(sys.argv if argv is None else argv)))
+    argv = list(sys.argv if argv is None else argv)
+    check_named_configs(argv)
+    run = ex.run_commandline(attach_observers(ex, argv))
+    failure = store_failure(ex.observers)
+    if failure is not None:  # the last record (completed) could not be written: the run is not stored
+        print(f"error: {failure}; the run's record is not complete", file=sys.stderr)
+        raise SystemExit(1)
+    result = run.result if run is not None else None
+    if isinstance(result, dict) and result.get("diverged_at_update") is not None:
+        print(f"error: diverged: {result['diverged_reason']} at learner update {result['diverged_at_update']:,} "
+              f"({result['env_steps']:,} env steps); recorded as diverged", file=sys.stderr)
+        raise SystemExit(3)
 
 
 if __name__ == "__main__":
