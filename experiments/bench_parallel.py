@@ -2,12 +2,17 @@
 
     python -m experiments.bench_parallel                      # env_step_cost_us 1000 and 0, 3 rounds
     python -m experiments.bench_parallel --costs 1000 --rounds 5 --steps 30000
+    python -m experiments.bench_parallel --costs 0 --archs single_env actor_learner --baseline ../old-checkout
 
 Every run is a fresh process (`python -m architectures.<name>`), the contenders alternate
 within each round so drifting machine load hits all of them alike, and the speed-ups are
 ratios taken within a round. Throughput is env steps per second of training time (start-up
 and evaluation excluded; evaluation is off). Each parallel run also reports where its time
 went, the bottleneck, the policy lag and the hand-off cost per transition.
+
+With `--baseline DIR` (a checkout of another commit: `git worktree add ../old-checkout <commit>`)
+every design also runs from DIR in the same alternating rounds, and each design's speed in this
+checkout over its speed in DIR is printed: how a change moved each design's throughput.
 """
 
 from __future__ import annotations
@@ -25,13 +30,13 @@ COMMON = dict(env_id="CartPole-v1", hidden_sizes=[128, 128], batch_size=128, buf
               learning_starts=1_000, utd=0.25, n_step=3, eval_episodes=0, log_every=5_000)
 
 
-def run(arch: str, steps: int, cost: float, workers: int, seed: int) -> dict:
+def run(arch: str, steps: int, cost: float, workers: int, seed: int, root: str = ROOT) -> dict:
     values = {**COMMON, "total_env_steps": steps, "eval_every": steps, "env_step_cost_us": cost,
               "num_workers": workers, "seed": seed}
     cmd = [sys.executable, "-m", f"architectures.{arch}"]
     for key, value in values.items():
         cmd += [f"--{key}", json.dumps(value) if not isinstance(value, str) else value]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"{arch} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout)
@@ -58,9 +63,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--archs", nargs="+", default=["single_env", "actor_learner", "vector_env"])
     parser.add_argument("--json", help="write every run's result here")
+    parser.add_argument("--baseline", metavar="DIR", help="also run every design from the checkout in DIR")
     args = parser.parse_args(argv)
     if "single_env" not in args.archs:
         parser.error("--archs must include single_env (the baseline of every ratio)")
+    if args.baseline and not os.path.isfile(os.path.join(args.baseline, "experiments", "bench_parallel.py")):
+        parser.error(f"--baseline: {args.baseline!r} is not a checkout of this suite")
+    against: dict[str, list[float]] = {a: [] for a in args.archs}  # this checkout / the baseline's, per round
     print(f"{os.cpu_count()} CPUs; {args.workers} workers; utd {COMMON['utd']}; rounds {args.rounds}", flush=True)
     everything = []
     for cost in args.costs:
@@ -71,9 +80,19 @@ def main(argv: list[str] | None = None) -> None:
             order = args.archs if round_index % 2 == 0 else list(reversed(args.archs))
             results = {}
             for arch in order:
-                results[arch] = run(arch, steps, cost, 1 if arch == "single_env" else args.workers, round_index + 1)
+                workers = 1 if arch == "single_env" else args.workers
+                old = None
+                if args.baseline and round_index % 2:  # the baseline first in every other round
+                    old = run(arch, steps, cost, workers, round_index + 1, root=os.path.abspath(args.baseline))
+                results[arch] = run(arch, steps, cost, workers, round_index + 1)
                 print(describe(arch, results[arch]), flush=True)
                 everything.append({"cost_us": cost, "round": round_index, "arch": arch, **results[arch]})
+                if args.baseline:
+                    if old is None:
+                        old = run(arch, steps, cost, workers, round_index + 1, root=os.path.abspath(args.baseline))
+                    against[arch].append(results[arch]["env_steps_per_sec"] / old["env_steps_per_sec"])
+                    print(describe(f"{arch} (baseline)", old) + f"  -> this/baseline {against[arch][-1]:.3f}",
+                          flush=True)
             base = results["single_env"]["env_steps_per_sec"]
             for arch in ratios:
                 ratios[arch].append(results[arch]["env_steps_per_sec"] / base)
@@ -81,6 +100,10 @@ def main(argv: list[str] | None = None) -> None:
         for arch, values in ratios.items():
             print(f"  {arch} / single_env at cost {cost:g} us: median {statistics.median(values):.2f}x "
                   f"(rounds: {', '.join(f'{v:.2f}' for v in values)})")
+    for arch, values in against.items():
+        if values:
+            print(f"{arch}: this checkout / baseline, median {statistics.median(values):.3f} "
+                  f"(rounds: {', '.join(f'{v:.3f}' for v in values)})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(everything, f, indent=1)
