@@ -145,7 +145,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     owns_connection = connect(ray, cfg.ray_address, max(available_cores(), cfg.num_workers))
     if not cfg.ray_address:
         warn_if_oversubscribed(cfg.num_workers, "Ray actors plus one learner")
-    torch.set_num_threads(cfg.torch_threads)
+    torch.set_num_threads(cfg.learner_thread_count)
     spec, n = env_spec(cfg.env_id), cfg.num_workers
     learner = DQNLearner(build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm,
                                          cfg.seed), cfg)

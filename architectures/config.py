@@ -92,8 +92,14 @@ class DQNConfig:
     # --- execution
     torch_threads: int = 1
     """torch intra-op threads in each process (small nets are fastest with 1)."""
+    learner_threads: int = 0
+    """torch intra-op threads of the learner alone (actor_learner's main process, vector_env's
+    and single_env's one process); 0 = `torch_threads`. Actors and hogwild workers keep one."""
     env_step_cost_us: float = 0.0
     """Busy CPU time added to every env step, in microseconds, to emulate an expensive simulator."""
+    env_step_wait_us: float = 0.0
+    """Time added to every env step, in microseconds, that blocks without using the CPU: an env
+    whose work happens elsewhere (a simulator process, a socket, a device); adds to the busy cost."""
     num_workers: int = 1
     """Actor/worker processes or envs (parallel architectures; single_env ignores it)."""
     weight_sync_period: int = 10
@@ -172,6 +178,11 @@ class DQNConfig:
             kwargs[key] = _coerce(key, known[key].type, value)
         return cls(**kwargs)
 
+    @property
+    def learner_thread_count(self) -> int:
+        """torch threads of the process that learns: `learner_threads`, or `torch_threads`."""
+        return self.learner_threads or self.torch_threads
+
     def replace(self, **changes: Any) -> "DQNConfig":
         return dataclasses.replace(self, **changes)
 
@@ -196,7 +207,7 @@ def describe() -> dict[str, str]:
 # ---------------------------------------------------------------------- validation
 _INT_FIELDS = {"seed", "total_env_steps", "buffer_size", "batch_size", "learning_starts", "n_step",
                "target_update_period", "eps_decay_steps", "eval_every", "eval_episodes",
-               "torch_threads", "num_workers", "log_every", "weight_sync_period",
+               "torch_threads", "learner_threads", "num_workers", "log_every", "weight_sync_period",
                "utd_slack_steps", "checkpoint_every", "reset_period"}
 _BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad", "prioritized", "checkpoint_replay", "hogwild_lock"}
 
@@ -234,6 +245,7 @@ UPPER_BOUNDS: dict[str, tuple[float, str]] = {
     "eval_episodes": (1_000, "holdout episodes at every checkpoint: 1,000 are up to 500k CartPole steps each time"),
     "env_step_cost_us": (1e6, "1 s of busy CPU per env step"),
     "slow_worker_cost_us": (1e6, "1 s of busy CPU per env step"),
+    "env_step_wait_us": (1e6, "1 s of waiting per env step"),
 }
 """Values above these run but mean nothing, or never finish (tests/test_config_limits.py). The
 machine's own limits (cores, memory, CUDA, an env's episode cap) are architectures/limits.py's."""
@@ -249,7 +261,7 @@ def _validate(c: DQNConfig) -> None:
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 1, key, "an integer >= 1")
     for key in ("learning_starts", "eps_decay_steps", "eval_episodes", "seed", "utd_slack_steps", "checkpoint_every",
-                "reset_period"):
+                "reset_period", "learner_threads"):
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 0, key, "an integer >= 0")
     need(c.batch_size <= c.buffer_size, "batch_size", f"<= buffer_size ({c.buffer_size:,}): a batch samples the replay")
@@ -265,7 +277,7 @@ def _validate(c: DQNConfig) -> None:
     need(math.isfinite(c.max_grad_norm) and c.max_grad_norm >= 0, "max_grad_norm", "a number >= 0 (0 disables)")
     for key in ("eps_start", "eps_end", "eval_epsilon"):
         need(0.0 <= getattr(c, key) <= 1.0, key, "in [0, 1]")
-    for key in ("env_step_cost_us", "slow_worker_cost_us"):
+    for key in ("env_step_cost_us", "slow_worker_cost_us", "env_step_wait_us"):
         need(math.isfinite(getattr(c, key)) and getattr(c, key) >= 0, key, "a number of microseconds >= 0")
     for key, (bound, why) in UPPER_BOUNDS.items():
         need(getattr(c, key) <= bound, key, f"<= {int(bound):,} ({why})")
@@ -288,7 +300,7 @@ def _validate(c: DQNConfig) -> None:
             raise ConfigError("backend: 'ray' needs Ray, which is not installed: pip install -e '.[ray]'")
     need(c.actor_epsilons in ("schedule", "apex"), "actor_epsilons", "one of 'schedule', 'apex'")
     need(math.isfinite(c.worker_timeout_s) and c.worker_timeout_s > 0, "worker_timeout_s", "a number of seconds > 0")
-    step_s = (c.env_step_cost_us + c.slow_worker_cost_us) / 1e6  # a step this slow reads as a hung worker
+    step_s = (c.env_step_cost_us + c.slow_worker_cost_us + c.env_step_wait_us) / 1e6  # slower reads as hung
     need(step_s < c.worker_timeout_s, "worker_timeout_s", f"longer than an env step's added cost ({step_s:g} s)")
     for key in ("priority_alpha", "priority_beta"):
         need(0.0 <= getattr(c, key) <= 1.0, key, "in [0, 1]")

@@ -89,7 +89,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     reporter = reporter or NullReporter()
     check_settings(cfg)
     # ------------------------------------------------------------------ setup
-    torch.set_num_threads(cfg.torch_threads)
+    torch.set_num_threads(cfg.learner_thread_count)
     spec = env_spec(cfg.env_id)
     learner = DQNLearner(build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm,
                                          cfg.seed), cfg)

@@ -166,9 +166,10 @@ def check_machine(name: str, cfg: DQNConfig, spec: EnvSpec) -> None:
     from architectures import workers  # read at call time: tests stand in a machine's core count
 
     cores = workers.available_cores()
-    if cfg.torch_threads > cores:
-        raise ConfigError(f"torch_threads: {cfg.torch_threads:,} threads per process, but this process may run on "
-                          f"{cores} core(s) (os.sched_getaffinity); at most {cores}")
+    for key in ("torch_threads", "learner_threads"):
+        if getattr(cfg, key) > cores:
+            raise ConfigError(f"{key}: {getattr(cfg, key):,} threads per process, but this process may run on "
+                              f"{cores} core(s) (os.sched_getaffinity); at most {cores}")
     if name in SPAWNING and cfg.num_workers > worker_limit(cores):
         raise ConfigError(f"num_workers: {cfg.num_workers:,} {SPAWNING[name][0]} processes on {cores} core(s); at "
                           f"most {worker_limit(cores)} (max({MIN_WORKER_LIMIT}, {WORKERS_PER_CORE} x cores))")

@@ -48,8 +48,7 @@ from architectures.results import run_result
 
 
 def _finite(array: np.ndarray) -> bool:
-    flat = array.ravel()
-    return math.isfinite(flat.dot(flat)) or bool(np.isfinite(flat).all())
+    return bool(np.isfinite(array).all())
 
 
 def rng_seeds(cfg: DQNConfig) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
@@ -83,6 +82,7 @@ class EpisodeStream:
 
     def __init__(self, cfg: DQNConfig, index: int):
         self.env_id, self.index = cfg.env_id, index
+        self.float_obs: bool | None = None  # known at the first step: whether observations can be non-finite
         self.seeds = training_episode_seeds(cfg.seed, index)
         self.adder = NStepAdder(cfg.n_step, cfg.gamma, source=index)
         self.stats = EpisodeStats()
@@ -96,14 +96,17 @@ class EpisodeStream:
         statistics take the episode and `episode_seed` becomes the next episode's."""
         self.steps += 1
         reward = float(reward)
-        # The finite check costs ~1 us a step (a dot product; an overflow to inf is confirmed
-        # element-wise before it counts): a NaN or inf never enters the replay.
-        if not math.isfinite(reward) or (next_obs.dtype.kind == "f" and not _finite(next_obs)) or (
-                self.episode_length == 0 and obs.dtype.kind == "f" and not _finite(obs)):
-            what = (f"reward ({reward})" if not math.isfinite(reward) else
-                    "observation" if _finite(obs) or self.episode_length else "observation at reset")
-            raise NonFiniteEnvValue(f"env {self.env_id} (worker {self.index}) returned a non-finite {what} at its "
-                                    f"env step {self.steps:,}; nothing from that step entered the replay")
+        # The finite check costs ~1 us a step (a dot product of the observation with itself; an
+        # overflow to inf is confirmed element-wise before it counts): a NaN or inf never enters
+        # the replay. Integer and boolean observations (MinAtar's) cannot be non-finite.
+        if self.float_obs is None:
+            self.float_obs = next_obs.dtype.kind == "f"
+        if self.float_obs:
+            flat = next_obs.ravel()
+            if not math.isfinite(flat.dot(flat)) and not _finite(flat) or self.episode_length == 0 and not _finite(obs):
+                self.refuse(obs, reward)
+        if not math.isfinite(reward):
+            self.refuse(obs, reward)
         self.episode_return += reward
         self.episode_length += 1
         if abs(reward) > self.max_abs_reward:
@@ -117,6 +120,12 @@ class EpisodeStream:
             self.episode_return, self.episode_length = 0.0, 0
             self.episode_seed = next(self.seeds)
         return transitions
+
+    def refuse(self, obs: np.ndarray, reward: float) -> None:
+        what = (f"reward ({reward})" if not math.isfinite(reward) else
+                "observation" if self.episode_length or _finite(obs) else "observation at reset")
+        raise NonFiniteEnvValue(f"env {self.env_id} (worker {self.index}) returned a non-finite {what} at its env "
+                                f"step {self.steps:,}; nothing from that step entered the replay")
 
     def state(self) -> dict:
         return {"steps": self.steps, "seeds": self.seeds.state, "episode_seed": self.episode_seed,
@@ -142,7 +151,7 @@ class EnvLoop(EpisodeStream):
 
     def __init__(self, cfg: DQNConfig, index: int, policy: GreedyPolicy, epsilon: Callable[[int], float]):
         super().__init__(cfg, index)
-        self.env = make_env(cfg.env_id, worker_env_cost(cfg, index))
+        self.env = make_env(cfg.env_id, worker_env_cost(cfg, index), cfg.env_step_wait_us)
         self.policy, self.epsilon = policy, epsilon
         self.obs, _ = self.env.reset(seed=self.episode_seed)
         self.ended = False  # whether the last step ended an episode

@@ -29,7 +29,7 @@ from architectures.replay import make_replay
 def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     reporter = reporter or NullReporter()
     # ------------------------------------------------------------------ setup
-    torch.set_num_threads(cfg.torch_threads)
+    torch.set_num_threads(cfg.learner_thread_count)
     spec = env_spec(cfg.env_id)
     learner = DQNLearner(build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm,
                                          cfg.seed), cfg)

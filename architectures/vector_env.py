@@ -48,12 +48,12 @@ TIMES = ("act", "env_wait", "round_trip", "env_reset", "replay_add")
 def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     reporter = reporter or NullReporter()
     warn_if_oversubscribed(cfg.num_workers, "env processes plus the acting/learning process")
-    torch.set_num_threads(cfg.torch_threads)
+    torch.set_num_threads(cfg.learner_thread_count)
     # AsyncVectorEnv's shared memory comes from multiprocessing's heap, which falls back from
     # /dev/shm to the temp dir by itself when /dev/shm is short: nothing to check here. Its
     # semaphores are named in /dev/shm, though: the janitor unlinks them after a group kill.
     janitor.install()
-    factories = [functools.partial(make_env, cfg.env_id, worker_env_cost(cfg, i)) for i in range(cfg.num_workers)]
+    factories = [functools.partial(make_env, cfg.env_id, worker_env_cost(cfg, i), cfg.env_step_wait_us) for i in range(cfg.num_workers)]
     envs = SupervisedEnvs(factories, cfg.env_id, cfg.worker_timeout_s)
     try:
         return _train(cfg, reporter, envs)

@@ -54,3 +54,28 @@ def test_cpu_cost_wrapper_burns_at_least_the_requested_cpu_time():
         env.step(0)
     assert time.thread_time_ns() - start >= 5 * 2_000_000
     env.close()
+
+
+@pytest.mark.parametrize("wait_us", [500.0, 2_000.0])
+def test_a_waiting_step_blocks_for_its_wait_without_cpu(wait_us):
+    """env_step_wait_us: the step blocks for its wait on average (a plain sleep overshoots by tens
+    of microseconds on Linux; the wrapper corrects for it) and takes almost no CPU doing so."""
+    from architectures.envs import WaitCostWrapper
+
+    env = make_env("CartPole-v1", env_step_wait_us=wait_us)
+    assert isinstance(env, WaitCostWrapper)
+    env.reset(seed=0)
+    for _ in range(50):  # the correction settles
+        env.step(0)
+        env.reset(seed=0)
+    env.waited_s, env.waits = 0.0, 0
+    cpu, wall = time.thread_time(), time.perf_counter()
+    steps = 300
+    for _ in range(steps):
+        _, _, terminated, truncated, _ = env.step(0)
+        if terminated or truncated:
+            env.reset(seed=0)
+    cpu, wall = (time.thread_time() - cpu) / steps * 1e6, (time.perf_counter() - wall) / steps * 1e6
+    assert abs(env.achieved_us - wait_us) < 0.05 * wait_us, env.achieved_us  # the mean wait, within 5%
+    assert wall >= 0.95 * wait_us
+    assert cpu < 0.25 * wait_us, cpu  # waiting, not working
