@@ -23,7 +23,6 @@ Run it without Sacred:  python -m architectures.actor_learner --num_workers 2 --
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -62,15 +61,14 @@ def preflight(cfg: DQNConfig) -> None:
 
 
 # ============================================================================== acting (actor process)
-def _act(index: int, arrays: dict, cfg: DQNConfig, ring_lock, weight_lock, claim_lock, state_pipe,
-         parent_pid: int, param_shapes: list[tuple], resume: dict | None) -> None:
+def _act(index: int, arrays: dict, waiter: Waiter, cfg: DQNConfig, ring_lock, weight_lock, claim_lock, state_pipe,
+         param_shapes: list[tuple], resume: dict | None) -> None:
     # ------------------------------------------------------------------ setup
     torch.set_num_threads(1)
     status, control = arrays["status"][index], Control(arrays["control"])
     ring = TransitionRing(arrays[f"ring{index}_records"], arrays[f"ring{index}_priorities"],
                           arrays[f"ring{index}_counters"], ring_lock, status)
     weights = WeightChannel(arrays["weights"], arrays["weights_header"], weight_lock, param_shapes)
-    waiter = Waiter(control, status, parent_pid)
     all_steps = arrays["status"]["env_steps"]  # (N,) every actor's published env steps
     loop = EnvLoop(cfg, index, None, actor_epsilon(cfg, index, lambda: control[Control.CLAIMED]))
     space = loop.env.observation_space
@@ -127,6 +125,9 @@ def _act(index: int, arrays: dict, cfg: DQNConfig, ring_lock, weight_lock, claim
                     waited += waiter.until(ring.has_room)
                 ring.write(transition, initial_priority(loop.policy, transition) if cfg.prioritized else 0.0)
             ring.publish(loop.steps)
+            if control[Control.MAIN_WAITING] and ratio.target_updates(int(all_steps.sum())) > control[
+                    Control.LEARNER_VERSION]:
+                waiter.main_bell.ring()  # the learner waits for data, and now it is owed an update
             handoff_s += perf() - t4 - waited
             wait_s += waited
             if loop.ended:
@@ -147,7 +148,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     preflight(cfg)  # shared memory that cannot fit stops the run here, before any block or actor
     warn_if_oversubscribed(cfg.num_workers, "actor processes plus one learner")
     # ------------------------------------------------------------------ setup
-    torch.set_num_threads(cfg.torch_threads)
+    torch.set_num_threads(cfg.learner_thread_count)
     started = time.perf_counter()
     spec, n = env_spec(cfg.env_id), cfg.num_workers
     learner = DQNLearner(build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm,
@@ -169,6 +170,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
 
         def publish() -> None:  # after every update: the rate limiter's count, and weights on their period
             control[Control.LEARNER_VERSION] = learner.version
+            pool.workers_bell.ring()  # actors held back by the rate limiter may go on (no-op if none waits)
             if learner.version % cfg.weight_sync_period == 0:
                 began = time.perf_counter()
                 weights.publish(params, learner.version)
@@ -189,20 +191,34 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
 
         rings = [TransitionRing(**ring_arrays[i], lock=ring_locks[i], status_row=status[i]) for i in range(n)]
         pool.start(_act, blocks.specs, lambda i: (cfg, ring_locks[i], weight_lock, claim_lock, pool.state_writers[i],
-                                                  os.getpid(), shapes, actor_states[i]))
+                                                  shapes, actor_states[i]))
         pool.wait_until(lambda: bool((status["state"] >= READY).all()), "the actors to start",
                         max(120.0, cfg.worker_timeout_s))
         startup_seconds = time.perf_counter() - started
         control[Control.GO] = 1
+        pool.workers_bell.ring()
         driver.start_clock()
         perf = time.perf_counter
         last_check = time.monotonic()
+
+        def health() -> None:  # every 0.2 s, waiting or not: a dead, hung or weight-starved actor fails the run
+            nonlocal last_check
+            if time.monotonic() - last_check > 0.2:
+                last_check = time.monotonic()
+                pool.check()
+                books.publications.check(weights.latest_version())
+
+        def news() -> bool:  # an update is owed on what the actors published, or one parked
+            return (driver.owed(int(status["env_steps"].sum())) > 0
+                    or int(status["parked"].sum()) != parked_before)
+
         while True:
             # -------------------------------------------------------------- hand-off (drain rings)
             t0 = perf()
             books.tally.transitions += sum(ring.drain(sink) for ring in rings)
             global_steps = sum(ring.env_steps_seen for ring in rings)
             books.tally.seconds += perf() - t0
+            pool.workers_bell.ring()  # actors waiting for room in their rings may go on
             # -------------------------------------------------------------- learning
             if driver.owed(global_steps) > 0 and replay.size > 0:
                 driver.learn_owed(global_steps, limit=8)  # then drain again, so the rings never fill up
@@ -211,16 +227,15 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 if driver.at_stop(global_steps, lambda: books.parts(pool.collect())):
                     break
                 control[Control.RELEASED] = driver.next_stop
+                pool.workers_bell.ring()
             else:
-                t6 = perf()
-                time.sleep(2e-4)  # the learner is ahead of the data: wait for the actors
-                books.tally.wait_seconds += perf() - t6
+                # the learner is ahead of the data: block (no CPU) until an actor brings an owed
+                # update or parks; the actors ring only then, and only while it waits
+                parked_before = int(status["parked"].sum())
+                books.tally.wait_seconds += pool.main_bell.wait_until(news, health)
                 books.tally.waits += 1
             # -------------------------------------------------------------- health and logging
-            if time.monotonic() - last_check > 0.2:
-                last_check = time.monotonic()
-                pool.check()
-                books.publications.check(weights.latest_version())
+            health()
             if driver.log_due(global_steps):
                 driver.log(global_steps, status_episodes(status),
                            actor_weights_staleness_max=float(learner.version - status["weights_version"].min()))

@@ -113,6 +113,7 @@ def park(k: int, run_stops: list[Stop], status_row, control: Control, waiter: Wa
     (the main process reads it once every worker is parked), and wait to be released. Parked
     time is evaluation or checkpoint time: off every clock."""
     status_row["parked"] = k + 1
+    waiter.main_bell.ring()
     if run_stops[k].save:
         state_pipe.send(state())
     if k + 1 < len(run_stops):

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import time
 
 import numpy as np
@@ -77,15 +76,18 @@ def preflight(cfg: DQNConfig) -> None:
                         f"hogwild with {cfg.num_workers} worker(s) and a {cfg.hogwild_replay} replay")
 
 
+LOG_WAIT_S = 0.02
+"""The main process's longest block between looks at the workers' counters (logging, health)."""
+
+
 # ============================================================================== a worker: acting and learning
-def _act_and_learn(index: int, arrays: dict, cfg: DQNConfig, online, target, optimizer_state, lock, replay_lock,
-                   state_pipe, parent_pid: int, resume: dict | None) -> None:
+def _act_and_learn(index: int, arrays: dict, waiter: Waiter, cfg: DQNConfig, online, target, optimizer_state, lock,
+                   replay_lock, state_pipe, resume: dict | None) -> None:
     # ------------------------------------------------------------------ setup
     torch.set_num_threads(1)
     status, control = arrays["status"][index], Control(arrays["control"])
     all_status, in_flight = arrays["status"], arrays["in_flight"][:, 0]  # (N,) flags, one cache line each
     target_epoch = arrays["target_epoch"]
-    waiter = Waiter(control, status, parent_pid)
     learner = DQNLearner(online, cfg, target=target, optimizer_state=optimizer_state)  # per_worker: state is None
     act_seed, replay_seed = rng_seeds(cfg)
     loop = EnvLoop(cfg, index, GreedyPolicy(online, np.random.default_rng(act_seed.spawn(cfg.num_workers)[index])),
@@ -230,15 +232,19 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
 
         pool.start(_act_and_learn, blocks.specs, lambda i: (cfg, online, target, optimizer_state, lock,
                                                             replay and replay.lock, pool.state_writers[i],
-                                                            os.getpid(), worker_states[i]))
+                                                            worker_states[i]))
         pool.wait_until(lambda: bool((status["state"] >= READY).all()), "the workers to start",
                         max(120.0, cfg.worker_timeout_s))
         startup_seconds = time.perf_counter() - started
         control[Control.GO] = 1
+        pool.workers_bell.ring()
         driver.start_clock()
         logged_loss = float(status["loss_sum"].sum())  # the losses summed up to the previous log
         while True:
-            time.sleep(1e-3)
+            # Blocks (no CPU) until a worker parks, or for LOG_WAIT_S: the log's cadence, and the
+            # health check's; it polled every millisecond before.
+            parked_before = int(status["parked"].sum())
+            pool.main_bell.wait_until(lambda: int(status["parked"].sum()) != parked_before, timeout_s=LOG_WAIT_S)
             try:
                 pool.check()
             except RunDiverged as err:  # a worker saw it; the run's holdout and clock are here
@@ -255,6 +261,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                                                          "shared": shared_state()}):
                     break  # the shared weights were evaluated with the workers parked
                 control[Control.RELEASED] = driver.next_stop
+                pool.workers_bell.ring()
         pool.wait_until(lambda: bool((status["state"] == DONE).all()), "the workers to finish", 30.0)
         final = status.copy()
         replay_sources = replay.data["source"][:replay.size].copy() if replay else None  # whose rows it holds

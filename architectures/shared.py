@@ -192,10 +192,12 @@ def leaked_segments(pid: int | None = None) -> list[str]:
 class Control:
     """Run-wide int64 flags, each on its own cache line: written by the learner, read by actors."""
 
-    GO, STOP, LEARNER_VERSION, RELEASED, CLAIMED = range(5)
+    GO, STOP, LEARNER_VERSION, RELEASED, CLAIMED, WORKERS_WAITING, MAIN_WAITING = range(7)
     """RELEASED: parking points the workers may leave; CLAIMED: env steps free-running actors
-    have claimed so far (actor_quotas=free)."""
-    SHAPE = (5, 8)  # int64; column 0 used, one cache line per flag
+    have claimed so far (actor_quotas=free); WORKERS_WAITING, MAIN_WAITING: processes blocked
+    on the workers' and the main process's doorbells (workers.Bell), so a ringer with nobody
+    waiting skips the system call."""
+    SHAPE = (7, 8)  # int64; column 0 used, one cache line per flag
 
     def __init__(self, array: np.ndarray):
         self.array = array

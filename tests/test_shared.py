@@ -298,3 +298,59 @@ def test_a_writer_that_laps_a_stalled_writer_waits_for_it():
     finally:
         blocks.close()
     assert not leaked_segments(os.getpid())
+
+
+def _bell_waiter(specs, condition, ready, out) -> None:
+    """Block on the bell until the control's GO flag is set; report the CPU the wait took."""
+    import time
+
+    from architectures.shared import Control
+    from architectures.workers import Bell
+
+    arrays, segments = attach(specs)
+    control = Control(arrays["control"])
+    bell = Bell(condition, control, Control.WORKERS_WAITING)
+    ready.set()
+    cpu = time.process_time()
+    waited = bell.wait_until(lambda: control[Control.GO] == 1)
+    out.put((time.process_time() - cpu, waited, time.perf_counter()))
+    del control, bell, arrays
+
+
+def test_a_bell_wakes_a_blocked_waiter_without_polling():
+    """workers.Bell: a waiter blocks without CPU (polling in 0.2 ms sleeps took the learner's core
+    once 16 actors waited, issue 21) and wakes within milliseconds of a ring, not at its beat."""
+    import time
+
+    from architectures.shared import Control
+    from architectures.workers import BEAT_S, Bell
+
+    ctx = mp.get_context("spawn")
+    blocks = SharedBlocks()
+    try:
+        control = Control.allocate(blocks)
+        condition, ready, out = ctx.Condition(), ctx.Event(), ctx.SimpleQueue()
+        bell = Bell(condition, control, Control.WORKERS_WAITING)
+        waiters = [ctx.Process(target=_bell_waiter, args=(blocks.specs, condition, ready, out)) for _ in range(4)]
+        for proc in waiters:
+            proc.start()
+        assert ready.wait(60)
+        deadline = time.monotonic() + 30
+        while control[Control.WORKERS_WAITING] < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert control[Control.WORKERS_WAITING] == 4  # all four blocked, counted
+        time.sleep(1.0)  # a second of waiting: ~20 beats, nothing else
+        control[Control.GO] = 1
+        rung = time.perf_counter()
+        bell.ring()
+        reports = [out.get() for _ in waiters]
+        for proc in waiters:
+            proc.join(10)
+        for cpu, waited, woke in reports:
+            assert cpu < 0.1, cpu  # a 0.2 ms poll would have spent most of the second awake
+            assert waited >= 0.9
+            assert woke - rung < BEAT_S / 2  # the ring woke it, not its next beat
+        assert control[Control.WORKERS_WAITING] == 0
+    finally:
+        del control
+        blocks.close()
