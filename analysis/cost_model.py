@@ -42,6 +42,21 @@ misses, where the model first over-predicted by 15-40%):
   shared-memory bookkeeping made it 13% dearer than single_env's loop of the same components):
   hogwild's formula is calibrated there and extrapolates to more workers.
 
+An env that waits (`env_step_wait_us`: its step blocks without using the CPU) adds `env_wait`,
+wall time that is not CPU: the roles that step envs pay it in their wall time per env step, and
+nothing of it in the cores' bound, where every other cost is CPU (components measure the
+components with the wait off and the achieved wait apart). So past the cores an actor still
+adds its env's rate until the learner, or the CPU that acting and hand-off take, bounds the run:
+- single_env: 1 / (env_wait + T);
+- actor_learner(N): min(N / (env_wait + actor), 1 / learner, C / (actor + learner)); the
+  time-shared term (`actor_learner_shared`, measured with busy envs) applies only where the env
+  does not wait;
+- hogwild(N): min(N / (env_wait + w), C / w), w a worker's CPU per env step at the number of
+  workers that are on a CPU at once (N w / (env_wait + w), up to C);
+- vector_env(N): the envs' side of a vector step is at least env_wait + their CPU and IPC, the
+  owed learning overlaps it.
+With env_wait = 0 every formula is the busy-env one above (tests/test_plan.py).
+
 Every prediction names its bottleneck: the role whose rate is the minimum (or `cores` when the
 time-sharing bound is). The report's `scaling` figure and `experiments.plan` both use `predict`.
 """
@@ -150,47 +165,56 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
     parallel designs diagnostics, ring_write, ring_drain, weight_publish, act_batch {N: us},
     vector_send {N: us}, vector_recv {N: us}, vector_round_trip {N: us}."""
     c, n, k = costs, workers, _loop(costs)
+    wait = float(c.get("env_wait", 0.0))  # wall time per env step that takes no CPU
     loop = k["env_step"] + k["act"] + k["fold_store"] + utd * (k["sample"] + k["update"])
     if design == "single_env":
-        return Prediction(design, 1, 1e6 / loop, "process", False, {"process": 1e6 / loop})
-    if design == "hogwild":  # every worker busy the whole time: each slowed by the others
+        return Prediction(design, 1, 1e6 / (wait + loop), "process", False, {"process": 1e6 / (wait + loop)})
+    if design == "hogwild":  # each worker's CPU slowed by the others on a CPU at once; its wait is its own
         if c.get("hogwild_in_loop") and c.get("hogwild_at_cores") and cores > 1 and _loops_apply(c, utd):
-            # One worker's time per own env step, measured alone and with `cores` workers sharing
-            # the parameters; linear between, and the cores' bound beyond.
+            # One worker's CPU per own env step, measured alone and with `cores` workers sharing
+            # the parameters; linear in the workers on a CPU at once, and the cores' bound beyond.
             alone, crowded = c["hogwild_in_loop"], c["hogwild_at_cores"] * cores
-            per_worker = alone + (crowded - alone) * (min(n, cores) - 1) / (cores - 1)
-            rates = {"workers": n * 1e6 / per_worker, "cores": cores * 1e6 / crowded}
-            return _bounded(design, n, rates, n > cores)
-        slow = _contention(c, min(n, cores), cores)
+            per_worker = alone
+            for _ in range(3):  # the workers on a CPU at once depend on how long each one's CPU takes
+                busy = min(n, cores, n * per_worker / (wait + per_worker))
+                per_worker = alone + (crowded - alone) * (max(busy, 1.0) - 1) / (cores - 1)
+            rates = {"workers": n * 1e6 / (wait + per_worker), "cores": cores * 1e6 / per_worker}
+            return _bounded(design, n, rates, n * per_worker / (wait + per_worker) > cores)
         worker = loop
         if c.get("hogwild_in_loop") and _loops_apply(c, utd):  # one worker's loop as it ran: bookkeeping included
             worker = c["hogwild_in_loop"]
-        rates = {"workers": n * 1e6 / (worker * slow), "cores": cores * 1e6 / (worker * slow)}
-        return _bounded(design, n, rates, n > cores)
+        slow = _contention(c, min(n, cores, n * worker / (wait + worker)), cores)
+        rates = {"workers": n * 1e6 / (wait + worker * slow), "cores": cores * 1e6 / (worker * slow)}
+        return _bounded(design, n, rates, n * worker / (wait + worker) > cores)
     if design == "actor_learner":
         actor = k["env_step"] + k["act"] + k["fold_store"] - c["store"] + c["ring_write"]  # writes a ring, not a replay
         learner = utd * (k["sample"] + k["update"] + c["diagnostics"] + c["weight_publish"] / weight_sync_period) \
             + c["ring_drain"]
         shared = c.get("actor_learner_shared")
-        if n + 1 > cores and shared and _loops_apply(c, utd):
-            # More processes than cores: each role's CPU per env step as it paid time-sharing the
-            # cores (measured at `cores` actors), contention included.
+        if n + 1 > cores and shared and _loops_apply(c, utd) and wait == 0:
+            # More processes than cores, all busy: each role's CPU per env step as it paid
+            # time-sharing the cores (measured at `cores` actors), contention included.
             actor, learner = shared["actors"], shared["learner"]
             rates = {"actors": n * 1e6 / actor, "learner": 1e6 / learner, "cores": cores * 1e6 / (actor + learner)}
             return _bounded(design, n, rates, True)
-        rates = {"actors": n * 1e6 / actor, "learner": 1e6 / learner, "cores": cores * 1e6 / (actor + learner)}
+        rates = {"actors": n * 1e6 / (wait + actor), "learner": 1e6 / learner,
+                 "cores": cores * 1e6 / (actor + learner)}
         busy = min(rates.values()) * (actor + learner) / 1e6  # processes' worth of CPU in use
         slow = _contention(c, busy, cores)
-        rates = {role: rate / slow for role, rate in rates.items()}
-        return _bounded(design, n, rates, n + 1 > cores)
+        rates = {"actors": n * 1e6 / (wait + actor * slow), "learner": rates["learner"] / slow,
+                 "cores": rates["cores"] / slow}
+        return _bounded(design, n, rates, n * actor / (wait + actor) + 1 > cores)
     if design == "vector_env":
-        parts = _vector_parts(n, c, k, utd, cores)
+        parts = _vector_parts(n, c, k, utd, cores, wait)
         step = parts["step"]
         if c.get("vector_round_trip_learning") and _loops_apply(c, utd):
             # The loop's act and round trip (send, the owed learning beside the envs' steps,
             # receive) as measured in that loop; the components alone missed them by up to 35%.
-            step = (_at(c["vector_act_in_loop"], n) + _at(c["vector_round_trip_learning"], n)
-                    + n * (k["fold_store"] + utd * c["diagnostics"]))
+            # A waiting env's reply comes no sooner than its wait after the send.
+            trip = _at(c["vector_round_trip_learning"], n)
+            if wait:
+                trip = max(trip, wait + _at(c["vector_round_trip"], n))
+            step = _at(c["vector_act_in_loop"], n) + trip + n * (k["fold_store"] + utd * c["diagnostics"])
         rates = {**parts["rates"], "cores": n * 1e6 / step}
         return Prediction(design, n, n * 1e6 / step, parts["bottleneck"], n + 1 > cores, rates)
     raise ValueError(f"design: unknown {design!r} (valid: {', '.join(DESIGNS)})")
@@ -204,7 +228,7 @@ def _loops_apply(c: dict, utd: float) -> bool:
     return utd > 0 and (measured is None or abs(float(measured) - utd) < 1e-9)
 
 
-def _vector_parts(n: int, c: dict, k: dict, utd: float, cores: int) -> dict:
+def _vector_parts(n: int, c: dict, k: dict, utd: float, cores: int, wait: float = 0.0) -> dict:
     """vector_env's time per vector step at n envs, from the components: the serial part (act for
     all envs, send, receive, store), then the owed learning and the n env steps at once, sharing
     the cores; and which of the two finishes last."""
@@ -217,13 +241,14 @@ def _vector_parts(n: int, c: dict, k: dict, utd: float, cores: int) -> dict:
     slow = 1.0
     for _ in range(2):  # the busy processes slow each other; settle it in two passes
         learner_done, envs_done = _shared_finish([learn * slow] + [env_side * slow] * n, cores)
+        envs_done = max(envs_done, wait + env_side * slow)  # the wait overlaps everything but their reply
         step = serial * slow + max(learner_done, envs_done)
         slow = _contention(c, (serial + learn + n * env_side) / step, cores)
     bottleneck = "learner" if learner_done >= envs_done else "envs"
     if n + 1 > cores and envs_done > env_side * slow * 1.05 and learner_done < envs_done:
         bottleneck = "cores"
     return {"step": step, "bottleneck": bottleneck,
-            "rates": {"main": n * 1e6 / (serial + learn), "envs": n * 1e6 / (serial + env_side)}}
+            "rates": {"main": n * 1e6 / (serial + learn), "envs": n * 1e6 / (serial + wait + env_side)}}
 
 
 def over_a_run(design: str, workers: int, costs: dict, *, utd: float, cores: int, total_env_steps: int,
@@ -243,14 +268,36 @@ def _bounded(design: str, n: int, rates: dict, oversubscribed: bool) -> Predicti
     return Prediction(design, n, rates[role], role, oversubscribed, rates)
 
 
+WAITING_WORKERS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+"""Worker counts explored where the env waits: past the cores, up to the suite's limit of 64 on
+a small machine (architectures/limits.py)."""
+
+
+def worker_counts(costs: dict, cores: int) -> list[int]:
+    """1 .. cores workers and 2 x cores; where the env waits, WAITING_WORKERS too: a waiting
+    actor leaves its core to others, so the useful count can be many times the cores."""
+    counts = set(range(1, cores + 1)) | {2 * cores}
+    if float(costs.get("env_wait", 0.0)) > 0:
+        counts |= set(WAITING_WORKERS)
+    return sorted(counts)
+
+
 def predict_all(costs: dict, *, utd: float, cores: int, weight_sync_period: int = 10,
                 workers: list[int] | None = None) -> list[Prediction]:
-    """Every design at 1 .. cores workers and at 2 x cores (single_env once)."""
-    counts = workers or sorted(set(range(1, cores + 1)) | {2 * cores})
+    """Every design at `workers` (default `worker_counts`; single_env once). Where the env waits,
+    each design's counts stop one past the first whose rate gains under 2% on the count before:
+    the learner (or the cores) bound it there, and more workers only cost memory."""
+    counts = workers or worker_counts(costs, cores)
     out = [predict("single_env", 1, costs, utd=utd, cores=cores)]
     for design in DESIGNS[1:]:
-        out += [predict(design, n, costs, utd=utd, cores=cores, weight_sync_period=weight_sync_period)
-                for n in counts]
+        points: list[Prediction] = []
+        for n in counts:
+            points.append(predict(design, n, costs, utd=utd, cores=cores, weight_sync_period=weight_sync_period))
+            flat = (len(points) >= 3 and points[-2].env_steps_per_sec < 1.02 * points[-3].env_steps_per_sec
+                    and n > 2 * cores)
+            if workers is None and flat:
+                break
+        out += points
     return out
 
 

@@ -39,16 +39,38 @@ def _spread(samples: list[float]) -> dict:
 
 
 def _timed(fn, calls: int, blocks: int = BLOCKS, warmup: int | None = None) -> dict:
-    """us per call of fn(), median over `blocks` blocks of `calls` calls, after a warm-up."""
+    """us per call of fn(), median over `blocks` blocks of `calls` calls, after a warm-up; `cpu_us`
+    is this thread's CPU per call in the same blocks (the median block's), wall and CPU apart: an
+    env that waits takes wall time and no CPU."""
     for _ in range(warmup if warmup is not None else max(1, calls // 5)):
         fn()
-    samples = []
+    samples, cpu = [], []
     for _ in range(blocks):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         for _ in range(calls):
             fn()
         samples.append(1e6 * (time.perf_counter() - start) / calls)
-    return _spread(samples)
+        cpu.append(1e6 * (time.thread_time() - start_cpu) / calls)
+    return {**_spread(samples), "cpu_us": float(np.median(cpu))}
+
+
+def env_wait(env_id: str, wait_us: float, step_us: float, steps: int = 400) -> dict:
+    """The wall time an env step with `env_step_wait_us` adds over the plain step (`step_us`),
+    and the CPU it takes: the achieved wait the cost model adds to the roles that step envs, as
+    wall time only (a sleep overshoots; the wrapper's correction is what is measured here)."""
+    from architectures.envs import make_env
+
+    env = make_env(env_id, 0.0, wait_us)
+    env.reset(seed=0)
+
+    def step():
+        if env.step(0)[2]:
+            env.reset(seed=0)
+
+    timed = _timed(step, max(20, steps // BLOCKS), warmup=50)
+    env.close()
+    return {"us": max(0.0, timed["us"] - step_us), "p10": max(0.0, timed["p10"] - step_us),
+            "p90": max(0.0, timed["p90"] - step_us), "cpu_us": timed["cpu_us"]}
 
 
 def vector_sizes(cores: int) -> list[int]:
@@ -69,6 +91,7 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
 
     torch.set_num_threads(cfg.torch_threads)
     rng = np.random.default_rng(cfg.seed)
+    wait_us, cfg = cfg.env_step_wait_us, cfg.replace(env_step_wait_us=0.0)  # the wait is measured apart
     env = make_env(cfg.env_id, cfg.env_step_cost_us)
     space = env.observation_space
     costs: dict = {}
@@ -90,7 +113,12 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
     per_step = (time.perf_counter() - probe) / 50
     calls = int(max(50, min(5_000, budget_s * 0.15 / BLOCKS / max(per_step, 1e-6))))
     costs["env_step"] = _timed(env_step, calls)
-    log(f"  env step (resets amortised): {costs['env_step']['us']:,.1f} us")
+    log(f"  env step (resets amortised): {costs['env_step']['us']:,.1f} us, of which CPU "
+        f"{costs['env_step']['cpu_us']:,.1f} us")
+    if wait_us > 0:
+        costs["env_wait"] = env_wait(cfg.env_id, wait_us, costs["env_step"]["us"])
+        log(f"  env wait (env_step_wait_us={wait_us:g}): {costs['env_wait']['us']:,.1f} us of wall time per step, "
+            f"{costs['env_wait']['cpu_us']:,.1f} us of it CPU")
     # ------------------------------------------------------------------ acting, folding, storing
     net = build_q_network(space.shape, int(env.action_space.n), cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
     learner = DQNLearner(net, cfg)

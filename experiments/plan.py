@@ -8,10 +8,15 @@ For the env and learner config given (Sacred's `with` syntax, as `experiments.tr
 1. measures every component the designs are built of, warm and alone, with spread
    (experiments/components.py), and the update at 1 .. min(cores, 4) torch threads;
 2. predicts env steps/s for every design at 1 .. cores workers and at 2 x cores (marked
-   oversubscribed) with analysis/cost_model.py, naming the role that bounds each point;
-3. recommends a design, a worker count and a torch thread count, with the predicted gain over
-   single_env, and confirms it: the recommended point and the runner-up run for real (short
-   runs, evaluation off, one at a time, each in a fresh process), predicted beside measured;
+   oversubscribed where the busy processes outnumber the cores) with analysis/cost_model.py,
+   naming the role that bounds each point; where the env waits (`env_step_wait_us`), past the
+   cores too, up to 64 workers or one count past where the learner bounds;
+3. recommends a design, a worker count and the learner's torch threads, with the predicted
+   gain over single_env, and confirms it: the recommended point and the runner-up run for real
+   (short runs, evaluation off, one at a time, each in a fresh process), predicted beside
+   measured; the learner's threads are measured in place, the recommended run at
+   learner_threads 1 and 2 (an isolated update 16% faster at 2 threads measured no faster in a
+   run: 775 against 772 env steps/s, issue 21);
 4. writes plan.json (per design and worker count `predicted_env_steps_per_sec` and
    `bottleneck`; per confirmed run `measured_env_steps_per_sec`; the component costs; the host)
    and plan.png (the predicted curves with the measured points) into --out.
@@ -188,13 +193,29 @@ def main(argv: list[str] | None = None) -> int:
         for p in (best, runner_up):
             confirmed.append(confirm(cfg, p.design, p.workers, p.env_steps_per_sec, args.confirm_seconds, costs,
                                      cores))
+    in_place = {}
+    if not args.no_confirm and cores > 1 and best.design != "hogwild":
+        # The learner's threads, measured in place: the recommended run at 1 and 2 learner threads
+        # (actors keep one each); an isolated update's speed-up did not carry into a parallel run.
+        print(f"learner threads in place: {best.design} ({best.workers}) at learner_threads 1 and 2",
+              file=sys.stderr)
+        for threads in (1, 2):
+            in_place[threads] = confirm(cfg.replace(learner_threads=threads), best.design, best.workers,
+                                        best.env_steps_per_sec, args.confirm_seconds, costs, cores)
+        speeds = {t: r["measured_env_steps_per_sec"] for t, r in in_place.items()}
+        learner_threads = 2 if speeds[2] > 1.05 * speeds[1] else 1  # under 5% is within a run's noise
+        print(f"  learner_threads 1: {speeds[1]:,.0f}, 2: {speeds[2]:,.0f} env steps/s -> learner_threads="
+              f"{learner_threads}", file=sys.stderr)
+    else:
+        learner_threads = best_threads
     # ------------------------------------------------------------------ the table
     print(f"\n{'design':<14} {'workers':>7} {'predicted env steps/s':>22} {'x single_env':>12}  bottleneck")
     for p in predictions:
         mark = " (oversubscribed)" if p.oversubscribed else ""
         print(f"{p.design:<14} {p.workers:>7} {p.env_steps_per_sec:>22,.0f} {p.env_steps_per_sec / base:>11.2f}x  "
               f"{p.bottleneck}{mark}")
-    print(f"\nrecommended: {best.design} with {best.workers} worker(s), torch_threads={best_threads}: predicted "
+    print(f"\nrecommended: {best.design} with {best.workers} worker(s), learner_threads={learner_threads} (actors and "
+          f"workers 1; an isolated update was fastest at {best_threads}): predicted "
           f"{best.env_steps_per_sec:,.0f} env steps/s, {best.env_steps_per_sec / base:.2f}x single_env "
           f"({base:,.0f}); bound by {best.bottleneck}")
     print(f"runner-up:   {runner_up.design} with {runner_up.workers} worker(s): predicted "
@@ -212,7 +233,9 @@ def main(argv: list[str] | None = None) -> int:
         "predictions": [{"design": p.design, "workers": p.workers, "predicted_env_steps_per_sec": p.env_steps_per_sec,
                          "bottleneck": p.bottleneck, "oversubscribed": p.oversubscribed, "role_rates": p.rates}
                         for p in predictions],
+        "learner_threads_in_place": {str(t): r["measured_env_steps_per_sec"] for t, r in in_place.items()},
         "recommended": {"design": best.design, "workers": best.workers, "torch_threads": best_threads,
+                        "learner_threads": learner_threads, "actor_threads": 1,
                         "predicted_env_steps_per_sec": best.env_steps_per_sec,
                         "predicted_gain_over_single_env": best.env_steps_per_sec / base},
         "runner_up": {"design": runner_up.design, "workers": runner_up.workers,

@@ -97,6 +97,18 @@ def _scaling(steps_by_cost: dict[float, int], workers: list[int], env: str = "ca
     return cells
 
 
+SHAPE_WORKERS = (1, 2, 4, 8, 12, 16)
+
+
+def _shape(steps: int) -> list[Cell]:
+    """The practitioner's shape (a 2.2 ms env step that waits, a ~0.6 ms update at utd 0.25):
+    single_env and every parallel design at SHAPE_WORKERS, evaluation off, one at a time."""
+    budget = dict(_NO_EVAL, total_env_steps=steps, eval_every=steps, worker_timeout_s=120.0)
+    return [Cell(("practitioner_shape", "single_env"), dict(budget))] + [
+        Cell(("practitioner_shape", arch), dict(budget, num_workers=n))
+        for arch in ("actor_learner", "vector_env", "hogwild") for n in SHAPE_WORKERS]
+
+
 # high_utd in the headline runs at the utd grid's steadiest high ratio: 4 updates per env step
 # with LayerNorm (at the baseline ratio it would be single_env, bit for bit).
 HEADLINE_HIGH_UTD = {"utd": 4.0, "layer_norm": True}
@@ -180,6 +192,13 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
                  "paper": _scaling({0.0: 100_000, 1000.0: 30_000}, [1, 2, 3, 4, 6, 8], high_utd=HEADLINE_HIGH_UTD)
                  + _scaling({0.0: 50_000}, [1, 2, 4], env="minatar_breakout_cpu", high_utd=MINATAR_HIGH_UTD)},
           interleave=True),
+    Sweep("seed_shape", "the practitioner's shape, many workers on an env that waits: single_env, and "
+          "actor_learner, vector_env and hogwild at 1, 2, 4, 8, 12 and 16 workers, CartPole whose step waits "
+          "2.2 ms without CPU, the cartpole learner (update ~0.6 ms) at utd 0.25; throughput only, one at a time, "
+          "against the cost model's predictions committed before the runs (paper/tables/seed_shape_predicted.md)",
+          minutes={"small": 25, "paper": 70},
+          cells={"small": _shape(12_000), "paper": _shape(40_000)},
+          seeds={"small": 3, "paper": 3}, interleave=True),
     Sweep("utd", "high_utd: utd 1, 4, 16 x mitigations none, LayerNorm, resets, both on CartPole",
           minutes={"small": 240, "paper": 600},
           cells={"small": _utd_grid(50_000), "paper": _utd_grid(100_000)},

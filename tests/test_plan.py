@@ -251,3 +251,52 @@ def test_a_killed_contention_measurement_leaves_no_co_runner_behind():
     while alive(runners) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert alive(runners) == [], "a co-runner outlived the killed measurement"
+
+
+# ---------------------------------------------------------------------- an env that waits (issue 21)
+WAIT = 2_000.0  # us of blocking wait per env step, no CPU
+
+
+def test_a_wait_of_zero_changes_no_prediction():
+    """`env_wait` 0 is the busy-env model exactly, every design and count."""
+    for design, n in [("single_env", 1), ("actor_learner", 1), ("actor_learner", 8), ("hogwild", 2),
+                      ("hogwild", 4), ("vector_env", 2), ("vector_env", 8)]:
+        assert predict(design, n, {**COSTS, "env_wait": 0.0}, utd=0.25, cores=2) == predict(
+            design, n, COSTS, utd=0.25, cores=2)
+
+
+@pytest.mark.parametrize("design, workers, expected_role", [
+    ("single_env", 1, "process"),
+    ("actor_learner", 1, "actors"),   # 2 ms of waiting per env step: one actor makes ~490 env steps/s
+    ("actor_learner", 4, "actors"),
+    ("actor_learner", 16, "learner"),  # 16 x ~490 > the learner's ~6,500: the learner bounds it
+    ("hogwild", 2, "workers"),
+    ("hogwild", 64, "cores"),         # 64 workers' CPU on two cores
+])
+def test_a_waiting_env_is_wall_time_not_cpu(design, workers, expected_role):
+    """The wait adds to the wall time of the roles that step envs and to no CPU bound: actors past
+    the cores still add their env's rate until the learner bounds the run, and the point is not
+    oversubscribed while the actors' CPU fits the cores."""
+    costs = {**COSTS, "env_wait": WAIT}
+    p = predict(design, workers, costs, utd=0.25, cores=2)
+    assert p.bottleneck == expected_role, p
+    actor = 10 + 10 + 2 + 4  # env CPU, act, fold, ring write
+    if design == "single_env":
+        assert p.env_steps_per_sec == pytest.approx(1e6 / (WAIT + 174.0))
+    if design == "actor_learner" and expected_role == "actors":
+        assert p.env_steps_per_sec == pytest.approx(workers * 1e6 / (WAIT + actor), rel=0.02)
+        assert not p.oversubscribed  # 4 actors waiting most of the time use well under a core
+    if expected_role == "learner":
+        learner = 0.25 * (20 + 580 + 10 + 10 / 10) + 2
+        assert p.env_steps_per_sec == pytest.approx(1e6 / learner, rel=0.02)
+
+
+def test_plan_explores_past_the_cores_where_the_env_waits_and_stops_past_the_learners_bound():
+    busy = {(p.design, p.workers) for p in predict_all(COSTS, utd=0.25, cores=2)}
+    assert max(n for d, n in busy if d == "actor_learner") == 4  # 1 .. cores and 2 x cores, as before
+    waiting = predict_all({**COSTS, "env_wait": WAIT}, utd=0.25, cores=2)
+    counts = [p.workers for p in waiting if p.design == "actor_learner"]
+    rates = [p.env_steps_per_sec for p in waiting if p.design == "actor_learner"]
+    assert max(counts) > 8 and max(counts) < 64  # past the cores, and not on once the learner bounds it
+    assert rates[-1] < 1.02 * rates[-2]  # it stopped one count past the flat
+    assert [p for p in waiting if p.design == "actor_learner"][-1].bottleneck == "learner"

@@ -1,0 +1,149 @@
+"""The practitioner's shape (issue 21): many workers on an env that waits, measured against the
+cost model's predictions written before the runs, beside the practitioner's own curve.
+
+Reads the `seed_shape` sweep's runs (CartPole whose step waits 2.2 ms without CPU, the cartpole
+learner at utd 0.25; throughput only, one at a time) and the predictions
+`experiments.predict` wrote for every cell before those runs existed (PREDICTIONS). Nothing is
+refitted here: a cell the model misses is reported as missed (tables/seed_shape_model), with the
+role each run's own time breakdown names as its bound beside the role the model named.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pandas as pd
+
+from analysis.load import TRAINING_EXPERIMENTS, RunSet
+from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep
+
+PREDICTIONS = os.path.join("results", "reference", "seed_shape", "predicted.json")
+"""Written by `python -m experiments.predict seed_shape ...` and committed before the sweep ran."""
+PRACTITIONER = pd.DataFrame({"workers": [1, 2, 4, 12], "env_steps_per_sec": [424.0, 642.0, 975.0, 1409.0],
+                             "low": [424.0, 642.0, 900.0, 1409.0], "high": [424.0, 642.0, 1050.0, 1409.0]})
+"""The practitioner's report (shared/seeds/000_491a81bcabd90492.txt): env steps/s at one update per
+4 env steps on 24 logical cores, worker processes stepping their envs (4 workers: 900-1,050)."""
+
+
+def _predictions(note: Note) -> dict:
+    if not os.path.exists(PREDICTIONS):
+        note(f"shape: no predictions at {PREDICTIONS}; `python -m experiments.predict seed_shape` writes them, "
+             "before the sweep runs")
+        return {}
+    with open(PREDICTIONS) as f:
+        record = json.load(f)
+    return {(p["design"], int(p["workers"])): p for p in record["predictions"]}
+
+
+LEARNER_PARTS = {"update": ("update",), "sample": ("sample", "diagnostics"), "drain": ("handoff_drain",),
+                 "wait": ("wait",)}
+"""The learner's time, in the shares the practitioner asked about: its update, its sampling (and
+the lag diagnostics), its drain of the actors' hand-off, and its waiting for data."""
+
+
+def _bound(result: dict) -> tuple[str, float, str]:
+    """The role a run's own time breakdown names as its bound, the learner's busy share, and the
+    learner's time in LEARNER_PARTS as shares of the training time (actor_learner only)."""
+    bottleneck = result.get("bottleneck") or {}
+    busy = bottleneck.get("busy_fraction") or {}
+    rows, seconds = result.get("time_breakdown") or {}, float(result.get("train_seconds") or np.nan)
+    shares = ""
+    if "handoff_drain" in rows:
+        shares = " / ".join(f"{100 * sum(rows.get(k, {}).get('seconds', 0.0) for k in keys) / seconds:.0f}%"
+                            for keys in LEARNER_PARTS.values())
+    return bottleneck.get("role", "process"), float(busy.get("learner", np.nan)), shares
+
+
+def data(rs: RunSet, note: Note) -> FigureData | None:
+    runs = _sweep(rs.runs, "seed_shape")
+    runs = runs[runs["experiment"].isin(TRAINING_EXPERIMENTS)]
+    if runs.empty:
+        note("shape: no runs of the `seed_shape` sweep; run `python -m experiments.sweep seed_shape`")
+        return None
+    predicted = _predictions(note)
+    rows = []
+    for (arch, n), group in runs.groupby(["architecture", "num_workers"]):
+        n = 1 if arch == "single_env" else int(n)
+        speeds = group["env_steps_per_sec"].to_numpy(dtype=float)
+        middle = group.iloc[int(np.argsort(speeds)[len(speeds) // 2])]  # the median run, whose breakdown is quoted
+        role, learner_busy, shares = _bound(middle["result"])
+        p = predicted.get((arch, n))
+        rows.append({"architecture": arch, "num_workers": n, "seeds": len(group),
+                     "env_steps_per_sec": float(np.median(speeds)), "low": float(speeds.min()),
+                     "high": float(speeds.max()), "measured_bound": role, "learner_busy": learner_busy,
+                     "learner_shares": shares,
+                     "predicted_env_steps_per_sec": p["predicted_env_steps_per_sec"] if p else np.nan,
+                     "predicted_bound": p["bottleneck"] if p else "",
+                     "error": float(np.median(speeds)) / p["predicted_env_steps_per_sec"] - 1 if p else np.nan})
+    points = pd.DataFrame(rows)
+    points["order"] = points["architecture"].map(ARCH_ORDER.index)
+    points = points.sort_values(["order", "num_workers"], ignore_index=True).drop(columns="order")
+    made = FigureData(points.round(4), parts={"points": points})
+    table = pd.DataFrame({
+        "design": points["architecture"], "workers": points["num_workers"], "seeds": points["seeds"],
+        "measured env steps/s (median [min, max])": [f"{m:,.0f} [{lo:,.0f}, {hi:,.0f}]" for m, lo, hi in
+                                                     zip(points["env_steps_per_sec"], points["low"], points["high"])],
+        "predicted (written before the runs)": points["predicted_env_steps_per_sec"].map(
+            lambda v: "-" if not np.isfinite(v) else f"{v:,.0f}"),
+        "error": points["error"].map(lambda e: "-" if not np.isfinite(e) else f"{100 * e:+.0f}%"),
+        "bound (run's breakdown)": points["measured_bound"],
+        "learner busy": points["learner_busy"].map(lambda b: "-" if not np.isfinite(b) else f"{100 * b:.0f}%"),
+        "learner: update / sample / drain / wait": points["learner_shares"].replace("", "-"),
+        "bound (model)": points["predicted_bound"]})
+    made.table("seed_shape_model", table,
+               "The practitioner's shape (CartPole whose step waits 2.2 ms, the cartpole learner at utd 0.25): "
+               "measured env steps/s per cell against the cost model's prediction committed before the runs, "
+               "no refit; the bound is the role the median run's own time breakdown names")
+    fitted = points[np.isfinite(points["error"])]
+    if not fitted.empty:
+        made.number("ShapeCells", len(fitted), "{:d}")
+        made.number("ShapeCellsWithinTwenty", int((fitted["error"].abs() <= 0.2).sum()), "{:d}")
+        made.number("ShapeWorstError", 100 * fitted["error"].abs().max(), "{:.0f}")
+    for arch in ("actor_learner", "vector_env", "hogwild"):
+        sub = points[points["architecture"] == arch]
+        if not sub.empty:
+            best = sub.loc[sub["env_steps_per_sec"].idxmax()]
+            made.number(f"Shape{arch.title().replace('_', '')}Best", best["env_steps_per_sec"])
+            made.number(f"Shape{arch.title().replace('_', '')}BestWorkers", int(best["num_workers"]), "{:d}")
+            last = sub.loc[sub["num_workers"].idxmax()]
+            made.number(f"Shape{arch.title().replace('_', '')}LastShareOfBest",
+                        100 * last["env_steps_per_sec"] / best["env_steps_per_sec"], "{:.0f}")
+    single = points[points["architecture"] == "single_env"]
+    if not single.empty:
+        made.number("ShapeSingleEnv", float(single["env_steps_per_sec"].iloc[0]))
+    return made
+
+
+def plot(report, made: FigureData) -> None:
+    from analysis.report.plotting import PALETTE, plt
+
+    points = made.parts["points"]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for arch in ("actor_learner", "vector_env", "hogwild"):
+        sub = points[points["architecture"] == arch]
+        if sub.empty:
+            continue
+        x = sub["num_workers"].to_numpy()
+        ax.errorbar(x, sub["env_steps_per_sec"], yerr=[sub["env_steps_per_sec"] - sub["low"],
+                                                       sub["high"] - sub["env_steps_per_sec"]],
+                    marker="o", ms=4, capsize=2, color=PALETTE[arch], label=f"{arch} (median, min-max over seeds)")
+        if np.isfinite(sub["predicted_env_steps_per_sec"]).any():
+            ax.plot(x, sub["predicted_env_steps_per_sec"], "--", lw=1, color=PALETTE[arch], alpha=0.8)
+    single = points[points["architecture"] == "single_env"]
+    if not single.empty:
+        ax.axhline(float(single["env_steps_per_sec"].iloc[0]), color=PALETTE["single_env"], lw=1, label="single_env")
+    ax.errorbar(PRACTITIONER["workers"], PRACTITIONER["env_steps_per_sec"],
+                yerr=[PRACTITIONER["env_steps_per_sec"] - PRACTITIONER["low"],
+                      PRACTITIONER["high"] - PRACTITIONER["env_steps_per_sec"]],
+                color="black", marker="s", ms=5, capsize=3, lw=1.5, label="the practitioner (24 cores, their env)")
+    ax.plot([], [], "--", color="grey", lw=1, label="cost model, predicted before the runs")
+    ax.set_xlabel("workers (actor processes, envs or hogwild workers)")
+    ax.set_ylabel("env steps/s")
+    ax.set_xticks(sorted(set(points["num_workers"]) | set(PRACTITIONER["workers"])))
+    ax.set_title("An env that waits 2.2 ms a step, the learner at utd 0.25: 2 cores here", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    report.figure(fig, "practitioner_shape", made.data)

@@ -1,0 +1,96 @@
+"""The cost model's prediction for every cell of a sweep, written before the sweep runs.
+
+    python -m experiments.plan with practitioner_shape --no-confirm --out results/seed_shape/plan
+    python -m experiments.predict seed_shape --costs results/seed_shape/plan/plan.json \
+        --out paper/tables/seed_shape_predicted
+
+A model is validated out of sample: the predictions are written (and committed) before the runs
+that test them exist, and compared with them later without refitting (analysis/report/shape.py
+reads this file beside the runs). Each cell is predicted for the run it will be: env steps/s
+over the whole run (`cost_model.over_a_run`: its first learning_starts env steps unlearned), at
+its own utd, workers and weight sync period, on the cores of the machine the costs were measured
+on. Writes `<out>.json` (the predictions, the costs' source and digest, the commit) and
+`<out>.md` (the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def predictions(sweep_name: str, costs: dict, cores: int, scale: str = "small") -> list[dict]:
+    """One row per cell of the sweep (seeds share their cell's prediction)."""
+    from analysis.cost_model import medians, over_a_run, predict
+    from experiments.sweep import expand
+    from experiments.sweeps import SWEEPS
+
+    c = medians(costs)
+    rows, seen = [], set()
+    for run in expand(SWEEPS[sweep_name], scale, seeds=1):
+        if run.experiment != "train":
+            continue
+        cfg = run.config()
+        n = int(cfg["num_workers"]) if run.architecture != "single_env" else 1
+        key = (run.architecture, n)
+        if key in seen:
+            continue
+        seen.add(key)
+        kwargs = dict(utd=float(cfg["utd"]), cores=cores, weight_sync_period=int(cfg["weight_sync_period"]))
+        steady = predict(run.architecture, n, c, **kwargs)
+        whole = over_a_run(run.architecture, n, c, total_env_steps=int(cfg["total_env_steps"]),
+                           learning_starts=int(cfg["learning_starts"]), **kwargs)
+        rows.append({"design": run.architecture, "workers": n, "predicted_env_steps_per_sec": whole,
+                     "predicted_steady_env_steps_per_sec": steady.env_steps_per_sec,
+                     "bottleneck": steady.bottleneck, "oversubscribed": steady.oversubscribed,
+                     "role_rates": steady.rates})
+    return rows
+
+
+def _commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=5).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sweep")
+    parser.add_argument("--costs", required=True, help="a plan.json (experiments.plan) holding component_costs_us")
+    parser.add_argument("--out", required=True, help="path without extension: writes <out>.json and <out>.md")
+    parser.add_argument("--scale", default="small")
+    args = parser.parse_args(argv)
+    with open(args.costs) as f:
+        plan = json.load(f)
+    rows = predictions(args.sweep, plan["component_costs_us"], int(plan["cores"]), args.scale)
+    digest = hashlib.sha1(json.dumps(plan["component_costs_us"], sort_keys=True).encode()).hexdigest()[:12]
+    record = {"sweep": args.sweep, "scale": args.scale, "cores": plan["cores"], "costs_from": args.costs,
+              "costs_digest": digest, "commit": _commit(), "predictions": rows,
+              "component_costs_us": plan["component_costs_us"]}
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(f"{args.out}.json", "w") as f:
+        json.dump(record, f, indent=1)
+    lines = [f"Predicted env steps/s for every cell of `{args.sweep}` ({args.scale} scale), written before its runs "
+             f"from the component costs in `{args.costs}` (digest {digest}; {plan['cores']} cores).", "",
+             "| design | workers | predicted env steps/s (whole run) | steady state | bound by |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        over = " (oversubscribed)" if r["oversubscribed"] else ""
+        lines.append(f"| {r['design']} | {r['workers']} | {r['predicted_env_steps_per_sec']:,.0f} | "
+                     f"{r['predicted_steady_env_steps_per_sec']:,.0f} | {r['bottleneck']}{over} |")
+    with open(f"{args.out}.md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""The practitioner's-shape report (analysis/report/shape.py): measured cells against the
+predictions committed before the runs, no refit, and each run's own bound."""
+
+import json
+
+import numpy as np
+
+from analysis.load import load_runs
+from analysis.report import shape
+from tests.synthetic_runs import write_run
+
+
+def _result(speed: float, role: str, learner_busy: float) -> dict:
+    seconds = 10.0
+    return {"env_steps": int(speed * seconds), "env_steps_per_sec": speed, "train_seconds": seconds,
+            "final_holdout_return": float("nan"), "holdout_curve": [],
+            "time_breakdown": {"update": {"seconds": 6.0}, "sample": {"seconds": 1.0},
+                               "handoff_drain": {"seconds": 0.5}, "wait": {"seconds": 2.0}},
+            "bottleneck": {"role": role, "busy_fraction": {"learner": learner_busy, "actors": 0.3},
+                           "summary": f"{role} ..."}}
+
+
+def test_each_cell_is_read_against_its_prediction_and_names_its_bound(tmp_path, monkeypatch):
+    store = tmp_path / "runs"
+    speeds = {("actor_learner", 1): [400.0, 420.0, 410.0], ("actor_learner", 8): [2_000.0, 2_100.0, 1_900.0],
+              ("single_env", 1): [390.0, 380.0, 400.0]}
+    for (arch, n), values in speeds.items():
+        for seed, speed in zip((101, 102, 103), values):
+            role = "learner" if n == 8 else "actors"
+            write_run(str(store), f"seed_shape-{arch}{n}s{seed}",
+                      config={"architecture": arch, "num_workers": n, "seed": seed, "env_step_wait_us": 2200.0},
+                      result=_result(speed, role, 0.98 if n == 8 else 0.4))
+    predicted = tmp_path / "predicted.json"
+    predicted.write_text(json.dumps({"predictions": [
+        {"design": "actor_learner", "workers": 1, "predicted_env_steps_per_sec": 400.0, "bottleneck": "actors"},
+        {"design": "actor_learner", "workers": 8, "predicted_env_steps_per_sec": 2_600.0, "bottleneck": "learner"},
+        {"design": "single_env", "workers": 1, "predicted_env_steps_per_sec": 395.0, "bottleneck": "process"}]}))
+    monkeypatch.setattr(shape, "PREDICTIONS", str(predicted))
+    notes: list[str] = []
+    made = shape.data(load_runs([str(store)]), notes.append)
+    points = made.parts["points"].set_index(["architecture", "num_workers"])
+    assert points.loc[("actor_learner", 8), "env_steps_per_sec"] == 2_000.0  # the median over seeds
+    assert np.isclose(points.loc[("actor_learner", 8), "error"], 2_000 / 2_600 - 1)  # a miss stays a miss
+    assert points.loc[("actor_learner", 8), "measured_bound"] == "learner"
+    assert points.loc[("actor_learner", 8), "learner_shares"] == "60% / 10% / 5% / 20%"
+    numbers = dict((name, value) for name, value, _ in made.numbers)
+    assert numbers["ShapeCells"] == 3 and numbers["ShapeCellsWithinTwenty"] == 2  # 2,000 against 2,600: -23%, a miss
+    assert numbers["ShapeActorLearnerBestWorkers"] == 8
+    [(name, table, _)] = made.tables
+    assert name == "seed_shape_model" and len(table) == 3 and not notes
