@@ -232,7 +232,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 # the learner is ahead of the data: block (no CPU) until an actor brings an owed
                 # update or parks; the actors ring only then, and only while it waits
                 parked_before = int(status["parked"].sum())
-                books.tally.wait_seconds += pool.main_bell.wait_until(news, health)
+                books.tally.wait_seconds += pool.main_bell.wait_until(0, news, health)
                 books.tally.waits += 1
             # -------------------------------------------------------------- health and logging
             health()

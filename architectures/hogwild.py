@@ -244,7 +244,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             # Blocks (no CPU) until a worker parks, or for LOG_WAIT_S: the log's cadence, and the
             # health check's; it polled every millisecond before.
             parked_before = int(status["parked"].sum())
-            pool.main_bell.wait_until(lambda: int(status["parked"].sum()) != parked_before, timeout_s=LOG_WAIT_S)
+            pool.main_bell.wait_until(0, lambda: int(status["parked"].sum()) != parked_before, timeout_s=LOG_WAIT_S)
             try:
                 pool.check()
             except RunDiverged as err:  # a worker saw it; the run's holdout and clock are here

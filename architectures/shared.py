@@ -62,6 +62,8 @@ STATUS_DTYPE = np.dtype([
     ("t_sample", np.float64), ("t_gradient", np.float64), ("t_apply", np.float64), ("adam_steps", np.float64),
     # SharedReplay users: rows a reader redrew (a writer was inside), waits for a slot's last writer
     ("replay_resampled", np.int64), ("replay_write_waits", np.int64),
+    # set while the worker is blocked on its doorbell (workers.Bell), cleared by whoever rings it
+    ("waiting", np.int64),
 ], align=True)
 STATUS_DTYPE = np.dtype({"names": STATUS_DTYPE.names, "formats": [STATUS_DTYPE.fields[n][0] for n in STATUS_DTYPE.names],
                          "offsets": [STATUS_DTYPE.fields[n][1] for n in STATUS_DTYPE.names],
@@ -192,12 +194,11 @@ def leaked_segments(pid: int | None = None) -> list[str]:
 class Control:
     """Run-wide int64 flags, each on its own cache line: written by the learner, read by actors."""
 
-    GO, STOP, LEARNER_VERSION, RELEASED, CLAIMED, WORKERS_WAITING, MAIN_WAITING = range(7)
+    GO, STOP, LEARNER_VERSION, RELEASED, CLAIMED, MAIN_WAITING = range(6)
     """RELEASED: parking points the workers may leave; CLAIMED: env steps free-running actors
-    have claimed so far (actor_quotas=free); WORKERS_WAITING, MAIN_WAITING: processes blocked
-    on the workers' and the main process's doorbells (workers.Bell), so a ringer with nobody
-    waiting skips the system call."""
-    SHAPE = (7, 8)  # int64; column 0 used, one cache line per flag
+    have claimed so far (actor_quotas=free); MAIN_WAITING: the main process is blocked on its
+    doorbell (workers.Bell; each worker's own flag is its status row's `waiting`)."""
+    SHAPE = (6, 8)  # int64; column 0 used, one cache line per flag
 
     def __init__(self, array: np.ndarray):
         self.array = array

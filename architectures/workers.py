@@ -72,14 +72,15 @@ def worker_fault(index: int) -> tuple[str, int] | None:
 def run_worker(role: str, index: int, specs: dict, errors, bells: tuple, body: Callable, *args) -> None:
     """A worker process's target: map the run's shared blocks, call `body(index, arrays, waiter,
     *args)` with the signal and error handling described above, and unmap them again. `bells` are
-    the pool's (workers', main's) conditions; the Waiter blocks on the first and rings the second."""
+    the pool's semaphores (one per worker, one for the main process): the Waiter blocks on its
+    own and posts the main process's."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     arrays, segments = attach(specs)
     status_row = arrays["status"][index]
     status_row["pid"] = os.getpid()
     control = Control(arrays["control"])
-    waiter = Waiter(control, status_row, os.getppid(), Bell(bells[0], control, Control.WORKERS_WAITING),
-                    Bell(bells[1], control, Control.MAIN_WAITING))
+    waiter = Waiter(control, status_row, os.getppid(), index, Bell(bells[0], arrays["status"]["waiting"]),
+                    Bell(bells[1], main_flag(control)))
     try:
         body(index, arrays, waiter, *args)
     except Stopped:
@@ -105,50 +106,54 @@ a dead worker): far below worker_timeout_s and the 0.2 s health check."""
 
 
 class Bell:
-    """A cross-process doorbell: waiters block on a Condition, using no CPU, until a ringer rings
-    or BEAT_S passes; a ringer with nobody waiting reads one shared int and makes no system call.
+    """Doorbells, one per waiter: a waiter sets its flag (in shared memory), re-checks what it
+    waits for and blocks on its own semaphore, using no CPU, until a ringer posts it or BEAT_S
+    passes; a ringer posts (a non-blocking sem_post) only the waiters whose flag is set and
+    clears the flag, so nobody waiting costs it one read of the flags.
 
     Polling in 0.2 ms sleeps made 16 waiting actors take the learner's core (issue 21: 2,078 env
-    steps/s at 8 actors fell to 923 at 16). `waiting` (a Control slot) counts the blocked under
-    the condition's lock; a ring that reads a stale 0 costs the waiter at most BEAT_S, never a
-    hang, since every wait re-checks its condition after each beat
-    (tests/test_shared.py::test_a_bell_wakes_a_blocked_waiter_without_polling)."""
+    steps/s at 8 actors fell to 923 at 16). A shared condition variable was tried first: its
+    notify waits for every woken process to acknowledge, which stalled the learner on each
+    update while the actors it woke were scheduled. A wake-up lost to a stale read costs the
+    waiter at most BEAT_S, never a hang, since every wait re-checks its condition after each
+    beat (tests/test_shared.py::test_a_bell_wakes_a_blocked_waiter_without_polling)."""
 
-    def __init__(self, condition, control: Control, slot: int):
-        self.condition, self.control, self.slot = condition, control, slot
+    def __init__(self, semaphores: list, flags: np.ndarray):
+        self.semaphores, self.flags = semaphores, flags  # flags: (waiters,) int64, shared
 
     def ring(self) -> None:
-        # A timed acquire: a process killed while holding the lock must not hang the ringer
-        # (its waiters wake on their beat instead).
-        if self.control[self.slot] > 0 and self.condition.acquire(timeout=BEAT_S):
-            try:
-                self.condition.notify_all()
-            finally:
-                self.condition.release()
+        for index in np.flatnonzero(self.flags):
+            self.flags[index] = 0
+            self.semaphores[index].release()
 
-    def wait_until(self, condition: Callable[[], bool], beat: Callable[[], None] = lambda: None,
+    def wait_until(self, index: int, condition: Callable[[], bool], beat: Callable[[], None] = lambda: None,
                    timeout_s: float | None = None) -> float:
-        """Block until condition() holds (or `timeout_s` passes), calling beat() every BEAT_S;
-        returns the seconds waited."""
+        """Block waiter `index` until condition() holds (or `timeout_s` passes), calling beat()
+        every BEAT_S; returns the seconds waited."""
         if condition():
             return 0.0
         began = time.perf_counter()
-        while not condition():
-            if timeout_s is not None and time.perf_counter() - began >= timeout_s:
-                break
+        semaphore = self.semaphores[index]
+        while True:
             beat()
-            if not self.condition.acquire(timeout=BEAT_S):
-                continue
-            try:
-                self.control[self.slot] += 1  # under the lock: every waiter's increment counts
-                try:
-                    if not condition():  # checked under the lock: a ring after this wakes the wait
-                        self.condition.wait(BEAT_S if timeout_s is None else min(BEAT_S, timeout_s))
-                finally:
-                    self.control[self.slot] -= 1
-            finally:
-                self.condition.release()
+            self.flags[index] = 1
+            if condition():  # checked after the flag is up: a ring from now on posts the semaphore
+                self.flags[index] = 0
+                break
+            left = None if timeout_s is None else timeout_s - (time.perf_counter() - began)
+            if left is not None and left <= 0:
+                self.flags[index] = 0
+                break
+            semaphore.acquire(timeout=BEAT_S if left is None else min(BEAT_S, left))
+            self.flags[index] = 0
+            if condition():
+                break
         return time.perf_counter() - began
+
+
+def main_flag(control: Control) -> np.ndarray:
+    """The main process's doorbell flag: a (1,) view of its Control slot."""
+    return control.array[Control.MAIN_WAITING:Control.MAIN_WAITING + 1, 0]
 
 
 class Waiter:
@@ -156,8 +161,9 @@ class Waiter:
     condition a worker may wait for changes), beats its heartbeat, and gives up when the main
     process sets STOP or is gone."""
 
-    def __init__(self, control: Control, status_row, parent_pid: int, bell: Bell, main_bell: Bell):
+    def __init__(self, control: Control, status_row, parent_pid: int, index: int, bell: Bell, main_bell: Bell):
         self.control, self.status_row, self.parent_pid, self.bell = control, status_row, parent_pid, bell
+        self.index = index
         self.main_bell = main_bell  # rung when this worker brings the main process work or parks
 
     def check(self) -> None:
@@ -170,7 +176,7 @@ class Waiter:
 
     def until(self, condition: Callable[[], bool]) -> float:
         """Block until condition() holds; returns the seconds spent waiting."""
-        return self.bell.wait_until(condition, self._beat)
+        return self.bell.wait_until(self.index, condition, self._beat)
 
 
 class WorkerPool:
@@ -183,8 +189,8 @@ class WorkerPool:
         self.errors = self.ctx.SimpleQueue()
         # Workers block on `workers_bell` (the main process rings it when they may go on), the
         # main process on `main_bell` (workers ring it when they bring it work or park).
-        self.workers_bell = Bell(self.ctx.Condition(), control, Control.WORKERS_WAITING)
-        self.main_bell = Bell(self.ctx.Condition(), control, Control.MAIN_WAITING)
+        self.workers_bell = Bell([self.ctx.Semaphore(0) for _ in range(len(status))], status["waiting"])
+        self.main_bell = Bell([self.ctx.Semaphore(0)], main_flag(control))
         self.procs: list[mp.process.BaseProcess] = []
         self._progress = np.zeros((len(status), 2), dtype=np.int64)
         self._progress_time = np.zeros(len(status))
@@ -195,7 +201,7 @@ class WorkerPool:
     def start(self, body: Callable, specs: dict, args_for: Callable[[int], tuple]) -> None:
         """Start worker i running `body(i, arrays, *args_for(i))` (run_worker) over the blocks `specs`."""
         for index in range(len(self.status)):
-            bells = (self.workers_bell.condition, self.main_bell.condition)
+            bells = (self.workers_bell.semaphores, self.main_bell.semaphores)
             args = (self.role, index, specs, self.errors, bells, body, *args_for(index))
             proc = self.ctx.Process(target=run_worker, args=args, name=f"{self.role}-{index}", daemon=True)
             proc.start()

@@ -300,7 +300,7 @@ def test_a_writer_that_laps_a_stalled_writer_waits_for_it():
     assert not leaked_segments(os.getpid())
 
 
-def _bell_waiter(specs, condition, ready, out) -> None:
+def _bell_waiter(index: int, specs, semaphores, ready, out) -> None:
     """Block on the bell until the control's GO flag is set; report the CPU the wait took."""
     import time
 
@@ -309,17 +309,18 @@ def _bell_waiter(specs, condition, ready, out) -> None:
 
     arrays, segments = attach(specs)
     control = Control(arrays["control"])
-    bell = Bell(condition, control, Control.WORKERS_WAITING)
-    ready.set()
+    bell = Bell(semaphores, arrays["status"]["waiting"])
+    ready.release()
     cpu = time.process_time()
-    waited = bell.wait_until(lambda: control[Control.GO] == 1)
+    waited = bell.wait_until(index, lambda: control[Control.GO] == 1)
     out.put((time.process_time() - cpu, waited, time.perf_counter()))
     del control, bell, arrays
 
 
 def test_a_bell_wakes_a_blocked_waiter_without_polling():
     """workers.Bell: a waiter blocks without CPU (polling in 0.2 ms sleeps took the learner's core
-    once 16 actors waited, issue 21) and wakes within milliseconds of a ring, not at its beat."""
+    once 16 actors waited, issue 21) and wakes within milliseconds of a ring, not at its beat;
+    the ringer posts only the waiters that wait, and clears their flags."""
     import time
 
     from architectures.shared import Control
@@ -329,20 +330,23 @@ def test_a_bell_wakes_a_blocked_waiter_without_polling():
     blocks = SharedBlocks()
     try:
         control = Control.allocate(blocks)
-        condition, ready, out = ctx.Condition(), ctx.Event(), ctx.SimpleQueue()
-        bell = Bell(condition, control, Control.WORKERS_WAITING)
-        waiters = [ctx.Process(target=_bell_waiter, args=(blocks.specs, condition, ready, out)) for _ in range(4)]
+        status = blocks.allocate("status", (4,), STATUS_DTYPE)
+        semaphores, ready, out = [ctx.Semaphore(0) for _ in range(4)], ctx.Semaphore(0), ctx.SimpleQueue()
+        bell = Bell(semaphores, status["waiting"])
+        waiters = [ctx.Process(target=_bell_waiter, args=(i, blocks.specs, semaphores, ready, out)) for i in range(4)]
         for proc in waiters:
             proc.start()
-        assert ready.wait(60)
+        for _ in waiters:
+            assert ready.acquire(timeout=60)
         deadline = time.monotonic() + 30
-        while control[Control.WORKERS_WAITING] < 4 and time.monotonic() < deadline:
+        while int(status["waiting"].sum()) < 4 and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert control[Control.WORKERS_WAITING] == 4  # all four blocked, counted
+        assert status["waiting"].tolist() == [1, 1, 1, 1]  # all four blocked, flagged
         time.sleep(1.0)  # a second of waiting: ~20 beats, nothing else
         control[Control.GO] = 1
         rung = time.perf_counter()
         bell.ring()
+        assert status["waiting"].tolist() == [0, 0, 0, 0]  # the ringer cleared what it posted
         reports = [out.get() for _ in waiters]
         for proc in waiters:
             proc.join(10)
@@ -350,7 +354,8 @@ def test_a_bell_wakes_a_blocked_waiter_without_polling():
             assert cpu < 0.1, cpu  # a 0.2 ms poll would have spent most of the second awake
             assert waited >= 0.9
             assert woke - rung < BEAT_S / 2  # the ring woke it, not its next beat
-        assert control[Control.WORKERS_WAITING] == 0
+        bell.ring()  # nobody waits: nothing is posted
+        assert not any(s.acquire(False) for s in semaphores)
     finally:
-        del control
+        del control, status
         blocks.close()
