@@ -39,7 +39,7 @@ from architectures.networks import GreedyPolicy, build_q_network
 from architectures.replay import make_replay, transition_dtype
 from architectures.shared import (DONE, LOCK_BYTES, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks,
                                   TransitionRing, WeightChannel, block_bytes)
-from architectures.workers import Waiter, WorkerPool, misbehave, warn_if_oversubscribed, worker_fault
+from architectures.workers import Bell, Waiter, WorkerPool, misbehave, warn_if_oversubscribed, worker_fault
 
 RING_CAPACITY = 4096
 """Transitions an actor may hand off before the learner drains them (then the actor waits)."""
@@ -103,7 +103,7 @@ def _act(index: int, arrays: dict, waiter: Waiter, cfg: DQNConfig, ring_lock, we
             # -------------------------------------------------------------- rate limiter
             if loop.steps % 16 == 0:  # wait while the learner owes more than the slack in updates
                 wait_s += waiter.until(lambda: ratio.target_updates(int(all_steps.sum()))
-                                       - control[Control.LEARNER_VERSION] <= slack_updates)
+                                       - control[Control.LEARNER_VERSION] <= slack_updates, Bell.RATE)
             if fault and loop.steps >= fault[1]:
                 misbehave(fault[0])
             # -------------------------------------------------------------- syncing (pull weights, after any wait)
@@ -122,7 +122,7 @@ def _act(index: int, arrays: dict, waiter: Waiter, cfg: DQNConfig, ring_lock, we
             waited = 0.0
             for transition in transitions:
                 if not ring.has_room():
-                    waited += waiter.until(ring.has_room)
+                    waited += waiter.until(ring.has_room, Bell.ROOM)
                 ring.write(transition, initial_priority(loop.policy, transition) if cfg.prioritized else 0.0)
             ring.publish(loop.steps)
             if control[Control.MAIN_WAITING] and ratio.target_updates(int(all_steps.sum())) > control[
@@ -168,9 +168,15 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         weights = WeightChannel(weight_arrays["weights"], weight_arrays["weights_header"], weight_lock, shapes)
         books = ActorBooks(cfg, status)  # staleness at hand-off, publications, hand-off tally
 
+        driver_ratio = UpdateRatio(cfg.utd, cfg.learning_starts)  # the actors' rate limiter, read from here
+        slack_updates = int(cfg.utd_slack_steps * driver_ratio.ratio)
+
         def publish() -> None:  # after every update: the rate limiter's count, and weights on their period
             control[Control.LEARNER_VERSION] = learner.version
-            pool.workers_bell.ring()  # actors held back by the rate limiter may go on (no-op if none waits)
+            bell = pool.workers_bell  # actors held back by the rate limiter go on once it opens, not before
+            if bell.waiting(Bell.RATE) and driver_ratio.target_updates(
+                    int(status["env_steps"].sum())) - learner.version <= slack_updates:
+                bell.ring(Bell.RATE)
             if learner.version % cfg.weight_sync_period == 0:
                 began = time.perf_counter()
                 weights.publish(params, learner.version)
@@ -218,7 +224,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             books.tally.transitions += sum(ring.drain(sink) for ring in rings)
             global_steps = sum(ring.env_steps_seen for ring in rings)
             books.tally.seconds += perf() - t0
-            pool.workers_bell.ring()  # actors waiting for room in their rings may go on
+            pool.workers_bell.ring(Bell.ROOM)  # actors waiting for room in their rings may go on
             # -------------------------------------------------------------- learning
             if driver.owed(global_steps) > 0 and replay.size > 0:
                 driver.learn_owed(global_steps, limit=8)  # then drain again, so the rings never fill up

@@ -118,16 +118,26 @@ class Bell:
     waiter at most BEAT_S, never a hang, since every wait re-checks its condition after each
     beat (tests/test_shared.py::test_a_bell_wakes_a_blocked_waiter_without_polling)."""
 
+    ANY, RATE, ROOM = 1, 2, 3
+    """What a waiter waits for (its flag's value): anything the ringer changes (start, release,
+    stop), the rate limiter, or room in its ring. A ringer that knows which changed posts only
+    those waiters: woken on every update to find the rate limiter still shut, 12 actors took the
+    learner's core in turns."""
+
     def __init__(self, semaphores: list, flags: np.ndarray):
         self.semaphores, self.flags = semaphores, flags  # flags: (waiters,) int64, shared
 
-    def ring(self) -> None:
-        for index in np.flatnonzero(self.flags):
+    def waiting(self, reason: int) -> bool:
+        return bool((self.flags == reason).any())
+
+    def ring(self, reason: int | None = None) -> None:
+        """Post every flagged waiter (a start, a release, a stop), or those waiting for `reason`."""
+        for index in np.flatnonzero(self.flags if reason is None else self.flags == reason):
             self.flags[index] = 0
             self.semaphores[index].release()
 
     def wait_until(self, index: int, condition: Callable[[], bool], beat: Callable[[], None] = lambda: None,
-                   timeout_s: float | None = None) -> float:
+                   timeout_s: float | None = None, reason: int = ANY) -> float:
         """Block waiter `index` until condition() holds (or `timeout_s` passes), calling beat()
         every BEAT_S; returns the seconds waited."""
         if condition():
@@ -136,7 +146,7 @@ class Bell:
         semaphore = self.semaphores[index]
         while True:
             beat()
-            self.flags[index] = 1
+            self.flags[index] = reason
             if condition():  # checked after the flag is up: a ring from now on posts the semaphore
                 self.flags[index] = 0
                 break
@@ -174,9 +184,9 @@ class Waiter:
         self.status_row["heartbeat"] += 1
         self.check()
 
-    def until(self, condition: Callable[[], bool]) -> float:
+    def until(self, condition: Callable[[], bool], reason: int = Bell.ANY) -> float:
         """Block until condition() holds; returns the seconds spent waiting."""
-        return self.bell.wait_until(self.index, condition, self._beat)
+        return self.bell.wait_until(self.index, condition, self._beat, reason=reason)
 
 
 class WorkerPool:
