@@ -169,18 +169,22 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         books = ActorBooks(cfg, status)  # staleness at hand-off, publications, hand-off tally
 
         driver_ratio = UpdateRatio(cfg.utd, cfg.learning_starts)  # the actors' rate limiter, read from here
+        publish_due = False
         slack_updates = int(cfg.utd_slack_steps * driver_ratio.ratio)
 
         def publish() -> None:  # after every update: the rate limiter's count, and weights on their period
+            nonlocal publish_due
             control[Control.LEARNER_VERSION] = learner.version
             bell = pool.workers_bell  # actors held back by the rate limiter go on once it opens, not before
             if bell.waiting(Bell.RATE) and driver_ratio.target_updates(
                     int(status["env_steps"].sum())) - learner.version <= slack_updates:
                 bell.ring(Bell.RATE)
-            if learner.version % cfg.weight_sync_period == 0:
+            publish_due = publish_due or learner.version % cfg.weight_sync_period == 0
+            if publish_due:  # never waits on an actor that is copying weights out: tries again next update
                 began = time.perf_counter()
-                weights.publish(params, learner.version)
-                books.publications.published(learner.version, time.perf_counter() - began)
+                if weights.publish(params, learner.version, block=False):
+                    publish_due = False
+                    books.publications.published(learner.version, time.perf_counter() - began)
 
         driver = LearnerLoop("actor_learner", cfg, reporter, learner, replay, sources=n, after_update=publish)
         saved = driver.resume()

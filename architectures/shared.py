@@ -297,11 +297,19 @@ class WeightChannel:
         return {"weights": blocks.allocate("weights", (sum(int(np.prod(s)) for s in shapes),), np.float32),
                 "weights_header": header}
 
-    def publish(self, params: list[np.ndarray], version: int) -> None:
-        with self.lock:
+    def publish(self, params: list[np.ndarray], version: int, block: bool = True) -> bool:
+        """Copy `params` in as `version`; with block=False, only if no actor is copying them out
+        right now (returns whether it published): with many actors on few cores, one preempted
+        mid-fetch would hold the learner at its lock for a time slice."""
+        if not self.lock.acquire(block):
+            return False
+        try:
             for view, p in zip(self.views, params):
                 np.copyto(view, p)
             self.header[0] = version
+        finally:
+            self.lock.release()
+        return True
 
     def latest_version(self) -> int:
         return int(self.header[0])  # an unlocked peek: at worst one step late
