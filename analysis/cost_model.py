@@ -96,7 +96,17 @@ def medians(costs: dict) -> dict:
             continue
         keys = {str(k).removeprefix("json://"): v["us"] for k, v in value.items()}
         out[name] = {int(k): v for k, v in keys.items()} if all(k.isdigit() for k in keys) else keys
+    _wait_cpu(costs, out)
     return out
+
+
+def _wait_cpu(costs: dict, out: dict) -> None:
+    """A waiting step still takes some CPU (the sleep's system calls and wake-up: ~100 us a step
+    measured here): `env_wait_cpu`, its CPU beyond the plain step's, is charged as CPU and taken
+    out of the wall-only wait."""
+    wait, step = costs.get("env_wait"), costs.get("env_step")
+    if wait and "cpu_us" in wait and step and "cpu_us" in step:
+        out["env_wait_cpu"] = min(out["env_wait"], max(0.0, wait["cpu_us"] - step["cpu_us"]))
 
 
 def combine(measured: list[dict]) -> dict:
@@ -115,7 +125,8 @@ def _loop(c: dict) -> dict:
     """The per-env-step components as single_env's loop pays them (`in_loop`, when measured: the
     env step and the store between updates evict what a warm, alone measurement keeps cached)."""
     il = c.get("in_loop") or {}
-    return {"env_step": il.get("env_step", c["env_step"]), "act": il.get("act", c["act"]),
+    return {"env_step": il.get("env_step", c["env_step"]) + float(c.get("env_wait_cpu", 0.0)),
+            "act": il.get("act", c["act"]),
             "fold_store": il.get("replay_add", c["fold"] + c["store"]), "sample": il.get("sample", c["sample"]),
             "update": il.get("update", c["update"])}
 
@@ -123,7 +134,7 @@ def _loop(c: dict) -> dict:
 def _contention(c: dict, busy: float, cores: int) -> float:
     """Slowdown of each process while `busy` processes run at once: 1 alone, the measured factor
     with every core busy (`contention`), linear between."""
-    full = float(c.get("contention", 1.0))
+    full = max(1.0, float(c.get("contention", 1.0)))  # below 1 is noise: a co-runner never speeds a loop up
     if cores < 2:
         return 1.0
     share = min(1.0, max(0.0, (min(busy, cores) - 1) / (cores - 1)))
@@ -165,7 +176,7 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
     parallel designs diagnostics, ring_write, ring_drain, weight_publish, act_batch {N: us},
     vector_send {N: us}, vector_recv {N: us}, vector_round_trip {N: us}."""
     c, n, k = costs, workers, _loop(costs)
-    wait = float(c.get("env_wait", 0.0))  # wall time per env step that takes no CPU
+    wait = float(c.get("env_wait", 0.0)) - float(c.get("env_wait_cpu", 0.0))  # wall time per env step, no CPU
     loop = k["env_step"] + k["act"] + k["fold_store"] + utd * (k["sample"] + k["update"])
     if design == "single_env":
         return Prediction(design, 1, 1e6 / (wait + loop), "process", False, {"process": 1e6 / (wait + loop)})
@@ -173,7 +184,8 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
         if c.get("hogwild_in_loop") and c.get("hogwild_at_cores") and cores > 1 and _loops_apply(c, utd):
             # One worker's CPU per own env step, measured alone and with `cores` workers sharing
             # the parameters; linear in the workers on a CPU at once, and the cores' bound beyond.
-            alone, crowded = c["hogwild_in_loop"], c["hogwild_at_cores"] * cores
+            wait_cpu = float(c.get("env_wait_cpu", 0.0))  # the loops were measured with the wait off
+            alone, crowded = c["hogwild_in_loop"] + wait_cpu, c["hogwild_at_cores"] * cores + wait_cpu
             per_worker = alone
             for _ in range(3):  # the workers on a CPU at once depend on how long each one's CPU takes
                 busy = min(n, cores, n * per_worker / (wait + per_worker))
@@ -182,7 +194,7 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
             return _bounded(design, n, rates, n * per_worker / (wait + per_worker) > cores)
         worker = loop
         if c.get("hogwild_in_loop") and _loops_apply(c, utd):  # one worker's loop as it ran: bookkeeping included
-            worker = c["hogwild_in_loop"]
+            worker = c["hogwild_in_loop"] + float(c.get("env_wait_cpu", 0.0))
         slow = _contention(c, min(n, cores, n * worker / (wait + worker)), cores)
         rates = {"workers": n * 1e6 / (wait + worker * slow), "cores": cores * 1e6 / (worker * slow)}
         return _bounded(design, n, rates, n * worker / (wait + worker) > cores)

@@ -300,3 +300,15 @@ def test_plan_explores_past_the_cores_where_the_env_waits_and_stops_past_the_lea
     assert max(counts) > 8 and max(counts) < 64  # past the cores, and not on once the learner bounds it
     assert rates[-1] < 1.02 * rates[-2]  # it stopped one count past the flat
     assert [p for p in waiting if p.design == "actor_learner"][-1].bottleneck == "learner"
+
+
+def test_a_waits_own_cpu_is_charged_as_cpu_and_not_as_wall_twice():
+    """components measure a waiting step's CPU beside its wall time; `medians` turns the CPU it
+    takes beyond the plain step's into `env_wait_cpu`, which the model charges as CPU."""
+    stored = {name: {"us": v, "p10": v, "p90": v} for name, v in COSTS.items() if not isinstance(v, dict)}
+    stored["env_step"]["cpu_us"] = 10.0
+    stored["env_wait"] = {"us": WAIT, "p10": WAIT, "p90": WAIT, "cpu_us": 110.0}
+    c = cost_model.medians(stored)
+    assert c["env_wait_cpu"] == 100.0
+    p = predict("single_env", 1, {**COSTS, **c}, utd=0.25, cores=2)
+    assert p.env_steps_per_sec == pytest.approx(1e6 / (WAIT + 174.0))  # the step's wall time is unchanged
