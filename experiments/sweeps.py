@@ -195,7 +195,7 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
     Sweep("seed_shape", "the practitioner's shape, many workers on an env that waits: single_env, and "
           "actor_learner, vector_env and hogwild at 1, 2, 4, 8, 12 and 16 workers, CartPole whose step waits "
           "2.2 ms without CPU, the cartpole learner at batch 32 (update ~0.6 ms) at utd 0.25; throughput only, one at a time, "
-          "against the cost model's predictions committed before the runs (paper/tables/seed_shape_predicted.md)",
+          "against the cost model's predictions committed before the runs (results/reference/seed_shape/predicted.md)",
           minutes={"small": 25, "paper": 70},
           cells={"small": _shape(12_000), "paper": _shape(40_000)},
           seeds={"small": 3, "paper": 3}, interleave=True),
