@@ -132,7 +132,9 @@ class Bell:
 
     def ring(self, reason: int | None = None) -> None:
         """Post every flagged waiter (a start, a release, a stop), or those waiting for `reason`."""
-        for index in np.flatnonzero(self.flags if reason is None else self.flags == reason):
+        # A comparison first: it snapshots the flags, which waiters set while we read them
+        # (np.flatnonzero on the live array raised "number of non-zero array elements changed").
+        for index in np.flatnonzero(self.flags != 0 if reason is None else self.flags == reason):
             self.flags[index] = 0
             self.semaphores[index].release()
 
