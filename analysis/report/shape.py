@@ -69,11 +69,12 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         speeds = group["env_steps_per_sec"].to_numpy(dtype=float)
         middle = group.iloc[int(np.argsort(speeds)[len(speeds) // 2])]  # the median run, whose breakdown is quoted
         role, learner_busy, shares = _bound(middle["result"])
+        update_us = float((middle["result"].get("time_breakdown") or {}).get("update", {}).get("us_per_call", np.nan))
         p = predicted.get((arch, n))
         rows.append({"architecture": arch, "num_workers": n, "seeds": len(group),
                      "env_steps_per_sec": float(np.median(speeds)), "low": float(speeds.min()),
                      "high": float(speeds.max()), "measured_bound": role, "learner_busy": learner_busy,
-                     "learner_shares": shares,
+                     "learner_shares": shares, "update_us": update_us,
                      "predicted_env_steps_per_sec": p["predicted_env_steps_per_sec"] if p else np.nan,
                      "predicted_bound": p["bottleneck"] if p else "",
                      "error": float(np.median(speeds)) / p["predicted_env_steps_per_sec"] - 1 if p else np.nan})
@@ -91,6 +92,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         "bound (run's breakdown)": points["measured_bound"],
         "learner busy": points["learner_busy"].map(lambda b: "-" if not np.isfinite(b) else f"{100 * b:.0f}%"),
         "learner: update / sample / drain / wait": points["learner_shares"].replace("", "-"),
+        "update (us, in the run)": points["update_us"].map(lambda u: "-" if not np.isfinite(u) else f"{u:,.0f}"),
         "bound (model)": points["predicted_bound"]})
     made.table("seed_shape_model", table,
                "The practitioner's shape (CartPole whose step waits 2.2 ms, the cartpole learner at utd 0.25): "
@@ -108,8 +110,11 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
             made.number(f"Shape{arch.title().replace('_', '')}Best", best["env_steps_per_sec"])
             made.number(f"Shape{arch.title().replace('_', '')}BestWorkers", int(best["num_workers"]), "{:d}")
             last = sub.loc[sub["num_workers"].idxmax()]
-            made.number(f"Shape{arch.title().replace('_', '')}LastShareOfBest",
-                        100 * last["env_steps_per_sec"] / best["env_steps_per_sec"], "{:.0f}")
+            name = f"Shape{arch.title().replace('_', '')}"
+            made.number(f"{name}LastShareOfBest", 100 * last["env_steps_per_sec"] / best["env_steps_per_sec"], "{:.0f}")
+            made.number(f"{name}Last", last["env_steps_per_sec"])
+            made.number(f"{name}UpdateAtBest", best["update_us"])
+            made.number(f"{name}UpdateAtLast", last["update_us"])
     single = points[points["architecture"] == "single_env"]
     if not single.empty:
         made.number("ShapeSingleEnv", float(single["env_steps_per_sec"].iloc[0]))
