@@ -66,14 +66,18 @@ def hold_lock(path: str) -> None:
     _HELD[key] = fd
 
 
+def _not_a_directory(path: str) -> None:
+    if os.path.isdir(path):
+        raise ConfigError(f"checkpoint_path: {path!r} is a directory; name a file in it, e.g. "
+                          f"{os.path.join(path, 'run.pt')!r}")
+
+
 def check_before_run(architecture: str, cfg: DQNConfig) -> None:
     """Every checkpoint_path problem, found before any work: one ConfigError line, file kept."""
     path = cfg.checkpoint_path
     if not path:
         return
-    if os.path.isdir(path):
-        raise ConfigError(f"checkpoint_path: {path!r} is a directory; name a file in it, e.g. "
-                          f"{os.path.join(path, 'run.pt')!r}")
+    _not_a_directory(path)
     folder = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)
@@ -114,9 +118,7 @@ def load_checkpoint(path: str) -> dict | None:
     """The saved state, or None when there is no checkpoint yet."""
     if not path or not os.path.exists(path):
         return None
-    if os.path.isdir(path):
-        raise ConfigError(f"checkpoint_path: {path!r} is a directory; name a file in it, e.g. "
-                          f"{os.path.join(path, 'run.pt')!r}")
+    _not_a_directory(path)
     stat = os.stat(path)
     cached = _READ.pop((os.path.abspath(path), stat.st_size, stat.st_mtime_ns), None)
     if cached is not None:

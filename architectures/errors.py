@@ -28,9 +28,13 @@ class RunDiverged(RunError):
 
     def __init__(self, reason: str, *, update: int, env_steps: int, max_abs_q: float,
                  holdout_curve: list[dict] | None = None, train_seconds: float | None = None):
-        super().__init__(f"diverged: {reason} at learner update {update:,} ({env_steps:,} env steps)")
+        super().__init__(self.describe(reason, update, env_steps))
         self.reason, self.update, self.env_steps, self.max_abs_q = reason, update, env_steps, max_abs_q
         self.holdout_curve, self.train_seconds = holdout_curve or [], train_seconds
+
+    @staticmethod
+    def describe(reason: str, update: int, env_steps: int) -> str:
+        return f"diverged: {reason} at learner update {update:,} ({env_steps:,} env steps)"
 
     def __reduce__(self):  # travels from a hogwild worker to the main process on a queue
         return _rebuild_diverged, (self.reason, self.update, self.env_steps, self.max_abs_q)

@@ -266,8 +266,8 @@ def cli(argv: list[str] | None = None) -> None:
         raise SystemExit(1)
     result = run.result if run is not None else None
     if isinstance(result, dict) and result.get("diverged_at_update") is not None:
-        print(f"error: diverged: {result['diverged_reason']} at learner update {result['diverged_at_update']:,} "
-              f"({result['env_steps']:,} env steps); recorded as diverged", file=sys.stderr)
+        line = RunDiverged.describe(result["diverged_reason"], result["diverged_at_update"], result["env_steps"])
+        print(f"error: {line}; recorded as diverged", file=sys.stderr)
         raise SystemExit(3)
 
 
