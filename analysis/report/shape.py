@@ -83,21 +83,21 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     points = points.sort_values(["order", "num_workers"], ignore_index=True).drop(columns="order")
     made = FigureData(points.round(4), parts={"points": points})
     table = pd.DataFrame({
-        "design": points["architecture"], "workers": points["num_workers"], "seeds": points["seeds"],
-        "measured env steps/s (median [min, max])": [f"{m:,.0f} [{lo:,.0f}, {hi:,.0f}]" for m, lo, hi in
-                                                     zip(points["env_steps_per_sec"], points["low"], points["high"])],
-        "predicted (written before the runs)": points["predicted_env_steps_per_sec"].map(
-            lambda v: "-" if not np.isfinite(v) else f"{v:,.0f}"),
+        "design": points["architecture"], "workers": points["num_workers"],
+        "measured (median [min, max])": [f"{m:,.0f} [{lo:,.0f}, {hi:,.0f}]" for m, lo, hi in
+                                         zip(points["env_steps_per_sec"], points["low"], points["high"])],
+        "predicted": points["predicted_env_steps_per_sec"].map(lambda v: "-" if not np.isfinite(v) else f"{v:,.0f}"),
         "error": points["error"].map(lambda e: "-" if not np.isfinite(e) else f"{100 * e:+.0f}%"),
-        "bound (run's breakdown)": points["measured_bound"],
-        "learner busy": points["learner_busy"].map(lambda b: "-" if not np.isfinite(b) else f"{100 * b:.0f}%"),
+        "bound (runs)": points["measured_bound"],
         "learner: update / sample / drain / wait": points["learner_shares"].replace("", "-"),
-        "update (us, in the run)": points["update_us"].map(lambda u: "-" if not np.isfinite(u) else f"{u:,.0f}"),
+        "update (us)": points["update_us"].map(lambda u: "-" if not np.isfinite(u) else f"{u:,.0f}"),
         "bound (model)": points["predicted_bound"]})
+    seeds = ", ".join(str(n) for n in sorted(set(points["seeds"])))
     made.table("seed_shape_model", table,
-               "The practitioner's shape (CartPole whose step waits 2.2 ms, the cartpole learner at utd 0.25): "
-               "measured env steps/s per cell against the cost model's prediction committed before the runs, "
-               "no refit; the bound is the role the median run's own time breakdown names")
+               "The practitioner's shape (CartPole whose step waits 2.2 ms, the cartpole learner at batch 32, utd "
+               f"0.25), {seeds} seeds a cell: measured env steps/s against the cost model's prediction committed before "
+               "the runs, no refit; the bound is the role the median run's own time breakdown names, the learner's "
+               "shares are of its training time, and the update is what that run paid per update")
     fitted = points[np.isfinite(points["error"])]
     if not fitted.empty:
         made.number("ShapeCells", len(fitted), "{:d}")
