@@ -9,10 +9,10 @@ mitigations as independent switches:
 - a longer target period (`target_update_period`) and n-step returns (`n_step`).
 Instability is detected, not just suffered: at every log the largest |Q| of the latest batch is
 compared with the return scale max|r| / (1 - gamma) seen so far, and the gradient norm before
-clipping is logged; `diverged` is set when |Q| exceeds DIVERGENCE_FACTOR x that scale or a loss
-is not finite. With `utd` at the baseline's and no mitigation, this file reproduces single_env
-bit for bit (tests/test_high_utd.py), and like single_env it resumes bit for bit
-(tests/test_resume.py).
+clipping is logged; `diverged` is set when |Q| exceeds DIVERGENCE_FACTOR x that scale (a loss
+that is not finite stops the run at once, as in every design: loop.LearnerLoop.learn_owed).
+With `utd` at the baseline's and no mitigation, this file reproduces single_env bit for bit
+(tests/test_high_utd.py), and like single_env it resumes bit for bit (tests/test_resume.py).
 
 Run it without Sacred:  python -m architectures.high_utd --utd 4 --layer_norm true --reset_period 2000
 """
@@ -68,8 +68,8 @@ class DivergenceWatch:
         self.max_abs_q = max(self.max_abs_q, q_abs, key=lambda v: (math.isnan(v), v))
         self.max_grad_norm = max(self.max_grad_norm, grad_norm)
         self.return_scale = max_abs_reward / max(1e-8, 1.0 - self.gamma)
-        if self.diverged_at is None and (q_abs > DIVERGENCE_FACTOR * self.return_scale
-                                         or not math.isfinite(driver.loss_sum)):
+        # A non-finite loss never gets here: LearnerLoop.learn_owed stops the run at its update.
+        if self.diverged_at is None and q_abs > DIVERGENCE_FACTOR * self.return_scale:
             self.diverged_at = env_steps
         return {"q_max_abs": q_abs, "grad_norm": grad_norm}
 
