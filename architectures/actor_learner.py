@@ -168,16 +168,13 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         weights = WeightChannel(weight_arrays["weights"], weight_arrays["weights_header"], weight_lock, shapes)
         books = ActorBooks(cfg, status)  # staleness at hand-off, publications, hand-off tally
 
-        driver_ratio = UpdateRatio(cfg.utd, cfg.learning_starts)  # the actors' rate limiter, read from here
         publish_due = False
-        slack_updates = int(cfg.utd_slack_steps * driver_ratio.ratio)
 
         def publish() -> None:  # after every update: the rate limiter's count, and weights on their period
             nonlocal publish_due
             control[Control.LEARNER_VERSION] = learner.version
             bell = pool.workers_bell  # actors held back by the rate limiter go on once it opens, not before
-            if bell.waiting(Bell.RATE) and driver_ratio.target_updates(
-                    int(status["env_steps"].sum())) - learner.version <= slack_updates:
+            if bell.waiting(Bell.RATE) and driver.owed(int(status["env_steps"].sum())) <= slack_updates:
                 bell.ring(Bell.RATE)
             publish_due = publish_due or learner.version % cfg.weight_sync_period == 0
             if publish_due:  # never waits on an actor that is copying weights out: tries again next update
@@ -187,6 +184,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                     books.publications.published(learner.version, time.perf_counter() - began)
 
         driver = LearnerLoop("actor_learner", cfg, reporter, learner, replay, sources=n, after_update=publish)
+        slack_updates = int(cfg.utd_slack_steps * driver.ratio.ratio)  # the actors' rate limiter, read here
         saved = driver.resume()
         actor_states = [None] * n
         if saved is not None:  # actors continue their streams; the rings start empty
