@@ -127,6 +127,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         if actor.ended and driver.save_due(env_steps):  # on an episode end: nothing in flight
             driver.save(env_steps, {"actor": actor.state(), "watch": watch.state()})
 
+    driver.end_clock()  # closing the env is not training
     actor.close()
     steps = cfg.total_env_steps
     return driver.result(env_steps=steps, episodes=actor.stats, components={

@@ -56,6 +56,10 @@ class Stopwatch:
         self._paused += time.perf_counter() - self._pause_began
         self._pause_began = None
 
+    @property
+    def running(self) -> bool:
+        return self._pause_began is None
+
     def elapsed(self) -> float:
         now = self._pause_began if self._pause_began is not None else time.perf_counter()
         return now - self._start - self._paused

@@ -192,6 +192,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
             driver.save(env_steps, {"streams": [s.state() for s in streams], "vector_steps": vector_steps,
                                     "policy_rng": policy.rng.bit_generator.state, "seconds": dict(seconds)})
 
+    driver.end_clock()  # closing the envs is not training
     resets = sum(s.stats.episodes for s in streams)
     result = driver.result(
         env_steps=env_steps, episodes=episodes, num_workers=n,

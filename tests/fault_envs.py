@@ -4,12 +4,13 @@ AsyncVectorEnv's subprocesses) imports this module and finds them.
 
 Each is CartPole-v1 until its own env step `after` (counted per env instance, across episodes),
 then: NaN observations, a NaN reward, or, once, a file that fills the folder named by
-`PDQN_TEST_FILL` (a small tmpfs) until the disk is full.
+`PDQN_TEST_FILL` (a small tmpfs) until the disk is full. SlowClose-v0 takes seconds to close.
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -58,5 +59,16 @@ class FillsDisk(_Faulty):
         return obs, reward
 
 
-for _name, _cls in (("NanObs-v0", NanObs), ("NanReward-v0", NanReward), ("FillsDisk-v0", FillsDisk)):
+class SlowClose(_Faulty):
+    """Closing takes CLOSE_S seconds (a simulator that shuts down slowly): the teardown a run's
+    training clock must not count (tests/test_clock.py)."""
+    CLOSE_S = 4.0
+
+    def close(self):
+        time.sleep(self.CLOSE_S)
+        super().close()
+
+
+for _name, _cls in (("NanObs-v0", NanObs), ("NanReward-v0", NanReward), ("FillsDisk-v0", FillsDisk),
+                    ("SlowClose-v0", SlowClose)):
     gym.register(_name, entry_point=_cls, max_episode_steps=500)
