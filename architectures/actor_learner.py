@@ -39,7 +39,8 @@ from architectures.networks import GreedyPolicy, build_q_network
 from architectures.replay import make_replay, transition_dtype
 from architectures.shared import (DONE, LOCK_BYTES, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks,
                                   TransitionRing, WeightChannel, block_bytes)
-from architectures.workers import Bell, Waiter, WorkerPool, misbehave, warn_if_oversubscribed, worker_fault
+from architectures.workers import (Bell, Waiter, WorkerPool, misbehave, warn_if_oversubscribed, worker_fault,
+                                  yield_to_learner)
 
 RING_CAPACITY = 4096
 """Transitions an actor may hand off before the learner drains them (then the actor waits)."""
@@ -65,6 +66,7 @@ def _act(index: int, arrays: dict, waiter: Waiter, cfg: DQNConfig, ring_lock, we
          param_shapes: list[tuple], resume: dict | None) -> None:
     # ------------------------------------------------------------------ setup
     torch.set_num_threads(1)
+    yield_to_learner(cfg.actor_nice)
     status, control = arrays["status"][index], Control(arrays["control"])
     ring = TransitionRing(arrays[f"ring{index}_records"], arrays[f"ring{index}_priorities"],
                           arrays[f"ring{index}_counters"], ring_lock, status)
