@@ -57,6 +57,14 @@ adds its env's rate until the learner, or the CPU that acting and hand-off take,
   owed learning overlaps it.
 With env_wait = 0 every formula is the busy-env one above (tests/test_plan.py).
 
+A process that idles between its updates pays more for each (`in_loop_waiting`: single_env's
+loop measured with the wait on). The first seed_shape prediction took the update from a loop
+that never idles, 875 us, where the runs paid 2,036 us in single_env and 1,383-2,682 us in
+actor_learner's learner, and over-predicted every cell (by 9-75%). Each process's sample and
+update are now interpolated by its duty (the share of its time it is busy): the waiting loop's
+cost at that loop's own duty or less, the busy loop's at a duty of 1, linear between; the
+learner's (and vector_env's main process's) duty and its update's cost are settled together.
+
 Every prediction names its bottleneck: the role whose rate is the minimum (or `cores` when the
 time-sharing bound is). The report's `scaling` figure and `experiments.plan` both use `predict`.
 """
@@ -121,14 +129,44 @@ def combine(measured: list[dict]) -> dict:
     return out
 
 
-def _loop(c: dict) -> dict:
+def _loop(c: dict, duty: float = 1.0) -> dict:
     """The per-env-step components as single_env's loop pays them (`in_loop`, when measured: the
-    env step and the store between updates evict what a warm, alone measurement keeps cached)."""
+    env step and the store between updates evict what a warm, alone measurement keeps cached),
+    for a process busy `duty` of its time (see `_idle_factor`)."""
     il = c.get("in_loop") or {}
-    return {"env_step": il.get("env_step", c["env_step"]) + float(c.get("env_wait_cpu", 0.0)),
-            "act": il.get("act", c["act"]),
-            "fold_store": il.get("replay_add", c["fold"] + c["store"]), "sample": il.get("sample", c["sample"]),
-            "update": il.get("update", c["update"])}
+    out = {"env_step": il.get("env_step", c["env_step"]) + float(c.get("env_wait_cpu", 0.0)),
+           "act": il.get("act", c["act"]),
+           "fold_store": il.get("replay_add", c["fold"] + c["store"]), "sample": il.get("sample", c["sample"]),
+           "update": il.get("update", c["update"])}
+    f = _idle_factor(c, duty)
+    if f > 0:
+        iw = c["in_loop_waiting"]
+        for name, key in (("sample", "sample"), ("update", "update")):
+            out[name] += f * max(0.0, iw[key] - out[name])
+    return out
+
+
+def waiting_duty(c: dict) -> float:
+    """How busy single_env's loop is where the env waits (CPU per env step over its wall time):
+    the duty at which `in_loop_waiting` was measured."""
+    iw, wait = c["in_loop_waiting"], float(c.get("env_wait", 0.0)) - float(c.get("env_wait_cpu", 0.0))
+    utd = float(c.get("loops_utd", 0.25))
+    cpu = iw["act"] + iw["replay_add"] + utd * (iw["sample"] + iw["update"]) + c["env_step"] + float(
+        c.get("env_wait_cpu", 0.0))
+    return cpu / (wait + cpu)
+
+
+def _idle_factor(c: dict, duty: float) -> float:
+    """How much of the waiting loop's dearer update and sample a process busy `duty` of its time
+    pays: all of it at the waiting loop's own duty or below, none when always busy, linear
+    between. A process that sleeps between updates pays more for each: single_env's update cost
+    2,036 us where the env waits 2.2 ms and 875 us where it does not, and actor_learner's learner
+    1,383-2,415 us as its actors made it more or less idle (seed_shape, issue 21: the term the
+    first prediction lacked). Without `in_loop_waiting` (a busy env, older plans): 0."""
+    if not c.get("in_loop_waiting") or float(c.get("env_wait", 0.0)) <= 0:
+        return 0.0
+    low = waiting_duty(c)
+    return float(min(1.0, max(0.0, (1.0 - duty) / max(1e-9, 1.0 - low))))
 
 
 def _contention(c: dict, busy: float, cores: int) -> float:
@@ -175,8 +213,10 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
     `costs` holds microseconds per call: env_step, act, fold, store, sample, update, and for the
     parallel designs diagnostics, ring_write, ring_drain, weight_publish, act_batch {N: us},
     vector_send {N: us}, vector_recv {N: us}, vector_round_trip {N: us}."""
-    c, n, k = costs, workers, _loop(costs)
+    c, n = costs, workers
     wait = float(c.get("env_wait", 0.0)) - float(c.get("env_wait_cpu", 0.0))  # wall time per env step, no CPU
+    waits = _idle_factor(c, 0.0) > 0
+    k = _loop(c, waiting_duty(c) if waits else 1.0)  # a process that steps a waiting env idles as single_env's
     loop = k["env_step"] + k["act"] + k["fold_store"] + utd * (k["sample"] + k["update"])
     if design == "single_env":
         return Prediction(design, 1, 1e6 / (wait + loop), "process", False, {"process": 1e6 / (wait + loop)})
@@ -185,7 +225,8 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
             # One worker's CPU per own env step, measured alone and with `cores` workers sharing
             # the parameters; linear in the workers on a CPU at once, and the cores' bound beyond.
             wait_cpu = float(c.get("env_wait_cpu", 0.0))  # the loops were measured with the wait off
-            alone, crowded = c["hogwild_in_loop"] + wait_cpu, c["hogwild_at_cores"] * cores + wait_cpu
+            idling = utd * (k["sample"] + k["update"] - sum(_loop(c)[x] for x in ("sample", "update")))
+            alone, crowded = c["hogwild_in_loop"] + wait_cpu + idling, c["hogwild_at_cores"] * cores + wait_cpu + idling
             per_worker = alone
             for _ in range(3):  # the workers on a CPU at once depend on how long each one's CPU takes
                 busy = min(n, cores, n * per_worker / (wait + per_worker))
@@ -194,42 +235,67 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
             return _bounded(design, n, rates, n * per_worker / (wait + per_worker) > cores)
         worker = loop
         if c.get("hogwild_in_loop") and _loops_apply(c, utd):  # one worker's loop as it ran: bookkeeping included
-            worker = c["hogwild_in_loop"] + float(c.get("env_wait_cpu", 0.0))
+            worker = c["hogwild_in_loop"] + float(c.get("env_wait_cpu", 0.0)) + utd * (
+                k["sample"] + k["update"] - sum(_loop(c)[x] for x in ("sample", "update")))  # its idling, as single_env's
         slow = _contention(c, min(n, cores, n * worker / (wait + worker)), cores)
         rates = {"workers": n * 1e6 / (wait + worker * slow), "cores": cores * 1e6 / (worker * slow)}
         return _bounded(design, n, rates, n * worker / (wait + worker) > cores)
     if design == "actor_learner":
-        actor = k["env_step"] + k["act"] + k["fold_store"] - c["store"] + c["ring_write"]  # writes a ring, not a replay
-        learner = utd * (k["sample"] + k["update"] + c["diagnostics"] + c["weight_publish"] / weight_sync_period) \
-            + c["ring_drain"]
-        shared = c.get("actor_learner_shared")
-        if n + 1 > cores and shared and _loops_apply(c, utd) and wait == 0:
-            # More processes than cores, all busy: each role's CPU per env step as it paid
-            # time-sharing the cores (measured at `cores` actors), contention included.
-            actor, learner = shared["actors"], shared["learner"]
-            rates = {"actors": n * 1e6 / actor, "learner": 1e6 / learner, "cores": cores * 1e6 / (actor + learner)}
-            return _bounded(design, n, rates, True)
-        rates = {"actors": n * 1e6 / (wait + actor), "learner": 1e6 / learner,
-                 "cores": cores * 1e6 / (actor + learner)}
-        busy = min(rates.values()) * (actor + learner) / 1e6  # processes' worth of CPU in use
-        slow = _contention(c, busy, cores)
-        rates = {"actors": n * 1e6 / (wait + actor * slow), "learner": rates["learner"] / slow,
-                 "cores": rates["cores"] / slow}
-        return _bounded(design, n, rates, n * actor / (wait + actor) + 1 > cores)
+        if waits:  # the learner idles while its actors are few: settle its duty and its update's cost together
+            duty = 0.0
+            for _ in range(20):
+                p = _actor_learner(n, c, _loop(c, duty), wait, utd, cores, weight_sync_period)
+                duty = min(1.0, p.env_steps_per_sec / p.rates["learner"])  # the learner's share of its time busy
+            return p
+        return _actor_learner(n, c, k, wait, utd, cores, weight_sync_period)
     if design == "vector_env":
-        parts = _vector_parts(n, c, k, utd, cores, wait)
-        step = parts["step"]
-        if c.get("vector_round_trip_learning") and _loops_apply(c, utd):
-            # The loop's act and round trip (send, the owed learning beside the envs' steps,
-            # receive) as measured in that loop; the components alone missed them by up to 35%.
-            # A waiting env's reply comes no sooner than its wait after the send.
-            trip = _at(c["vector_round_trip_learning"], n)
-            if wait:
-                trip = max(trip, wait + _at(c["vector_round_trip"], n))
-            step = _at(c["vector_act_in_loop"], n) + trip + n * (k["fold_store"] + utd * c["diagnostics"])
-        rates = {**parts["rates"], "cores": n * 1e6 / step}
-        return Prediction(design, n, n * 1e6 / step, parts["bottleneck"], n + 1 > cores, rates)
+        if waits:  # the main process idles while the envs are few: settle its duty with its update's cost
+            duty = 0.0
+            for _ in range(20):
+                p = _vector_env(n, c, _loop(c, duty), wait, utd, cores)
+                duty = min(1.0, p.env_steps_per_sec / p.rates["main"])
+            return p
+        return _vector_env(n, c, k, wait, utd, cores)
     raise ValueError(f"design: unknown {design!r} (valid: {', '.join(DESIGNS)})")
+
+
+def _vector_env(n: int, c: dict, k: dict, wait: float, utd: float, cores: int) -> Prediction:
+    """vector_env at n envs from the loop components `k` (see module doc)."""
+    parts = _vector_parts(n, c, k, utd, cores, wait)
+    step = parts["step"]
+    if c.get("vector_round_trip_learning") and _loops_apply(c, utd):
+        # The loop's act and round trip (send, the owed learning beside the envs' steps,
+        # receive) as measured in that loop; the components alone missed them by up to 35%.
+        # A waiting env's reply comes no sooner than its wait after the send.
+        trip = _at(c["vector_round_trip_learning"], n)
+        if wait:  # ... and no sooner than the owed learning, at this loop's cost of an update, is done
+            learn = n * utd * (k["sample"] + k["update"] + c["diagnostics"])
+            trip = max(trip, wait + _at(c["vector_round_trip"], n),
+                       _at(c["vector_send"], n) + learn + _at(c["vector_recv"], n))
+        step = _at(c["vector_act_in_loop"], n) + trip + n * (k["fold_store"] + utd * c["diagnostics"])
+    rates = {**parts["rates"], "cores": n * 1e6 / step}
+    return Prediction("vector_env", n, n * 1e6 / step, parts["bottleneck"], n + 1 > cores, rates)
+
+
+def _actor_learner(n: int, c: dict, k: dict, wait: float, utd: float, cores: int, weight_sync_period: int) -> Prediction:
+    """actor_learner at n actors from the loop components `k` (see module doc)."""
+    actor = k["env_step"] + k["act"] + k["fold_store"] - c["store"] + c["ring_write"]  # writes a ring, not a replay
+    learner = utd * (k["sample"] + k["update"] + c["diagnostics"] + c["weight_publish"] / weight_sync_period) \
+        + c["ring_drain"]
+    shared = c.get("actor_learner_shared")
+    if n + 1 > cores and shared and _loops_apply(c, utd) and wait == 0:
+        # More processes than cores, all busy: each role's CPU per env step as it paid
+        # time-sharing the cores (measured at `cores` actors), contention included.
+        actor, learner = shared["actors"], shared["learner"]
+        rates = {"actors": n * 1e6 / actor, "learner": 1e6 / learner, "cores": cores * 1e6 / (actor + learner)}
+        return _bounded("actor_learner", n, rates, True)
+    rates = {"actors": n * 1e6 / (wait + actor), "learner": 1e6 / learner,
+             "cores": cores * 1e6 / (actor + learner)}
+    busy = min(rates.values()) * (actor + learner) / 1e6  # processes' worth of CPU in use
+    slow = _contention(c, busy, cores)
+    rates = {"actors": n * 1e6 / (wait + actor * slow), "learner": rates["learner"] / slow,
+             "cores": rates["cores"] / slow}
+    return _bounded("actor_learner", n, rates, n * actor / (wait + actor) + 1 > cores)
 
 
 def _loops_apply(c: dict, utd: float) -> bool:

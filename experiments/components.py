@@ -224,12 +224,17 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
     for _ in range(REPEATS):
         rep = _vector_costs(cfg, cores, learner, policy, replay, rng)
         rep["in_loop"] = in_loop(cfg, budget_s * 0.3 / REPEATS)
+        if wait_us > 0:  # the same loop where the env waits: a process that idles pays more per update
+            rep["in_loop_waiting"] = in_loop(cfg.replace(env_step_wait_us=wait_us), budget_s * 0.15 / REPEATS)
         rep["hogwild_in_loop"] = design_in_loop("hogwild", cfg, budget_s * 0.3 / REPEATS)
         repeats.append(rep)
     costs.update(median_repeat(repeats))
     # hogwild's and vector_env's loops are measured at this utd: the model uses them only there.
     costs["loops_utd"] = {"us": float(cfg.utd), "p10": float(cfg.utd), "p90": float(cfg.utd)}
     log("  in single_env's loop: " + ", ".join(f"{k} {v['us']:,.1f} us" for k, v in costs["in_loop"].items()))
+    if "in_loop_waiting" in costs:
+        log("  ... where the env waits: " + ", ".join(f"{k} {v['us']:,.1f} us" for k, v in
+                                                   costs["in_loop_waiting"].items() if k != "env_step"))
     log(f"  an env step of hogwild's worker loop (one worker, steady state): {costs['hogwild_in_loop']['us']:,.1f} us")
     if cores > 1:
         costs["hogwild_at_cores"] = design_in_loop("hogwild", cfg, budget_s * 0.1, workers=cores)

@@ -312,3 +312,36 @@ def test_a_waits_own_cpu_is_charged_as_cpu_and_not_as_wall_twice():
     assert c["env_wait_cpu"] == 100.0
     p = predict("single_env", 1, {**COSTS, **c}, utd=0.25, cores=2)
     assert p.env_steps_per_sec == pytest.approx(1e6 / (WAIT + 174.0))  # the step's wall time is unchanged
+
+
+# ------------------------------------------ a process that idles pays more per update (issue 21)
+IDLE = {"act": 10.0, "env_step": 10.0, "replay_add": 4.0, "sample": 40.0, "update": 1_580.0}
+"""single_env's loop where the env waits: the update 1,000 us dearer than COSTS' busy 580."""
+
+
+def test_without_a_waiting_loop_measured_every_prediction_is_as_before():
+    """Plans measured before `in_loop_waiting`, and busy envs (no wait), predict as they did."""
+    for design, n in [("single_env", 1), ("actor_learner", 8), ("hogwild", 4), ("vector_env", 8)]:
+        assert predict(design, n, {**COSTS, "in_loop_waiting": IDLE}, utd=0.25, cores=2) == predict(
+            design, n, COSTS, utd=0.25, cores=2)
+        assert predict(design, n, {**COSTS, "env_wait": WAIT}, utd=0.25, cores=2) == predict(
+            design, n, {**COSTS, "env_wait": WAIT, "in_loop_waiting": {}}, utd=0.25, cores=2)
+
+
+def test_single_env_where_the_env_waits_pays_the_waiting_loops_update():
+    costs = {**COSTS, "env_wait": WAIT, "in_loop_waiting": IDLE}
+    p = predict("single_env", 1, costs, utd=0.25, cores=2)
+    assert p.env_steps_per_sec == pytest.approx(1e6 / (WAIT + 24 + 0.25 * (40 + 1_580)))
+
+
+@pytest.mark.parametrize("workers", [1, 4, 16, 32])
+def test_the_learners_update_costs_between_its_idle_and_busy_measurements_by_its_duty(workers):
+    """actor_learner's learner pays the waiting loop's update when idle and the busy loop's when
+    always busy; its predicted rate lies between the two bounds, and the learner bounds many actors."""
+    idle = predict("actor_learner", workers, {**COSTS, "env_wait": WAIT, "in_loop_waiting": IDLE}, utd=0.25, cores=2)
+    busy = predict("actor_learner", workers, {**COSTS, "env_wait": WAIT}, utd=0.25, cores=2)
+    cold = 1e6 / (0.25 * (40 + 1_580 + 10 + 1) + 2)  # the learner's bound at the waiting loop's costs
+    assert idle.env_steps_per_sec <= busy.env_steps_per_sec
+    assert idle.env_steps_per_sec >= min(cold, busy.env_steps_per_sec) * 0.999
+    if workers >= 16:
+        assert idle.bottleneck == "learner" and idle.env_steps_per_sec > cold * 1.05  # busy: cheaper updates
