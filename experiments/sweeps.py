@@ -100,6 +100,17 @@ def _scaling(steps_by_cost: dict[float, int], workers: list[int], env: str = "ca
 SHAPE_WORKERS = (1, 2, 4, 8, 12, 16)
 
 
+CHECK_WORKERS = {"actor_learner": (2, 8, 16, 24), "vector_env": (4, 12), "hogwild": (4, 12)}
+"""The shape's second, out-of-sample check (`shape_check`): past the first table's worker counts."""
+
+
+def _shape_check(steps: int) -> list[Cell]:
+    budget = dict(_NO_EVAL, total_env_steps=steps, eval_every=steps, worker_timeout_s=120.0)
+    return [Cell(("practitioner_shape", "single_env"), dict(budget))] + [
+        Cell(("practitioner_shape", arch), dict(budget, num_workers=n))
+        for arch, counts in CHECK_WORKERS.items() for n in counts]
+
+
 def _shape(steps: int) -> list[Cell]:
     """The practitioner's shape (a 2.2 ms env step that waits, a ~0.6 ms update at utd 0.25):
     single_env and every parallel design at SHAPE_WORKERS, evaluation off, one at a time."""
@@ -199,6 +210,14 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           minutes={"small": 25, "paper": 70},
           cells={"small": _shape(12_000), "paper": _shape(40_000)},
           seeds={"small": 3, "paper": 3}, interleave=True),
+    Sweep("shape_check", "the cost model's second prediction for the practitioner's shape, out of sample: "
+          "with the waiting loop's update (in_loop_waiting), the training clock stopped before the teardown and "
+          "the actors below the learner's priority (actor_nice), single_env, actor_learner at 2, 8, 16 and 24 "
+          "actors, vector_env and hogwild at 4 and 12, against predictions committed before the runs "
+          "(results/reference/shape_check/predicted.md)",
+          minutes={"small": 12, "paper": 30},
+          cells={"small": _shape_check(12_000), "paper": _shape_check(40_000)},
+          seeds={"small": 2, "paper": 3}, interleave=True),
     Sweep("utd", "high_utd: utd 1, 4, 16 x mitigations none, LayerNorm, resets, both on CartPole",
           minutes={"small": 240, "paper": 600},
           cells={"small": _utd_grid(50_000), "paper": _utd_grid(100_000)},

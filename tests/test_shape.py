@@ -48,3 +48,25 @@ def test_each_cell_is_read_against_its_prediction_and_names_its_bound(tmp_path, 
     assert numbers["ShapeActorLearnerBestWorkers"] == 8
     [(name, table, _)] = made.tables
     assert name == "seed_shape_model" and len(table) == 3 and not notes
+
+
+def test_the_second_prediction_is_read_against_its_own_sweep_and_leaves_the_first_alone(tmp_path, monkeypatch):
+    """shape_check runs go to the second table (shape_check_model) against the second prediction;
+    the first family sees none of them."""
+    store = tmp_path / "runs"
+    for seed, speed in zip((101, 102), (2_400.0, 2_500.0)):
+        write_run(str(store), f"shape_check-actor_learner24s{seed}",
+                  config={"architecture": "actor_learner", "num_workers": 24, "seed": seed, "env_step_wait_us": 2200.0},
+                  result=_result(speed, "learner", 0.98))
+    predicted = tmp_path / "check.json"
+    predicted.write_text(json.dumps({"predictions": [
+        {"design": "actor_learner", "workers": 24, "predicted_env_steps_per_sec": 2_300.0, "bottleneck": "learner"}]}))
+    monkeypatch.setattr(shape, "CHECK_PREDICTIONS", str(predicted))
+    runs = load_runs([str(store)])
+    notes: list[str] = []
+    made = shape.check_data(runs, notes.append)
+    [(name, table, _)] = made.tables
+    assert name == "shape_check_model" and len(table) == 1 and not notes
+    numbers = dict((name, value) for name, value, _ in made.numbers)
+    assert numbers["ShapeCheckCells"] == 1 and numbers["ShapeCheckCellsWithinTwenty"] == 1  # 2,450 against 2,300
+    assert shape.data(runs, notes.append) is None and "seed_shape" in notes[-1]

@@ -42,7 +42,8 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("figure_hogwild", hogwild.data, hogwild.plot),
            ("figure_uneven", uneven.data, uneven.plot),
            ("figure_improvement", learning.improvement_data, learning.plot_improvement),
-           ("figure_practitioner_shape", shape.data, shape.plot)]
+           ("figure_practitioner_shape", shape.data, shape.plot),
+           ("figure_practitioner_shape_check", shape.check_data, shape.plot)]
 """(name in a failure's note, data function, plotting function), in the order they are built."""
 
 

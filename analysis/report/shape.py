@@ -21,18 +21,21 @@ from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep
 
 PREDICTIONS = os.path.join("results", "reference", "seed_shape", "predicted.json")
 """Written by `python -m experiments.predict seed_shape ...` and committed before the sweep ran."""
+CHECK_PREDICTIONS = os.path.join("results", "reference", "shape_check", "predicted.json")
+"""The second prediction (the model with `in_loop_waiting`), for the `shape_check` sweep, committed
+before its runs: the first table stays as it was."""
 PRACTITIONER = pd.DataFrame({"workers": [1, 2, 4, 12], "env_steps_per_sec": [424.0, 642.0, 975.0, 1409.0],
                              "low": [424.0, 642.0, 900.0, 1409.0], "high": [424.0, 642.0, 1050.0, 1409.0]})
 """The practitioner's report (shared/seeds/000_491a81bcabd90492.txt): env steps/s at one update per
 4 env steps on 24 logical cores, worker processes stepping their envs (4 workers: 900-1,050)."""
 
 
-def _predictions(note: Note) -> dict:
-    if not os.path.exists(PREDICTIONS):
-        note(f"shape: no predictions at {PREDICTIONS}; `python -m experiments.predict seed_shape` writes them, "
+def _predictions(note: Note, path: str = PREDICTIONS, sweep: str = "seed_shape") -> dict:
+    if not os.path.exists(path):
+        note(f"shape: no predictions at {path}; `python -m experiments.predict {sweep}` writes them, "
              "before the sweep runs")
         return {}
-    with open(PREDICTIONS) as f:
+    with open(path) as f:
         record = json.load(f)
     return {(p["design"], int(p["workers"])): p for p in record["predictions"]}
 
@@ -57,12 +60,22 @@ def _bound(result: dict) -> tuple[str, float, str]:
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
-    runs = _sweep(rs.runs, "seed_shape")
+    """The first prediction against the `seed_shape` runs (table seed_shape_model)."""
+    return _cells(rs, note, "seed_shape", PREDICTIONS, "seed_shape_model", "Shape")
+
+
+def check_data(rs: RunSet, note: Note) -> FigureData | None:
+    """The second prediction against the `shape_check` runs (table shape_check_model)."""
+    return _cells(rs, note, "shape_check", CHECK_PREDICTIONS, "shape_check_model", "ShapeCheck")
+
+
+def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str, prefix: str) -> FigureData | None:
+    runs = _sweep(rs.runs, sweep)
     runs = runs[runs["experiment"].isin(TRAINING_EXPERIMENTS)]
     if runs.empty:
-        note("shape: no runs of the `seed_shape` sweep; run `python -m experiments.sweep seed_shape`")
+        note(f"shape: no runs of the `{sweep}` sweep; run `python -m experiments.sweep {sweep}`")
         return None
-    predicted = _predictions(note)
+    predicted = _predictions(note, predictions, sweep)
     rows = []
     for (arch, n), group in runs.groupby(["architecture", "num_workers"]):
         n = 1 if arch == "single_env" else int(n)
@@ -81,7 +94,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     points = pd.DataFrame(rows)
     points["order"] = points["architecture"].map(ARCH_ORDER.index)
     points = points.sort_values(["order", "num_workers"], ignore_index=True).drop(columns="order")
-    made = FigureData(points.round(4), parts={"points": points})
+    made = FigureData(points.round(4), parts={"points": points, "sweep": sweep})
     table = pd.DataFrame({
         "design": points["architecture"], "workers": points["num_workers"],
         "measured (median [min, max])": [f"{m:,.0f} [{lo:,.0f}, {hi:,.0f}]" for m, lo, hi in
@@ -93,31 +106,31 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         "update (us)": points["update_us"].map(lambda u: "-" if not np.isfinite(u) else f"{u:,.0f}"),
         "bound (model)": points["predicted_bound"]})
     seeds = ", ".join(str(n) for n in sorted(set(points["seeds"])))
-    made.table("seed_shape_model", table,
+    made.table(table_name, table,
                "The practitioner's shape (CartPole whose step waits 2.2 ms, the cartpole learner at batch 32, utd "
                f"0.25), {seeds} seeds a cell: measured env steps/s against the cost model's prediction committed before "
                "the runs, no refit; the bound is the role the median run's own time breakdown names, the learner's "
                "shares are of its training time, and the update is what that run paid per update")
     fitted = points[np.isfinite(points["error"])]
     if not fitted.empty:
-        made.number("ShapeCells", len(fitted), "{:d}")
-        made.number("ShapeCellsWithinTwenty", int((fitted["error"].abs() <= 0.2).sum()), "{:d}")
-        made.number("ShapeWorstError", 100 * fitted["error"].abs().max(), "{:.0f}")
+        made.number(f"{prefix}Cells", len(fitted), "{:d}")
+        made.number(f"{prefix}CellsWithinTwenty", int((fitted["error"].abs() <= 0.2).sum()), "{:d}")
+        made.number(f"{prefix}WorstError", 100 * fitted["error"].abs().max(), "{:.0f}")
     for arch in ("actor_learner", "vector_env", "hogwild"):
         sub = points[points["architecture"] == arch]
         if not sub.empty:
             best = sub.loc[sub["env_steps_per_sec"].idxmax()]
-            made.number(f"Shape{arch.title().replace('_', '')}Best", best["env_steps_per_sec"])
-            made.number(f"Shape{arch.title().replace('_', '')}BestWorkers", int(best["num_workers"]), "{:d}")
+            name = f"{prefix}{arch.title().replace('_', '')}"
+            made.number(f"{name}Best", best["env_steps_per_sec"])
+            made.number(f"{name}BestWorkers", int(best["num_workers"]), "{:d}")
             last = sub.loc[sub["num_workers"].idxmax()]
-            name = f"Shape{arch.title().replace('_', '')}"
             made.number(f"{name}LastShareOfBest", 100 * last["env_steps_per_sec"] / best["env_steps_per_sec"], "{:.0f}")
             made.number(f"{name}Last", last["env_steps_per_sec"])
             made.number(f"{name}UpdateAtBest", best["update_us"])
             made.number(f"{name}UpdateAtLast", last["update_us"])
     single = points[points["architecture"] == "single_env"]
     if not single.empty:
-        made.number("ShapeSingleEnv", float(single["env_steps_per_sec"].iloc[0]))
+        made.number(f"{prefix}SingleEnv", float(single["env_steps_per_sec"].iloc[0]))
     return made
 
 
@@ -147,8 +160,10 @@ def plot(report, made: FigureData) -> None:
     ax.set_xlabel("workers (actor processes, envs or hogwild workers)")
     ax.set_ylabel("env steps/s")
     ax.set_xticks(sorted(set(points["num_workers"]) | set(PRACTITIONER["workers"])))
-    ax.set_title("An env that waits 2.2 ms a step, the learner at utd 0.25: 2 cores here", fontsize=9)
+    check = made.parts["sweep"] == "shape_check"
+    ax.set_title("An env that waits 2.2 ms a step, the learner at utd 0.25: 2 cores here"
+                 + (" (second prediction, actors at nice 19)" if check else ""), fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    report.figure(fig, "practitioner_shape", made.data)
+    report.figure(fig, "practitioner_shape_check" if check else "practitioner_shape", made.data)
