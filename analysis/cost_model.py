@@ -61,8 +61,9 @@ A process that idles between its updates pays more for each (`in_loop_waiting`: 
 loop measured with the wait on). The first seed_shape prediction took the update from a loop
 that never idles, 875 us, where the runs paid 2,036 us in single_env and 1,383-2,682 us in
 actor_learner's learner, and over-predicted every cell (by 9-75%). Each process's sample and
-update are now interpolated by its duty (the share of its time it is busy): the waiting loop's
-cost at that loop's own duty or less, the busy loop's at a duty of 1, linear between; the
+update (and its act and store) are now interpolated by its duty (the share of its time it is
+busy): the waiting loop's cost at that loop's own duty or less, the busy loop's at a duty of 1,
+linear between. Actors and hogwild workers wait on every env step, as single_env does; the
 learner's (and vector_env's main process's) duty and its update's cost are settled together.
 
 Every prediction names its bottleneck: the role whose rate is the minimum (or `cores` when the
@@ -141,7 +142,7 @@ def _loop(c: dict, duty: float = 1.0) -> dict:
     f = _idle_factor(c, duty)
     if f > 0:
         iw = c["in_loop_waiting"]
-        for name, key in (("sample", "sample"), ("update", "update")):
+        for name, key in (("act", "act"), ("fold_store", "replay_add"), ("sample", "sample"), ("update", "update")):
             out[name] += f * max(0.0, iw[key] - out[name])
     return out
 
@@ -225,7 +226,7 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
             # One worker's CPU per own env step, measured alone and with `cores` workers sharing
             # the parameters; linear in the workers on a CPU at once, and the cores' bound beyond.
             wait_cpu = float(c.get("env_wait_cpu", 0.0))  # the loops were measured with the wait off
-            idling = utd * (k["sample"] + k["update"] - sum(_loop(c)[x] for x in ("sample", "update")))
+            idling = _idling(c, k, utd)
             alone, crowded = c["hogwild_in_loop"] + wait_cpu + idling, c["hogwild_at_cores"] * cores + wait_cpu + idling
             per_worker = alone
             for _ in range(3):  # the workers on a CPU at once depend on how long each one's CPU takes
@@ -235,16 +236,15 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
             return _bounded(design, n, rates, n * per_worker / (wait + per_worker) > cores)
         worker = loop
         if c.get("hogwild_in_loop") and _loops_apply(c, utd):  # one worker's loop as it ran: bookkeeping included
-            worker = c["hogwild_in_loop"] + float(c.get("env_wait_cpu", 0.0)) + utd * (
-                k["sample"] + k["update"] - sum(_loop(c)[x] for x in ("sample", "update")))  # its idling, as single_env's
+            worker = c["hogwild_in_loop"] + float(c.get("env_wait_cpu", 0.0)) + _idling(c, k, utd)  # as single_env idles
         slow = _contention(c, min(n, cores, n * worker / (wait + worker)), cores)
         rates = {"workers": n * 1e6 / (wait + worker * slow), "cores": cores * 1e6 / (worker * slow)}
         return _bounded(design, n, rates, n * worker / (wait + worker) > cores)
     if design == "actor_learner":
         if waits:  # the learner idles while its actors are few: settle its duty and its update's cost together
             duty = 0.0
-            for _ in range(20):
-                p = _actor_learner(n, c, _loop(c, duty), wait, utd, cores, weight_sync_period)
+            for _ in range(20):  # the actors wait on every env step, as single_env's loop does
+                p = _actor_learner(n, c, _loop(c, duty), wait, utd, cores, weight_sync_period, actors=k)
                 duty = min(1.0, p.env_steps_per_sec / p.rates["learner"])  # the learner's share of its time busy
             return p
         return _actor_learner(n, c, k, wait, utd, cores, weight_sync_period)
@@ -277,9 +277,19 @@ def _vector_env(n: int, c: dict, k: dict, wait: float, utd: float, cores: int) -
     return Prediction("vector_env", n, n * 1e6 / step, parts["bottleneck"], n + 1 > cores, rates)
 
 
-def _actor_learner(n: int, c: dict, k: dict, wait: float, utd: float, cores: int, weight_sync_period: int) -> Prediction:
-    """actor_learner at n actors from the loop components `k` (see module doc)."""
-    actor = k["env_step"] + k["act"] + k["fold_store"] - c["store"] + c["ring_write"]  # writes a ring, not a replay
+def _idling(c: dict, k: dict, utd: float) -> float:
+    """What a loop with components `k` pays per env step beyond the busy loop's."""
+    busy = _loop(c)
+    return (k["act"] - busy["act"] + k["fold_store"] - busy["fold_store"]
+            + utd * (k["sample"] - busy["sample"] + k["update"] - busy["update"]))
+
+
+def _actor_learner(n: int, c: dict, k: dict, wait: float, utd: float, cores: int, weight_sync_period: int,
+                   actors: dict | None = None) -> Prediction:
+    """actor_learner at n actors from the learner's loop components `k` (and the actors', when
+    they differ: `actors`; see module doc)."""
+    ka = actors or k
+    actor = ka["env_step"] + ka["act"] + ka["fold_store"] - c["store"] + c["ring_write"]  # writes a ring, not a replay
     learner = utd * (k["sample"] + k["update"] + c["diagnostics"] + c["weight_publish"] / weight_sync_period) \
         + c["ring_drain"]
     shared = c.get("actor_learner_shared")
