@@ -145,3 +145,17 @@ def seeds_summary(values, *, reps: int = DEFAULT_REPS, seed: int = DEFAULT_SEED)
     point, low, high = interval(array, "iqm", reps=reps, seed=seed)
     return {"n": int(array.size), "mean": float(array.mean()), "median": float(np.median(array)), "iqm": point,
             "iqm_low": low, "iqm_high": high, "min": float(array.min()), "max": float(array.max())}
+
+
+def holm(pvalues) -> list[float]:
+    """Holm's step-down adjustment of p-values for the comparisons one table makes (family-wise
+    error at the level compared against): the k-th smallest p times (m - k + 1), made monotone,
+    capped at 1 (tests/test_stats.py::test_holm_adjusts_as_the_step_down_procedure_does)."""
+    p = np.asarray(pvalues, dtype=float)
+    order = np.argsort(p)
+    adjusted = np.empty_like(p)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[index]))
+        adjusted[index] = running
+    return adjusted.tolist()

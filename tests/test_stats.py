@@ -153,3 +153,12 @@ def test_the_rank_test_falls_back_to_the_normal_approximation_above_its_exact_li
     x, y = np.arange(11.0) + 0.5, np.arange(11.0)   # C(22, 11) = 705,432 splits: too many to enumerate
     assert stats.rank_test_p(x, y) == pytest.approx(
         scipy_stats.mannwhitneyu(x, y, alternative="two-sided", method="asymptotic").pvalue)
+
+
+def test_holm_adjusts_as_the_step_down_procedure_does():
+    from analysis.stats import holm
+
+    # m = 3: the smallest x3, the next x2 (kept at least the one before), the largest x1.
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])  # capped at 1
+    assert holm([0.02]) == pytest.approx([0.02])  # one comparison: as it was
