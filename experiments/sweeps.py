@@ -111,6 +111,25 @@ def _shape_check(steps: int) -> list[Cell]:
         for arch, counts in CHECK_WORKERS.items() for n in counts]
 
 
+PER_HOUR = {"single_env": (1, 45_000), "actor_learner": (16, 240_000), "vector_env": (12, 200_000),
+            "hogwild": (12, 210_000)}
+"""Learning per hour (`per_hour`): each design at its best worker count in shape_check (actor_learner
+16, vector_env and hogwild 12), and env steps for about 140-160 training seconds: single_env made
+324 env steps/s here (45k in 139 s) and actor_learner (16) 1,530 (a first run, stopped at 106k);
+the others' budgets are guesses with a margin (a run that ends early shortens the compared window
+for all, one that ends late costs only machine time)."""
+
+
+def _per_hour(seconds_scale: float = 1.0) -> list[Cell]:
+    cells = []
+    for arch, (n, steps) in PER_HOUR.items():
+        steps = int(steps * seconds_scale)
+        cells.append(Cell(("minatar_breakout_wait", arch), dict(num_workers=n, total_env_steps=steps,
+                                                                eval_every=steps // 10, eval_episodes=10,
+                                                                worker_timeout_s=120.0)))
+    return cells
+
+
 def _shape(steps: int) -> list[Cell]:
     """The practitioner's shape (a 2.2 ms env step that waits, a ~0.6 ms update at utd 0.25):
     single_env and every parallel design at SHAPE_WORKERS, evaluation off, one at a time."""
@@ -218,6 +237,13 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           minutes={"small": 12, "paper": 30},
           cells={"small": _shape_check(12_000), "paper": _shape_check(40_000)},
           seeds={"small": 2, "paper": 3}, interleave=True),
+    Sweep("per_hour", "learning per hour, the practitioner's question: MinAtar Breakout whose step waits 2 ms "
+          "without CPU, single_env and actor_learner (16), vector_env (12) and hogwild (12) for about 140 training "
+          "seconds each (the paper scale: 10 times longer), holdout at 10 checkpoints with their training seconds; one "
+          "run at a time, seed by seed (the seconds are the measurement)",
+          minutes={"small": 60, "paper": 480},
+          cells={"small": _per_hour(), "paper": _per_hour(10.0)},
+          seeds={"small": 5, "paper": 5}, interleave=True),
     Sweep("utd", "high_utd: utd 1, 4, 16 x mitigations none, LayerNorm, resets, both on CartPole",
           minutes={"small": 240, "paper": 600},
           cells={"small": _utd_grid(50_000), "paper": _utd_grid(100_000)},

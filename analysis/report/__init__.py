@@ -10,7 +10,8 @@ A figure whose runs are missing is skipped with one line saying which sweep prod
 run that cannot be used is named and left out; everything else still builds. All intervals are
 seeded stratified-bootstrap intervals (analysis/stats.py), so a rebuild gives identical CSVs.
 
-One module per figure family (threads, scaling, learning, breakdown, utd, hogwild, uneven, shape), each with
+One module per figure family (threads, scaling, learning, breakdown, utd, hogwild, uneven, shape,
+per_hour), each with
 a data function (runs in, a FigureData of frames, tables and numbers out, no matplotlib: the
 tests call them alone) and a plotting function that draws it; common.py holds the Report and
 the shared helpers, plotting.py the only module-level matplotlib import.
@@ -25,7 +26,7 @@ import sys
 import numpy as np
 
 from analysis.load import NoRunsError, load_runs
-from analysis.report import breakdown, hogwild, learning, scaling, shape, threads, uneven, utd
+from analysis.report import breakdown, hogwild, learning, per_hour, scaling, shape, threads, uneven, utd
 from analysis.report.common import (ARCH_ORDER, DEDICATED_SWEEPS, DEFAULT_RUNS, FLOAT_FORMAT, TIMING_EXPERIMENT,
                                     FigureData, Report, macro_name)
 
@@ -43,7 +44,8 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("figure_uneven", uneven.data, uneven.plot),
            ("figure_improvement", learning.improvement_data, learning.plot_improvement),
            ("figure_practitioner_shape", shape.data, shape.plot),
-           ("figure_practitioner_shape_check", shape.check_data, shape.plot)]
+           ("figure_practitioner_shape_check", shape.check_data, shape.plot),
+           ("figure_per_hour", per_hour.data, per_hour.plot)]
 """(name in a failure's note, data function, plotting function), in the order they are built."""
 
 
