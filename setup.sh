@@ -2,8 +2,21 @@
 # Create .venv and install the suite with its test extras and Ray (so the Ray backend's tests
 # run too), from this repo's own files only.
 # Idempotent: re-running it on a set-up machine checks the install and returns.
+#   ./setup.sh --paper   also installs LaTeX (and pdftoppm) from Debian's packages, for `make -C paper`
 set -euo pipefail
 cd "$(dirname "$0")"
+if [ "${1:-}" = "--paper" ]; then
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+    if ! command -v latexmk >/dev/null 2>&1 || ! command -v pdftoppm >/dev/null 2>&1; then
+        $SUDO apt-get update -q
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q \
+            texlive-latex-recommended texlive-fonts-recommended latexmk poppler-utils
+    fi
+elif [ -n "${1:-}" ]; then
+    echo "setup.sh: unknown option '$1' (valid: --paper)" >&2
+    exit 2
+fi
 PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
