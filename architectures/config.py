@@ -96,7 +96,7 @@ class DQNConfig:
     """torch intra-op threads of the learner alone (actor_learner's main process, vector_env's
     and single_env's one process); 0 = `torch_threads`. Actors and hogwild workers keep one."""
     actor_nice: int = 19
-    """actor_learner's actors run this much below the learner's priority (0..19; Linux also
+    """actor_learner's actors (backend local) run this much below the learner's priority (0..19; Linux also
     marks them SCHED_BATCH, so a waking actor does not preempt the learner). Past the cores,
     actors that wake on every env step took the learner's core in turns: on issue 21's shape
     (a 2 ms waiting env, 2 cores) 16 actors ran 1,181 env steps/s at 0 and 2,609 at 19. On a

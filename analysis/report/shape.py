@@ -61,15 +61,17 @@ def _bound(result: dict) -> tuple[str, float, str]:
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
     """The first prediction against the `seed_shape` runs (table seed_shape_model)."""
-    return _cells(rs, note, "seed_shape", PREDICTIONS, "seed_shape_model", "Shape")
+    return _cells(rs, note, "seed_shape", PREDICTIONS, "seed_shape_model", "Shape", "the cost model's prediction")
 
 
 def check_data(rs: RunSet, note: Note) -> FigureData | None:
     """The second prediction against the `shape_check` runs (table shape_check_model)."""
-    return _cells(rs, note, "shape_check", CHECK_PREDICTIONS, "shape_check_model", "ShapeCheck")
+    return _cells(rs, note, "shape_check", CHECK_PREDICTIONS, "shape_check_model", "ShapeCheck",
+                  "the cost model's second prediction (with the waiting loop's update; actors at nice 19)")
 
 
-def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str, prefix: str) -> FigureData | None:
+def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str, prefix: str,
+           prediction: str) -> FigureData | None:
     runs = _sweep(rs.runs, sweep)
     runs = runs[runs["experiment"].isin(TRAINING_EXPERIMENTS)]
     if runs.empty:
@@ -108,7 +110,7 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
     seeds = ", ".join(str(n) for n in sorted(set(points["seeds"])))
     made.table(table_name, table,
                "The practitioner's shape (CartPole whose step waits 2.2 ms, the cartpole learner at batch 32, utd "
-               f"0.25), {seeds} seeds a cell: measured env steps/s against the cost model's prediction committed before "
+               f"0.25), {seeds} seeds a cell: measured env steps/s against {prediction} committed before "
                "the runs, no refit; the bound is the role the median run's own time breakdown names, the learner's "
                "shares are of its training time, and the update is what that run paid per update")
     fitted = points[np.isfinite(points["error"])]
