@@ -104,13 +104,6 @@ CHECK_WORKERS = {"actor_learner": (2, 8, 16, 24), "vector_env": (4, 12), "hogwil
 """The shape's second, out-of-sample check (`shape_check`): past the first table's worker counts."""
 
 
-def _shape_check(steps: int) -> list[Cell]:
-    budget = dict(_NO_EVAL, total_env_steps=steps, eval_every=steps, worker_timeout_s=120.0)
-    return [Cell(("practitioner_shape", "single_env"), dict(budget))] + [
-        Cell(("practitioner_shape", arch), dict(budget, num_workers=n))
-        for arch, counts in CHECK_WORKERS.items() for n in counts]
-
-
 PER_HOUR = {"single_env": (1, 45_000), "actor_learner": (16, 240_000), "vector_env": (12, 200_000),
             "hogwild": (12, 210_000)}
 """Learning per hour (`per_hour`): each design at its best worker count in shape_check (actor_learner
@@ -130,13 +123,15 @@ def _per_hour(seconds_scale: float = 1.0) -> list[Cell]:
     return cells
 
 
-def _shape(steps: int) -> list[Cell]:
+def _shape(steps: int, workers: dict[str, tuple[int, ...]] | None = None) -> list[Cell]:
     """The practitioner's shape (a 2.2 ms env step that waits, a ~0.6 ms update at utd 0.25):
-    single_env and every parallel design at SHAPE_WORKERS, evaluation off, one at a time."""
+    single_env and each parallel design at its worker counts in `workers` (every design at
+    SHAPE_WORKERS by default; CHECK_WORKERS for `shape_check`), evaluation off, one at a time."""
+    workers = workers or {arch: SHAPE_WORKERS for arch in ("actor_learner", "vector_env", "hogwild")}
     budget = dict(_NO_EVAL, total_env_steps=steps, eval_every=steps, worker_timeout_s=120.0)
     return [Cell(("practitioner_shape", "single_env"), dict(budget))] + [
-        Cell(("practitioner_shape", arch), dict(budget, num_workers=n))
-        for arch in ("actor_learner", "vector_env", "hogwild") for n in SHAPE_WORKERS]
+        Cell(("practitioner_shape", arch), dict(budget, num_workers=n)) for arch, counts in workers.items()
+        for n in counts]
 
 
 # high_utd in the headline runs at the utd grid's steadiest high ratio: 4 updates per env step
@@ -235,7 +230,7 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           "actors, vector_env and hogwild at 4 and 12, against predictions committed before the runs "
           "(results/reference/shape_check/predicted.md)",
           minutes={"small": 12, "paper": 30},
-          cells={"small": _shape_check(12_000), "paper": _shape_check(40_000)},
+          cells={"small": _shape(12_000, CHECK_WORKERS), "paper": _shape(40_000, CHECK_WORKERS)},
           seeds={"small": 2, "paper": 3}, interleave=True),
     Sweep("per_hour", "learning per hour, the practitioner's question: MinAtar Breakout whose step waits 2 ms "
           "without CPU, single_env and actor_learner (16), vector_env (12) and hogwild (12) for about 140 training "
