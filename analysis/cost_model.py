@@ -158,8 +158,8 @@ def waiting_duty(c: dict) -> float:
 
 
 def _idle_factor(c: dict, duty: float) -> float:
-    """How much of the waiting loop's dearer update and sample a process busy `duty` of its time
-    pays: all of it at the waiting loop's own duty or below, none when always busy, linear
+    """How much of the waiting loop's dearer act, store, sample and update a process busy `duty`
+    of its time pays: all of it at the waiting loop's own duty or below, none when always busy, linear
     between. A process that sleeps between updates pays more for each: single_env's update cost
     2,036 us where the env waits 2.2 ms and 875 us where it does not, and actor_learner's learner
     1,383-2,415 us as its actors made it more or less idle (seed_shape, issue 21: the term the
@@ -241,22 +241,26 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
         rates = {"workers": n * 1e6 / (wait + worker * slow), "cores": cores * 1e6 / (worker * slow)}
         return _bounded(design, n, rates, n * worker / (wait + worker) > cores)
     if design == "actor_learner":
-        if waits:  # the learner idles while its actors are few: settle its duty and its update's cost together
-            duty = 0.0
-            for _ in range(20):  # the actors wait on every env step, as single_env's loop does
-                p = _actor_learner(n, c, _loop(c, duty), wait, utd, cores, weight_sync_period, actors=k)
-                duty = min(1.0, p.env_steps_per_sec / p.rates["learner"])  # the learner's share of its time busy
-            return p
+        if waits:  # the learner idles while its actors are few; the actors wait on every env step, as k's loop
+            return _settled(c, lambda kl: _actor_learner(n, c, kl, wait, utd, cores, weight_sync_period, actors=k),
+                            "learner")
         return _actor_learner(n, c, k, wait, utd, cores, weight_sync_period)
     if design == "vector_env":
-        if waits:  # the main process idles while the envs are few: settle its duty with its update's cost
-            duty = 0.0
-            for _ in range(20):
-                p = _vector_env(n, c, _loop(c, duty), wait, utd, cores)
-                duty = min(1.0, p.env_steps_per_sec / p.rates["main"])
-            return p
+        if waits:  # the main process idles while the envs are few
+            return _settled(c, lambda km: _vector_env(n, c, km, wait, utd, cores), "main")
         return _vector_env(n, c, k, wait, utd, cores)
     raise ValueError(f"design: unknown {design!r} (valid: {', '.join(DESIGNS)})")
+
+
+def _settled(c: dict, build, role: str) -> Prediction:
+    """A prediction whose `role` (the learner, vector_env's main process) pays its update at its
+    own duty: build(components at a duty) and the duty it implies (the run's rate over the role's
+    own bound), settled together from an idle start."""
+    duty = 0.0
+    for _ in range(20):
+        p = build(_loop(c, duty))
+        duty = min(1.0, p.env_steps_per_sec / p.rates[role])  # the role's share of its time busy
+    return p
 
 
 def _vector_env(n: int, c: dict, k: dict, wait: float, utd: float, cores: int) -> Prediction:

@@ -380,7 +380,7 @@ class LearnerLoop:
         (waiting for the workers to finish, joining them, closing envs and shared memory) is not
         training time. Counted, the teardown of 24 actor processes on 2 cores took 5-6 s of a 13 s
         run and read as a collapse past 8 actors (issue 21;
-        tests/test_loop.py::test_the_training_clock_stops_before_teardown)."""
+        tests/test_clock.py::test_the_training_clock_stops_before_teardown)."""
         if self.clock.running:
             self.clock.pause()
 
