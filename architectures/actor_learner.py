@@ -207,7 +207,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         startup_seconds = time.perf_counter() - started
         control[Control.GO] = 1
         pool.workers_bell.ring()
-        driver.start_clock()
+        driver.start_clock(workers=lambda: status["pid"].tolist())
         perf = time.perf_counter
         last_check = time.monotonic()
 

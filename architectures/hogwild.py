@@ -238,7 +238,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         startup_seconds = time.perf_counter() - started
         control[Control.GO] = 1
         pool.workers_bell.ring()
-        driver.start_clock()
+        driver.start_clock(workers=lambda: status["pid"].tolist())
         logged_loss = float(status["loss_sum"].sum())  # the losses summed up to the previous log
         while True:
             # Blocks (no CPU) until a worker parks, or for LOG_WAIT_S: the log's cadence, and the

@@ -41,7 +41,7 @@ from architectures.dqn import DQNLearner, UpdateRatio
 from architectures.envs import make_env, training_episode_seeds
 from architectures.errors import NonFiniteEnvValue, RunDiverged
 from architectures.evaluation import HoldoutEvaluator, checkpoint_steps
-from architectures.metrics import Reporter, Stopwatch, Timers
+from architectures.metrics import CpuMeter, Reporter, Stopwatch, Timers, cpu_summary
 from architectures.networks import GreedyPolicy
 from architectures.replay import NStepAdder, ReplayBuffer, Transition
 from architectures.results import run_result
@@ -247,11 +247,12 @@ class LearnerLoop:
         self._clock_before = 0.0  # training seconds before a resume
         self.epsilon_at_resume: list[float] | None = None  # each env stream's epsilon when it resumed
 
-    def start_clock(self) -> None:
+    def start_clock(self, workers: Callable[[], list[int]] | None = None) -> None:
         """(Re)start the training clock when the loop proper starts, so set-up (spawning workers,
         making envs, loading a checkpoint) is never throughput time; a resumed run continues
-        its saved clock."""
-        self.clock = Stopwatch(already=self._clock_before)
+        its saved clock. `workers` lists the worker processes' pids: their CPU and this
+        process's over the clock's time make the result's `cpu` (`cpu_summary`)."""
+        self.clock = Stopwatch(already=self._clock_before, cpu=CpuMeter(workers))
 
     # ------------------------------------------------------------------ learning
     def owed(self, env_steps: int) -> int:
@@ -442,6 +443,7 @@ class LearnerLoop:
         """The run's result (architectures.results.run_result); `components` adds name -> (seconds,
         calls) to the time breakdown. A finished run deletes its checkpoint: a rerun starts afresh."""
         train_seconds = self.clock.elapsed()
+        extra.setdefault("cpu", cpu_summary(self.clock, env_steps - self.resumed_from_env_steps))
         updates = self.learner.version if updates is None else updates
         parts = dict(components or {})
         if self.learner is not None:

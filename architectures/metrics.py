@@ -6,10 +6,11 @@ the numbers go (Sacred metrics, a progress bar, nothing).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections import defaultdict
-from typing import Protocol
+from typing import Callable, Protocol
 
 
 class Timers:
@@ -39,22 +40,69 @@ class Timers:
                 for name, s in sorted(self.seconds.items())}
 
 
-class Stopwatch:
-    """Wall-clock time with pauses: throughput is computed on the unpaused time only."""
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
-    def __init__(self, already: float = 0.0) -> None:
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) the kernel has counted for process `pid` (/proc/<pid>/stat, in
+    1 / CLK_TCK steps: 10 ms here), or None where it cannot be read (no /proc, a process gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime: fields 14 and 15 of stat(5)
+
+
+class CpuMeter:
+    """CPU seconds of this process (all its threads, `time.process_time`) and of its workers
+    (their pids, read from /proc), so a run can say how many of the machine's cores it kept busy:
+    past the cores, the workers' acting, hand-off and wake-ups time-share them with the learner
+    (issue 21). A worker that has exited keeps the last count read for it."""
+
+    def __init__(self, workers: Callable[[], list[int]] | None = None) -> None:
+        self._workers = workers
+        self._last: dict[int, float] = {}
+
+    def read(self) -> dict[str, float]:
+        for pid in (self._workers() if self._workers else []):
+            seconds = process_cpu_seconds(int(pid))
+            if seconds is not None:
+                self._last[int(pid)] = seconds
+        return {"main": time.process_time(), "workers": sum(self._last.values())}
+
+
+class Stopwatch:
+    """Wall-clock time with pauses: throughput is computed on the unpaused time only. With a
+    `CpuMeter` it counts the CPU seconds spent over the same unpaused time, in this process only
+    (a resumed run's earlier CPU is not carried over: `cpu()` is for this process's stretch,
+    `segment_elapsed()` its wall time)."""
+
+    def __init__(self, already: float = 0.0, cpu: CpuMeter | None = None) -> None:
         """`already`: seconds counted before (a resumed run continues its clock)."""
+        self._already = already
         self._start = time.perf_counter() - already
         self._paused = 0.0
         self._pause_began: float | None = None
+        self._cpu = cpu
+        self._cpu_start = cpu.read() if cpu else None
+        self._cpu_paused = dict.fromkeys(self._cpu_start or (), 0.0)
+        self._cpu_pause_began: dict[str, float] | None = None
 
     def pause(self) -> None:
         self._pause_began = time.perf_counter()
+        if self._cpu:
+            self._cpu_pause_began = self._cpu.read()
 
     def resume(self) -> None:
         assert self._pause_began is not None
         self._paused += time.perf_counter() - self._pause_began
         self._pause_began = None
+        if self._cpu:
+            now = self._cpu.read()
+            for key, value in now.items():
+                self._cpu_paused[key] += value - self._cpu_pause_began[key]
+            self._cpu_pause_began = None
 
     @property
     def running(self) -> bool:
@@ -63,6 +111,33 @@ class Stopwatch:
     def elapsed(self) -> float:
         now = self._pause_began if self._pause_began is not None else time.perf_counter()
         return now - self._start - self._paused
+
+    def segment_elapsed(self) -> float:
+        """Unpaused wall seconds in this process (without the resumed run's earlier seconds)."""
+        return self.elapsed() - self._already
+
+    def cpu(self) -> dict[str, float] | None:
+        """CPU seconds over the unpaused time: {"main": ..., "workers": ...}, or None without a meter."""
+        if not self._cpu:
+            return None
+        now = self._cpu_pause_began if self._cpu_pause_began is not None else self._cpu.read()
+        return {key: max(0.0, value - self._cpu_start[key] - self._cpu_paused[key]) for key, value in now.items()}
+
+
+def cpu_summary(clock: Stopwatch, env_steps: int) -> dict | None:
+    """What the run's processes took of the machine over its training time: CPU seconds of the
+    main process and of its workers, the cores they kept busy on average against the cores this
+    run may use, and each side's CPU per env step. A run that keeps fewer cores busy than it has
+    while its roles wait for a CPU is bound by latency, not by the cores' capacity (issue 21;
+    tests/test_cpu.py). None without a meter."""
+    cpu, seconds = clock.cpu(), clock.segment_elapsed()
+    if cpu is None or seconds <= 0:
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    steps = max(1, env_steps)
+    return {"main_seconds": cpu["main"], "workers_seconds": cpu["workers"], "seconds": seconds,
+            "cores_busy": (cpu["main"] + cpu["workers"]) / seconds, "cores": cores,
+            "main_us_per_env_step": 1e6 * cpu["main"] / steps, "workers_us_per_env_step": 1e6 * cpu["workers"] / steps}
 
 
 class Reporter(Protocol):

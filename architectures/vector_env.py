@@ -145,7 +145,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
         driver.epsilon_at_resume = [epsilon(env_steps)] * n
     obs, _ = envs.reset(seed=[s.episode_seed for s in streams])  # (N, *obs)
     perf = time.perf_counter
-    driver.start_clock()
+    driver.start_clock(workers=lambda: [p.pid for p in envs.processes])
     while env_steps < cfg.total_env_steps:
         # ------------------------------------------------------------------ acting
         t0 = perf()
