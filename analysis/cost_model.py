@@ -66,6 +66,15 @@ busy): the waiting loop's cost at that loop's own duty or less, the busy loop's 
 linear between. Actors and hogwild workers wait on every env step, as single_env does; the
 learner's (and vector_env's main process's) duty and its update's cost are settled together.
 
+Past the cores, where the env waits, the CPU a role pays is not the sum of its components: on 2
+cores waiting actors paid 211-301 us of CPU per env step at 8-24 actors (wake-ups, weight copies,
+caches shared with more processes each) where their components summed to ~130 us, and the runs
+kept 1.9 of the 2 cores busy, so the cores, not the actors' wait, bounded them: the second
+prediction (shape_check) missed actor_learner at 16 and 24 actors by -25% and -35%. Each role's
+CPU per env step is now measured in actor_learner's own runs where the env waits, at 4 and 12 x
+the cores (`actor_learner_waiting_actors` and `_learner`, from each run's `cpu`), interpolated in
+N, and the cores' bound C / (actor + learner) and the actors' N / (env_wait + actor) take it.
+
 Every prediction names its bottleneck: the role whose rate is the minimum (or `cores` when the
 time-sharing bound is). The report's `scaling` figure and `experiments.plan` both use `predict`.
 """
@@ -92,6 +101,9 @@ class Prediction:
     """More busy processes than cores."""
     rates: dict
     """Env steps/s each role alone would allow."""
+    shared_measured: bool = False
+    """Its time-sharing of the cores is priced from the design's own runs at that sharing (where
+    the env waits, actor_learner past the cores), not assumed: `recommend` may pick it."""
 
 
 def medians(costs: dict) -> dict:
@@ -303,6 +315,17 @@ def _actor_learner(n: int, c: dict, k: dict, wait: float, utd: float, cores: int
         actor, learner = shared["actors"], shared["learner"]
         rates = {"actors": n * 1e6 / actor, "learner": 1e6 / learner, "cores": cores * 1e6 / (actor + learner)}
         return _bounded("actor_learner", n, rates, True)
+    measured = c.get("actor_learner_waiting_actors")
+    if wait > 0 and measured and c.get("actor_learner_waiting_learner"):
+        # Past the cores, where the env waits: the CPU each role paid per env step in
+        # actor_learner's own runs at a few actor counts (the actors' grows with their number),
+        # interpolated in N; the cores bound at that CPU, contention included (see module doc).
+        actor_cpu = max(actor, _at(measured, n))
+        learner_cpu = _at(c["actor_learner_waiting_learner"], n)
+        rates = {"actors": n * 1e6 / (wait + actor_cpu), "learner": 1e6 / learner,
+                 "cores": cores * 1e6 / (actor_cpu + learner_cpu)}
+        point = _bounded("actor_learner", n, rates, n * actor_cpu / (wait + actor_cpu) + 1 > cores)
+        return Prediction(**{**point.__dict__, "shared_measured": True})
     rates = {"actors": n * 1e6 / (wait + actor), "learner": 1e6 / learner,
              "cores": cores * 1e6 / (actor + learner)}
     busy = min(rates.values()) * (actor + learner) / 1e6  # processes' worth of CPU in use
@@ -394,9 +417,11 @@ def predict_all(costs: dict, *, utd: float, cores: int, weight_sync_period: int 
 
 
 def recommend(predictions: list[Prediction]) -> tuple[Prediction, Prediction]:
-    """The fastest point that does not oversubscribe the cores, and the runner-up of another design
-    (or the same design at other workers when only one design is in the running)."""
-    fitting = sorted((p for p in predictions if not p.oversubscribed), key=lambda p: -p.env_steps_per_sec)
+    """The fastest point that does not oversubscribe the cores (or whose time-sharing of them the
+    model priced from the design's own runs: `shared_measured`), and the runner-up of another
+    design (or the same design at other workers when only one design is in the running)."""
+    fitting = sorted((p for p in predictions if not p.oversubscribed or p.shared_measured),
+                     key=lambda p: -p.env_steps_per_sec)
     best = fitting[0]
     others = [p for p in fitting[1:] if p.design != best.design] or fitting[1:]
     return best, others[0]

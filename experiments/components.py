@@ -243,6 +243,11 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
     shared = costs["actor_learner_shared"]
     log(f"  actor_learner at {cores} actors ({cores + 1} processes on {cores} cores), CPU per env step: learner "
         f"{shared['learner']['us']:,.1f} us, actors {shared['actors']['us']:,.1f} us (wall {shared['wall']['us']:,.1f} us)")
+    if wait_us > 0:  # past the cores, where the env waits: what each role really pays in CPU
+        costs.update(waiting_roles(cfg.replace(env_step_wait_us=wait_us), waiting_counts(cores)))
+        log("  actor_learner where the env waits, CPU per env step: " + ", ".join(
+            f"{n} actors: actors {costs['actor_learner_waiting_actors'][n]['us']:,.1f} us, learner "
+            f"{costs['actor_learner_waiting_learner'][n]['us']:,.1f} us" for n in waiting_counts(cores)))
     costs["contention"] = contention(cfg, cores, budget_s * 0.05)
     log(f"  single_env's loop with a loop like it on every other core: {costs['contention']['us']:.2f}x its time "
         "alone")
@@ -337,6 +342,42 @@ def shared_roles(cfg: DQNConfig, cores: int, seconds: float) -> dict:
     wall, learner, actors = (1e6 * max(b - a, 1e-9) / steps for a, b in zip(once, twice))
     return {name: {"us": v, "p10": v, "p90": v} for name, v in (("wall", wall), ("learner", learner),
                                                                   ("actors", actors))}
+
+
+def waiting_counts(cores: int) -> list[int]:
+    """The actor counts `waiting_roles` runs at: 4 and 12 x the cores (8 and 24 on 2 cores), up to
+    the suite's 64: far enough past the cores that the actors' wake-ups crowd them."""
+    return sorted({min(64, 4 * cores), min(64, 12 * cores)})
+
+
+def waiting_roles(cfg: DQNConfig, counts: list[int], steps: int = 12_000) -> dict:
+    """actor_learner's roles where the env waits, at each of `counts` actors: the actors' CPU and
+    the learner's per env step, from the run's own `cpu` (over its training clock only, so one
+    run a count: start-up is not in it). Past the cores the components alone undercount what
+    waiting actors pay: on 2 cores an actor at 8, 16 and 24 actors paid 211, 244 and 301 us of
+    CPU per env step (its wake-ups, its weight copies, caches shared with ever more processes)
+    where the components summed to ~130 us, and the runs kept 1.91-1.95 of the 2 cores busy: the
+    cores bound them, at the CPU they really paid (CartPole waiting 2.2 ms, seed 1; issue 21's
+    shape_check missed actor_learner at 16 and 24 actors by -25% and -35% without this term)."""
+    import warnings
+
+    from architectures.actor_learner import train
+
+    actors, learner = {}, {}
+    for n in counts:
+        run = cfg.replace(num_workers=n, total_env_steps=steps, eval_every=steps, log_every=steps, eval_episodes=0,
+                          checkpoint_every=0, checkpoint_path="", prioritized=False,
+                          learning_starts=min(cfg.batch_size, cfg.learning_starts))
+        with warnings.catch_warnings():  # the oversubscription is the point here
+            warnings.simplefilter("ignore", RuntimeWarning)
+            cpu = train(run)["cpu"]
+        if cpu is None:  # no /proc: the model keeps the components' sum
+            return {}
+        actors[n] = {"us": cpu["workers_us_per_env_step"], "p10": cpu["workers_us_per_env_step"],
+                     "p90": cpu["workers_us_per_env_step"]}
+        learner[n] = {"us": cpu["main_us_per_env_step"], "p10": cpu["main_us_per_env_step"],
+                      "p90": cpu["main_us_per_env_step"]}
+    return {"actor_learner_waiting_actors": actors, "actor_learner_waiting_learner": learner}
 
 
 def _short_loop(cfg: DQNConfig, steps: int) -> float:

@@ -104,6 +104,12 @@ CHECK_WORKERS = {"actor_learner": (2, 8, 16, 24), "vector_env": (4, 12), "hogwil
 """The shape's second, out-of-sample check (`shape_check`): past the first table's worker counts."""
 
 
+CONFIRM_WORKERS = {"actor_learner": (4, 12, 16, 32), "vector_env": (8,), "hogwild": (8, 16)}
+"""The shape's third check (`shape_confirm`): plan's recommendation where the env waits (actor_learner
+12, bound by the cores at the CPU its runs paid) and runner-up (hogwild 8), beside counts the
+second check did not run, each predicted before its runs (results/reference/shape_confirm)."""
+
+
 PER_HOUR = {"single_env": (1, 45_000), "actor_learner": (16, 240_000), "vector_env": (12, 200_000),
             "hogwild": (12, 210_000)}
 """Learning per hour (`per_hour`): each design at its best worker count in shape_check (actor_learner
@@ -231,6 +237,14 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           "(results/reference/shape_check/predicted.md)",
           minutes={"small": 12, "paper": 30},
           cells={"small": _shape(12_000, CHECK_WORKERS), "paper": _shape(40_000, CHECK_WORKERS)},
+          seeds={"small": 2, "paper": 3}, interleave=True),
+    Sweep("shape_confirm", "the cost model's third prediction for the practitioner's shape, out of sample: with "
+          "each role's CPU past the cores as actor_learner's own runs paid it (components at 8 and 24 actors), "
+          "plan's recommendation (actor_learner 12) and runner-up (hogwild 8) and counts no earlier check ran "
+          "(actor_learner 4, 16, 32; vector_env 8; hogwild 16), against predictions committed before the runs "
+          "(results/reference/shape_confirm/predicted.md)",
+          minutes={"small": 12, "paper": 30},
+          cells={"small": _shape(20_000, CONFIRM_WORKERS), "paper": _shape(60_000, CONFIRM_WORKERS)},
           seeds={"small": 2, "paper": 3}, interleave=True),
     Sweep("per_hour", "learning per hour, the practitioner's question: MinAtar Breakout whose step waits 2 ms "
           "without CPU, single_env and actor_learner (16), vector_env (12) and hogwild (12) for about 140 training "

@@ -345,3 +345,30 @@ def test_the_learners_update_costs_between_its_idle_and_busy_measurements_by_its
     assert idle.env_steps_per_sec >= min(cold, busy.env_steps_per_sec) * 0.999
     if workers >= 16:
         assert idle.bottleneck == "learner" and idle.env_steps_per_sec > cold * 1.05  # busy: cheaper updates
+
+
+# ------------------------------------------ past the cores, each role's CPU as its runs paid it (issue 21)
+WAITING_ROLES = {"actor_learner_waiting_actors": {8: 200.0, 24: 300.0},
+                 "actor_learner_waiting_learner": {8: 220.0, 24: 220.0}}
+
+
+@pytest.mark.parametrize("actors, actor_cpu, role", [
+    (4, 175.0, "actors"),   # extrapolated below the measured 8: 4 actors waiting 2 ms use under a core
+    (8, 200.0, "actors"),   # 8 x 1e6 / 2,200 = 3,636 < the cores' 2e6 / 420 = 4,762
+    (16, 250.0, "cores"),   # interpolated: 2e6 / (250 + 220) = 4,255 < 16 x 1e6 / 2,250
+    (32, 350.0, "cores"),   # extrapolated past the measured 24: more actors, dearer wake-ups
+])
+def test_past_the_cores_the_roles_pay_the_cpu_measured_in_their_runs(actors, actor_cpu, role):
+    """Where the env waits and actor_learner's roles were measured in its own runs, the cores'
+    bound is C / (the actors' CPU at N, interpolated + the learner's), and such a point may be
+    recommended though it time-shares the cores: its sharing is priced, not assumed."""
+    costs = {**COSTS, "env_wait": WAIT, **WAITING_ROLES}
+    p = predict("actor_learner", actors, costs, utd=0.25, cores=2)
+    assert p.bottleneck == role, p
+    assert p.rates["cores"] == pytest.approx(2e6 / (actor_cpu + 220.0))
+    assert p.rates["actors"] == pytest.approx(actors * 1e6 / (WAIT + actor_cpu))
+    assert p.shared_measured
+    assert not predict("actor_learner", actors, {**COSTS, "env_wait": WAIT}, utd=0.25, cores=2).shared_measured
+    points = [q for q in predict_all(costs, utd=0.25, cores=2) if q.design in ("single_env", "actor_learner")]
+    best, _ = recommend(points)
+    assert best.oversubscribed and best.env_steps_per_sec == max(q.env_steps_per_sec for q in points)
