@@ -325,7 +325,7 @@ class ActorBooks:
         result["handoff_us_per_transition"] = {**handoff, "total": sum(handoff.values())}
         learner_parts = {name: row["seconds"] for name, row in breakdown.items() if name not in ("eval", "checkpoint")}
         result["bottleneck"] = name_bottleneck(result["train_seconds"],
-                                               {"learner": learner_parts, "actors": actor_seconds})
+                                               {"learner": learner_parts, "actors": actor_seconds}, result.get("cpu"))
         for role in ("env_step", "act", "n_step", "handoff", "weight_sync"):
             result["component_costs_us"][f"actor_{role}"] = result["actor_time_breakdown"][role]["us_per_env_step"] / n
         return result

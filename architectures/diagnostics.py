@@ -84,18 +84,29 @@ def shares(sources: np.ndarray, num_sources: int) -> list[float]:
     return (counts / total).tolist() if total else [0.0] * num_sources
 
 
-def name_bottleneck(train_seconds: float, roles: dict[str, dict[str, float]]) -> dict:
+CORES_FULL = 0.9
+"""A run whose processes kept this share of its cores busy (its `cpu`) had no CPU to spare."""
+
+
+def name_bottleneck(train_seconds: float, roles: dict[str, dict[str, float]], cpu: dict | None = None) -> dict:
     """The role that is busy while the others wait.
 
     `roles` maps a role ("learner", "actors", "envs") to its seconds per component for one
     process of that role (average over processes of the same role); a component named `wait`
     is idle time. The bottleneck is the role with the largest busy fraction of the training
-    time; the summary also names its costliest component.
+    time; the summary also names its costliest component, and, where the run's processes kept
+    CORES_FULL of the cores busy (`cpu`), the cores: past the cores a role's time is partly a
+    wait for a CPU (tests/test_diagnostics.py).
     """
     busy = {role: max(0.0, 1.0 - parts.get("wait", 0.0) / train_seconds) for role, parts in roles.items()}
     role = max(busy, key=busy.get)
     parts = {k: v for k, v in roles[role].items() if k != "wait"}
     component = max(parts, key=parts.get) if parts else "-"
     others = ", ".join(f"{r} busy {100 * b:.0f}%" for r, b in busy.items() if r != role)
-    return {"role": role, "component": component, "busy_fraction": busy,
-            "summary": f"{role} (busy {100 * busy[role]:.0f}% of the time, mostly {component}); {others}"}
+    summary = f"{role} (busy {100 * busy[role]:.0f}% of the time, mostly {component}); {others}"
+    out = {"role": role, "component": component, "busy_fraction": busy, "summary": summary}
+    if cpu:  # the run's processes' CPU over its training time (metrics.cpu_summary)
+        out["cores_busy"] = cpu["cores_busy"]
+        if cpu["cores_busy"] >= CORES_FULL * cpu["cores"]:  # a busy role's wait here is a wait for a CPU too
+            out["summary"] = f"{summary}; the cores: {cpu['cores_busy']:.2f} of {cpu['cores']} busy"
+    return out

@@ -205,7 +205,8 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
     # Env-side busy time is bounded above by the step round trip (it includes the IPC).
     env_parts = {"env_step_round_trip": seconds["round_trip"],
                  "wait": result["train_seconds"] - seconds["round_trip"]}
-    result["bottleneck"] = name_bottleneck(result["train_seconds"], {"learner": main_parts, "envs": env_parts})
+    result["bottleneck"] = name_bottleneck(result["train_seconds"], {"learner": main_parts, "envs": env_parts},
+                                           result.get("cpu"))
     return result
 
 

@@ -43,3 +43,14 @@ def test_the_bottleneck_is_the_role_that_never_waits(roles, role, component):
     b = name_bottleneck(10.0, roles)
     assert (b["role"], b["component"]) == (role, component)
     assert b["summary"].startswith(f"{role} (busy")
+
+
+@pytest.mark.parametrize("cores_busy, says_cores", [(1.95, True), (1.8, True), (1.5, False)])
+def test_a_run_that_kept_its_cores_busy_says_so(cores_busy, says_cores):
+    """Past the cores (shape_confirm: 1.89-1.96 of 2 busy at 12-32 actors) a role's time is partly a
+    wait for a CPU: the summary names the cores where 90% of them were busy."""
+    roles = {"learner": {"update": 6.0, "wait": 3.0}, "actors": {"env_step": 9.5, "wait": 0.0}}
+    b = name_bottleneck(10.0, roles, {"cores_busy": cores_busy, "cores": 2})
+    assert b["role"] == "actors" and b["cores_busy"] == cores_busy
+    assert ("the cores:" in b["summary"]) == says_cores
+    assert "cores_busy" not in name_bottleneck(10.0, roles)
