@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
                 result = run(roots[who], n, args.steps)
                 update = result["time_breakdown"]["update"]["us_per_call"]
                 print(json.dumps({"who": who, "actors": n, "round": r, "env_steps_per_sec": round(result["env_steps_per_sec"]),
-                                  "update_us": round(update), "bound": (result.get("bottleneck") or {}).get("summary")}),
+                                  "update_us": round(update), "bound": (result.get("bottleneck") or {}).get("summary"),
+                                  "cores_busy": round((result.get("cpu") or {}).get("cores_busy", float("nan")), 2)}),
                       flush=True)
     return 0
 
