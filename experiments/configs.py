@@ -37,6 +37,10 @@ NAMED_CONFIGS: dict[str, dict] = {
 NAMED_CONFIGS["minatar_breakout_cpu"] = {**NAMED_CONFIGS["minatar_breakout"], "utd": 0.25,
                                          "target_update_period": 250, "n_step": 3,
                                          "lr": 1e-3}
+# The same calibrated values under a game-neutral name, for every MinAtar game (issue 22's suite:
+# one hyperparameter set for all games, as Young & Tian use): `with minatar_cpu env_id=MinAtar/Asterix-v1`.
+# Breakout's headline keeps its own name, so its stored runs keep their ids.
+NAMED_CONFIGS["minatar_cpu"] = dict(NAMED_CONFIGS["minatar_breakout_cpu"])
 # Architectures as named configs, composable with an env's: `with cartpole actor_learner`.
 NAMED_CONFIGS["single_env"] = dict(architecture="single_env", num_workers=1)
 NAMED_CONFIGS["actor_learner"] = dict(architecture="actor_learner", num_workers=2, weight_sync_period=10,

@@ -157,6 +157,18 @@ MINATAR_HEADLINE_STEPS = 500_000
 2-core machine two runs at a time; 500k fits about 3 h."""
 
 
+MINATAR_GAMES = ("Asterix", "Freeway", "SpaceInvaders", "Seaquest")
+"""The MinAtar suite beside Breakout (whose cells are the `minatar` sweep's)."""
+
+
+def _minatar_suite(steps: int) -> list[Cell]:
+    """Each game in MINATAR_GAMES with the calibrated values (`minatar_cpu`), single_env and the three
+    parallel designs at their default 2 workers; high_utd stays at its Breakout cell (~40 min a run
+    alone at utd 1)."""
+    return [Cell(("minatar_cpu", arch), {"env_id": f"MinAtar/{game}-v1", "total_env_steps": steps})
+            for game in MINATAR_GAMES for arch in ("single_env", "actor_learner", "vector_env", "hogwild")]
+
+
 def _utd_grid(steps: int) -> list[Cell]:
     # Resets every 10k env steps' worth of updates, whatever the ratio: a first try with a fixed
     # 2,000 updates reset CartPole's output layer every 500 env steps at utd 4 and wrecked it.
@@ -214,6 +226,12 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           minutes={"small": 180, "paper": 600},
           cells={"small": _headline("minatar_breakout_cpu", MINATAR_HIGH_UTD, total_env_steps=MINATAR_HEADLINE_STEPS),
                  "paper": _headline("minatar_breakout_cpu", MINATAR_HIGH_UTD)},
+          seeds={"small": 5, "paper": 10}),
+    Sweep("minatar_suite", "the MinAtar suite beside Breakout: Asterix, Freeway, Space Invaders and Seaquest at "
+          "500k env steps, single_env, actor_learner, vector_env and hogwild, one hyperparameter set for every game "
+          "(minatar_cpu: Breakout's calibrated values), learning only (two at a time: --jobs 2 --nice; about 5 hours)",
+          minutes={"small": 300, "paper": 600},
+          cells={"small": _minatar_suite(MINATAR_HEADLINE_STEPS), "paper": _minatar_suite(1_000_000)},
           seeds={"small": 5, "paper": 10}),
     Sweep("scaling", "env steps/s and updates/s against workers at utd 0.25, cheap and 1 ms env steps (and "
           "MinAtar Breakout), with each setting's components measured for the cost model",
