@@ -11,6 +11,7 @@ bootstrap noise (rliable's reference values are stored in tests/fixtures/).
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Callable
 
@@ -131,6 +132,13 @@ def rank_test_p(x, y) -> float:
         raise ValueError("rank_test_p needs at least one score on each side")
     if math.comb(len(xs) + len(ys), len(xs)) > EXACT_UP_TO:
         return float(stats.mannwhitneyu(xs, ys, alternative="two-sided", method="asymptotic").pvalue)
+    if min(len(xs), len(ys)) < 2:  # scipy's permutation test wants two a side: enumerate the splits here
+        pooled, n = np.concatenate([xs, ys]), len(xs)
+        centre = len(xs) * len(ys) / 2
+        observed = abs(float(_u(xs, ys)) - centre)
+        splits = [np.isin(np.arange(len(pooled)), chosen) for chosen in itertools.combinations(range(len(pooled)), n)]
+        extreme = sum(abs(float(_u(pooled[m], pooled[~m])) - centre) >= observed - 1e-12 for m in splits)
+        return extreme / len(splits)
     return float(stats.permutation_test((xs, ys), _u, permutation_type="independent", vectorized=True,
                                         n_resamples=np.inf, alternative="two-sided").pvalue)
 

@@ -35,7 +35,8 @@ def _quoted_values() -> dict[str, str]:
 
 def _latex_text(value: str) -> str:
     """A macro's value as the PDF shows it: LaTeX's own escapes undone."""
-    return value.replace(r"\%", "%").replace("{,}", ",").replace("$", "").replace(r"\,", "").replace("~", "")
+    return (value.replace(r"\%", "%").replace(r"\_", "_").replace("{,}", ",").replace("$", "").replace(r"\,", "")
+            .replace("~", ""))
 
 
 def test_the_committed_pdf_holds_every_number_the_text_quotes():

@@ -275,6 +275,24 @@ def test_probability_of_improvement_over_single_env(rs):
         ("high_utd", "env_steps_per_sec"): 0.0}
     assert set(made.data["seeds"]) == {3} and set(made.data["baseline_seeds"]) == {3}
     assert _numbers(made)["PoiCartPoleHighUtdFinalHoldoutReturn"] == "1.00"
+    # Every pair ordered one way at 3 seeds a side: the exact rank test's p is 2 / C(6, 3) = 0.1,
+    # and over the table's 6 learning comparisons (3 speed ones apart) no P of 0 or 1 is told apart.
+    assert made.data["rank_p"].tolist() == pytest.approx([0.1] * 9)
+    holm = made.data.set_index("metric")["holm_p"]
+    assert holm["holdout_auc"].tolist() == pytest.approx([0.6] * 3)
+    assert holm["env_steps_per_sec"].tolist() == pytest.approx([0.3] * 3)
+    assert set(made.data["verdict"]) == {"not told apart"}
+    assert _numbers(made)["PoiCartPoleHighUtdFinalHoldoutReturnVerdict"] == "not told apart"
+    [(name, table, caption)] = made.tables
+    assert name == "improvement_cartpole" and len(table) == 9 and "6 learning comparisons" in caption
+
+
+@pytest.mark.parametrize("probability, corrected_p, word", [
+    (0.9, 0.01, "told apart, better"), (0.1, 0.049, "told apart, worse"),
+    (1.0, 0.06, "not told apart"),    # an interval at a point is not a test
+    (0.5, float("nan"), "not told apart")])
+def test_a_verdict_is_no_stronger_than_its_corrected_test(probability, corrected_p, word):
+    assert learning.verdict(probability, corrected_p) == word
 
 
 # ---------------------------------------------------------------------- 5, 6. time breakdown, policy lag and shares

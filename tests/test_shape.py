@@ -70,3 +70,28 @@ def test_the_second_prediction_is_read_against_its_own_sweep_and_leaves_the_firs
     numbers = dict((name, value) for name, value, _ in made.numbers)
     assert numbers["ShapeCheckCells"] == 1 and numbers["ShapeCheckCellsWithinTwenty"] == 1  # 2,450 against 2,300
     assert shape.data(runs, notes.append) is None and "seed_shape" in notes[-1]
+
+
+def test_the_third_prediction_reads_its_own_sweep_and_quotes_the_cores_the_runs_kept_busy(tmp_path, monkeypatch):
+    """shape_confirm runs go to the third table against the third prediction, with each median
+    run's cores busy (its `cpu`); the second family sees none of them."""
+    store = tmp_path / "runs"
+    for seed, speed, busy in zip((101, 102), (3_300.0, 3_500.0), (1.9, 1.95)):
+        result = {**_result(speed, "learner", 0.9), "cpu": {"cores_busy": busy}}
+        write_run(str(store), f"shape_confirm-actor_learner12s{seed}",
+                  config={"architecture": "actor_learner", "num_workers": 12, "seed": seed, "env_step_wait_us": 2200.0},
+                  result=result)
+    predicted = tmp_path / "confirm.json"
+    predicted.write_text(json.dumps({"predictions": [
+        {"design": "actor_learner", "workers": 12, "predicted_env_steps_per_sec": 4_500.0, "bottleneck": "cores"}]}))
+    monkeypatch.setattr(shape, "CONFIRM_PREDICTIONS", str(predicted))
+    runs = load_runs([str(store)])
+    notes: list[str] = []
+    made = shape.confirm_data(runs, notes.append)
+    [(name, table, _)] = made.tables
+    assert name == "shape_confirm_model" and not notes
+    assert table["cores busy"].tolist() == ["1.95"]  # the median run's (of two: the upper)
+    assert table["error"].tolist() == ["-24%"]  # the median 3,400 against 4,500: a miss stays a miss
+    numbers = dict((name, value) for name, value, _ in made.numbers)
+    assert numbers["ShapeConfirmCellsWithinTwenty"] == 0
+    assert shape.check_data(runs, notes.append) is None and "shape_check" in notes[-1]

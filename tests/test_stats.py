@@ -162,3 +162,10 @@ def test_holm_adjusts_as_the_step_down_procedure_does():
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])  # capped at 1
     assert holm([0.02]) == pytest.approx([0.02])  # one comparison: as it was
+
+
+@pytest.mark.parametrize("x, y, expected", [([1.0], [2.0], 1.0), ([1.0], [2.0, 3.0, 4.0], 0.5),
+                                            ([5.0], [2.0, 3.0, 4.0], 0.5), ([3.0], [2.0, 3.0, 4.0], 1.0)])
+def test_the_rank_test_enumerates_a_side_of_one(x, y, expected):
+    """One run a side (a design measured once) still gets an exact p: the splits are enumerated."""
+    assert stats.rank_test_p(x, y) == pytest.approx(expected)

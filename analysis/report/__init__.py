@@ -45,6 +45,7 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("figure_improvement", learning.improvement_data, learning.plot_improvement),
            ("figure_practitioner_shape", shape.data, shape.plot),
            ("figure_practitioner_shape_check", shape.check_data, shape.plot),
+           ("figure_practitioner_shape_confirm", shape.confirm_data, shape.plot),
            ("figure_per_hour", per_hour.data, per_hour.plot)]
 """(name in a failure's note, data function, plotting function), in the order they are built."""
 

@@ -24,6 +24,13 @@ PREDICTIONS = os.path.join("results", "reference", "seed_shape", "predicted.json
 CHECK_PREDICTIONS = os.path.join("results", "reference", "shape_check", "predicted.json")
 """The second prediction (the model with `in_loop_waiting`), for the `shape_check` sweep, committed
 before its runs: the first table stays as it was."""
+CONFIRM_PREDICTIONS = os.path.join("results", "reference", "shape_confirm", "predicted.json")
+"""The third prediction (each actor_learner role's CPU past the cores as its own runs paid it), for
+the `shape_confirm` sweep, committed before its runs."""
+TITLES = {"seed_shape": "", "shape_check": " (second prediction, actors at nice 19)",
+          "shape_confirm": " (third prediction: the roles' CPU past the cores)"}
+FIGURES = {"seed_shape": "practitioner_shape", "shape_check": "practitioner_shape_check",
+           "shape_confirm": "practitioner_shape_confirm"}
 PRACTITIONER = pd.DataFrame({"workers": [1, 2, 4, 12], "env_steps_per_sec": [424.0, 642.0, 975.0, 1409.0],
                              "low": [424.0, 642.0, 900.0, 1409.0], "high": [424.0, 642.0, 1050.0, 1409.0]})
 """The practitioner's report (shared/seeds/000_491a81bcabd90492.txt): env steps/s at one update per
@@ -70,6 +77,50 @@ def check_data(rs: RunSet, note: Note) -> FigureData | None:
                   "the cost model's second prediction (with the waiting loop's update; actors at nice 19)")
 
 
+def confirm_data(rs: RunSet, note: Note) -> FigureData | None:
+    """The third prediction against the `shape_confirm` runs (table shape_confirm_model), and
+    plan's recommendation in it: the plan that made the prediction (beside predicted.json) names
+    the point it recommended and the actors' CPU per env step it measured past the cores."""
+    made = _cells(rs, note, "shape_confirm", CONFIRM_PREDICTIONS, "shape_confirm_model", "ShapeConfirm",
+                  "the cost model's third prediction (each actor_learner role's CPU past the cores as its own runs "
+                  "paid it)")
+    plan_path = os.path.join(os.path.dirname(CONFIRM_PREDICTIONS), "plan", "plan.json")
+    if made is None or not os.path.exists(plan_path):
+        return made
+    with open(plan_path) as f:
+        plan = json.load(f)
+    best = plan["recommended"]
+    points = made.parts["points"].set_index(["architecture", "num_workers"])
+    if (best["design"], int(best["workers"])) in points.index:
+        row = points.loc[(best["design"], int(best["workers"]))]
+        made.number("ShapeConfirmRecommended", f"{best['design']} ({best['workers']})")
+        made.number("ShapeConfirmRecommendedPredicted", row["predicted_env_steps_per_sec"])
+        made.number("ShapeConfirmRecommendedMeasured", row["env_steps_per_sec"])
+        made.number("ShapeConfirmRecommendedError", 100 * row["error"], "{:+.0f}")
+    costs = plan["component_costs_us"]
+    made.number("ShapeConfirmBusyLoopUpdate", costs["in_loop"]["update"]["us"])
+    vector = points.xs("vector_env", level="architecture") if "vector_env" in points.index.get_level_values(0) else None
+    if vector is not None and not vector.empty:
+        made.number("ShapeConfirmVectorEnvUpdate", float(vector["update_us"].iloc[-1]))
+        made.number("ShapeConfirmVectorEnvCoresBusy", float(vector["cores_busy"].iloc[-1]), "{:.1f}")
+    for key, name in (("actor_learner_waiting_actors", "Actors"), ("actor_learner_waiting_learner", "Learner")):
+        for n, value in sorted((costs.get(key) or {}).items(), key=lambda kv: int(kv[0])):
+            made.number(f"ShapeConfirm{name}Cpu{_spelled(int(n))}", value["us"])
+    return made
+
+
+def _spelled(n: int) -> str:
+    """A worker count as a macro name may hold it (letters only)."""
+    words = {2: "Two", 4: "Four", 8: "Eight", 12: "Twelve", 16: "Sixteen", 24: "TwentyFour", 32: "ThirtyTwo",
+             48: "FortyEight", 64: "SixtyFour"}
+    return words.get(n, "N" + "".join("ABCDEFGHIJ"[int(d)] for d in str(n)))
+
+
+def _cores_busy(result: dict) -> float:
+    """The cores the run's processes kept busy on average (its `cpu`; runs before it: NaN)."""
+    return float((result.get("cpu") or {}).get("cores_busy", np.nan))
+
+
 def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str, prefix: str,
            prediction: str) -> FigureData | None:
     runs = _sweep(rs.runs, sweep)
@@ -90,13 +141,16 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
                      "env_steps_per_sec": float(np.median(speeds)), "low": float(speeds.min()),
                      "high": float(speeds.max()), "measured_bound": role, "learner_busy": learner_busy,
                      "learner_shares": shares, "update_us": update_us,
+                     "cores_busy": _cores_busy(middle["result"]),
                      "predicted_env_steps_per_sec": p["predicted_env_steps_per_sec"] if p else np.nan,
                      "predicted_bound": p["bottleneck"] if p else "",
                      "error": float(np.median(speeds)) / p["predicted_env_steps_per_sec"] - 1 if p else np.nan})
     points = pd.DataFrame(rows)
     points["order"] = points["architecture"].map(ARCH_ORDER.index)
     points = points.sort_values(["order", "num_workers"], ignore_index=True).drop(columns="order")
-    made = FigureData(points.round(4), parts={"points": points, "sweep": sweep})
+    measured_cpu = bool(np.isfinite(points["cores_busy"]).any())  # runs before the `cpu` record: no column
+    made = FigureData(points.round(4) if measured_cpu else points.drop(columns="cores_busy").round(4),
+                      parts={"points": points, "sweep": sweep})
     table = pd.DataFrame({
         "design": points["architecture"], "workers": points["num_workers"],
         "measured (median [min, max])": [f"{m:,.0f} [{lo:,.0f}, {hi:,.0f}]" for m, lo, hi in
@@ -107,12 +161,17 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
         "learner: update / sample / drain / wait": points["learner_shares"].replace("", "-"),
         "update (us)": points["update_us"].map(lambda u: "-" if not np.isfinite(u) else f"{u:,.0f}"),
         "bound (model)": points["predicted_bound"]})
+    if np.isfinite(points["cores_busy"]).any():  # runs that measured their CPU
+        table.insert(6, "cores busy", points["cores_busy"].map(lambda u: "-" if not np.isfinite(u) else f"{u:.2f}"))
     seeds = ", ".join(str(n) for n in sorted(set(points["seeds"])))
     made.table(table_name, table,
                "The practitioner's shape (CartPole whose step waits 2.2 ms, the cartpole learner at batch 32, utd "
                f"0.25), {seeds} seeds a cell: measured env steps/s against {prediction} committed before "
                "the runs, no refit; the bound is the role the median run's own time breakdown names, the learner's "
-               "shares are of its training time, and the update is what that run paid per update")
+               "shares are of its training time" + (", the update is what that run paid per update, and the cores busy "
+                                                    "are its processes' CPU over its training time (of 2)"
+                                                    if np.isfinite(points["cores_busy"]).any() else
+                                                    ", and the update is what that run paid per update"))
     fitted = points[np.isfinite(points["error"])]
     if not fitted.empty:
         made.number(f"{prefix}Cells", len(fitted), "{:d}")
@@ -162,10 +221,9 @@ def plot(report, made: FigureData) -> None:
     ax.set_xlabel("workers (actor processes, envs or hogwild workers)")
     ax.set_ylabel("env steps/s")
     ax.set_xticks(sorted(set(points["num_workers"]) | set(PRACTITIONER["workers"])))
-    check = made.parts["sweep"] == "shape_check"
-    ax.set_title("An env that waits 2.2 ms a step, the learner at utd 0.25: 2 cores here"
-                 + (" (second prediction, actors at nice 19)" if check else ""), fontsize=9)
+    sweep = made.parts["sweep"]
+    ax.set_title("An env that waits 2.2 ms a step, the learner at utd 0.25: 2 cores here" + TITLES[sweep], fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    report.figure(fig, "practitioner_shape_check" if check else "practitioner_shape", made.data)
+    report.figure(fig, FIGURES[sweep], made.data)
