@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 from sacred import Experiment
 from sacred.observers import FileStorageObserver
@@ -467,7 +468,7 @@ def test_data_functions_load_and_run_without_matplotlib(store):
             "print(json.dumps([made, drawing]))\n")
     out = subprocess.run([sys.executable, "-c", code, str(store)], cwd=ROOT, capture_output=True, text=True, check=True)
     made, plotting = json.loads(out.stdout)
-    assert len(made) == 10 and plotting == []
+    assert len(made) == 11 and "table_stability" in made and plotting == []  # the stability table too
 
 
 def test_time_shares_of_a_cell_sum_to_at_most_one():
@@ -491,3 +492,25 @@ def test_time_shares_of_a_cell_sum_to_at_most_one():
     assert totals.max() <= 1.0 + 1e-9
     assert totals[("actor_learner", 2, "main process")] == pytest.approx((8 + 9 + 7) / 30 + 0.1)
     assert set(data["bottleneck"]) == {"learner"} and len(data) == 3  # update, sample; act
+
+
+def test_stability_counts_the_seeds_that_fell_after_reaching_the_cap(monkeypatch):
+    """high_utd's collapse on CartPole (issue 22): a run that reached 500 and later fell below 475
+    counts as fallen, its checkpoints after the first 500 are shared out, its drop is 500 less its
+    lowest return after; a run that never reached 500 counts in none of it."""
+    curves = {"a1": ("single_env", [300, 500, 500, 500]), "a2": ("single_env", [200, 400, 470, 480]),
+              "h1": ("high_utd", [500, 250, 500, 490]), "h2": ("high_utd", [400, 500, 100, 500])}
+    runs = pd.DataFrame([{"run_id": k, "env": "CartPole", "architecture": a, "num_workers": 1, "utd": 4.0}
+                         for k, (a, _) in curves.items()])
+    holdout = pd.DataFrame([{"run_id": k, "env_step": 1_000 * (i + 1), "return_mean": float(v)}
+                            for k, (_, values) in curves.items() for i, v in enumerate(values)])
+    monkeypatch.setattr(learning, "_headline_rows", lambda rs: runs)
+    made = learning.stability_data(RunSet(runs, pd.DataFrame(), holdout), [].append)
+    rows = made.data.set_index("architecture")
+    assert rows.loc["single_env", ["reached_cap", "fell_below_solved"]].tolist() == [1, 0]
+    assert rows.loc["high_utd", ["reached_cap", "fell_below_solved"]].tolist() == [2, 2]
+    assert rows.loc["high_utd", "share_below_after_cap"] == pytest.approx(2 / 5)  # 250 of (250, 500, 490); 100 of (100, 500)
+    assert rows.loc["high_utd", "median_drop"] == pytest.approx((250 + 400) / 2)
+    assert _numbers(made)["StabilityCartPoleHighUtdFell"] == "2"
+    [(name, table, _)] = made.tables
+    assert name == "stability_cartpole" and table["then fell below 475"].tolist() == ["0 of 1", "2 of 2"]

@@ -43,6 +43,7 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("figure_hogwild", hogwild.data, hogwild.plot),
            ("figure_uneven", uneven.data, uneven.plot),
            ("figure_improvement", learning.improvement_data, learning.plot_improvement),
+           ("table_stability", learning.stability_data, None),
            ("figure_practitioner_shape", shape.data, shape.plot),
            ("figure_practitioner_shape_check", shape.check_data, shape.plot),
            ("figure_practitioner_shape_confirm", shape.confirm_data, shape.plot),
@@ -76,7 +77,8 @@ def build(sources: list[str], out: str, cache_dir: str | None = None) -> Report:
         try:
             made = data(runset, report.note)
             if made is not None:
-                plot(report, made)
+                if plot is not None:  # a table family has no figure
+                    plot(report, made)
                 report.write(made)
         except Exception as err:  # noqa: BLE001 - one broken figure must not stop the others
             report.note(f"{name}: failed ({type(err).__name__}: {err}); the other figures still build")

@@ -110,7 +110,8 @@ def _config_order(frame: pd.DataFrame) -> list[str]:
 def lag_data(rs: RunSet, note: Note) -> FigureData | None:
     """policy_lag_shares.csv, both frames stacked; in parts `lag` and `shares` apart, as drawn."""
     runs = rs.runs[rs.runs["result"].apply(lambda r: isinstance(r.get("policy_lag"), dict))
-                   & ~rs.runs["sweep"].isin(["uneven", "seed_shape", "shape_check", "shape_confirm", "per_hour"])]  # each has a figure of its own
+                   & ~rs.runs["sweep"].isin(["uneven", "seed_shape", "shape_check", "shape_confirm", "per_hour",
+                                                "minatar_suite"])]  # each has a figure (or will) of its own
     if runs.empty:
         note("policy lag: no runs recorded it (actor_learner, vector_env)")
         return None

@@ -258,6 +258,73 @@ def plot_speed_quality(report, made: FigureData) -> None:
     report.figure(fig, "speed_quality", data)
 
 
+# ---------------------------------------------------------------------- stability after solving
+CAP = {"CartPole": 500.0}
+"""The most an episode can return, per env: a run that reached it had solved the task."""
+
+
+def stability_data(rs: RunSet, note: Note) -> FigureData | None:
+    """Does a design keep what it learned? For every headline run of an env with a cap: whether it
+    reached the cap at a holdout checkpoint, whether it fell below the solved threshold at a later
+    one, the share of its checkpoints after the first at the cap that were below it, and its drop
+    (the cap less its lowest return after). On CartPole at 100k, high_utd (utd 4, LayerNorm) reached
+    500 and then fell below 475 in every seed while the other designs rarely did; the text had
+    said only that it 'ends less often at the cap' (issue 22; tests/test_report_data.py)."""
+    runs = _headline_rows(rs)
+    runs = runs[runs["env"].isin(list(CAP))]
+    if runs.empty:
+        note("stability: no headline runs of an env with a known cap (CartPole)")
+        return None
+    rows = []
+    for (env, arch), group in runs.groupby(["env", "architecture"], sort=True):
+        cap, solved = CAP[env], SOLVED_AT[env]
+        reached = fell = 0
+        below, after_count, drops = 0, 0, []
+        for run_id in group["run_id"]:
+            curve = rs.holdout[rs.holdout["run_id"] == run_id].sort_values("env_step")["return_mean"].to_numpy()
+            at_cap = np.flatnonzero(curve >= cap)
+            if not len(at_cap):
+                continue
+            reached += 1
+            after = curve[at_cap[0] + 1:]
+            fell += int((after < solved).any())
+            below += int((after < solved).sum())
+            after_count += len(after)
+            drops.append(cap - after.min() if len(after) else 0.0)
+        rows.append({"env": env, "architecture": arch, "label": _arch_label(group.iloc[0]), "seeds": len(group),
+                     "reached_cap": reached, "fell_below_solved": fell,
+                     "share_below_after_cap": below / after_count if after_count else np.nan,
+                     "median_drop": float(np.median(drops)) if drops else np.nan})
+    data = pd.DataFrame(rows)
+    data["order"] = data["architecture"].map(ARCH_ORDER.index)
+    data = data.sort_values(["env", "order"], ignore_index=True).drop(columns="order")
+    made = FigureData(data)
+    for env, part in data.groupby("env", sort=True):
+        cap, solved = CAP[env], SOLVED_AT[env]
+        table = pd.DataFrame({
+            "design": part["label"], "seeds": part["seeds"],
+            f"reached {cap:.0f}": part["reached_cap"],
+            f"then fell below {solved:.0f}": [f"{f} of {r}" for f, r in zip(part["fell_below_solved"],
+                                                                              part["reached_cap"])],
+            f"checkpoints below {solved:.0f} after the first {cap:.0f}": part["share_below_after_cap"].map(
+                lambda v: "-" if not np.isfinite(v) else f"{100 * v:.0f}%"),
+            "drop from the cap, median over seeds": part["median_drop"].map(
+                lambda v: "-" if not np.isfinite(v) else f"{v:.0f}")})
+        made.table(f"stability_{re.sub(r'[^a-z0-9]+', '_', env.lower())}", table,
+                   f"{env}, the headline runs: the seeds whose holdout return reached {cap:.0f} at a checkpoint, "
+                   f"how many of them fell below {solved:.0f} at a later checkpoint, the share of their checkpoints "
+                   f"after the first at {cap:.0f} that were below {solved:.0f}, and the median over those seeds of "
+                   f"{cap:.0f} less the lowest return after it")
+    for r in data.itertuples():
+        made.number(macro_name("stability", r.env, r.architecture, "reached"), r.reached_cap, "{:d}")
+        made.number(macro_name("stability", r.env, r.architecture, "fell"), r.fell_below_solved, "{:d}")
+        made.number(macro_name("stability", r.env, r.architecture, "below"),
+                    100 * r.share_below_after_cap if np.isfinite(r.share_below_after_cap) else "-", "{:.0f}")
+        made.number(macro_name("stability", r.env, r.architecture, "drop"),
+                    r.median_drop if np.isfinite(r.median_drop) else "-", "{:.0f}")
+    return made
+
+
 # ---------------------------------------------------------------------- 9. probability of improvement
 IMPROVEMENT_METRICS = ["final_holdout_return", "holdout_auc", "env_steps_per_sec"]
 
