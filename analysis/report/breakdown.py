@@ -140,7 +140,7 @@ def plot_lag(report, made: FigureData) -> None:
     from analysis.report.plotting import plt, sns
 
     lag, shares = made.parts["lag"], made.parts["shares"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
     for ax, measure in zip(axes[:2], ("policy_lag", "acting_staleness")):
         part = lag[(lag["measure"] == measure) & lag["statistic"].isin(["p50", "p95", "max"])]
         if not part.empty:
@@ -154,7 +154,7 @@ def plot_lag(report, made: FigureData) -> None:
                      fontsize=9)
         ax.set_xlabel("architecture (workers)")
         ax.set_ylabel("learner updates")
-        ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+        _slanted(ax)
     ax = axes[2]
     if not shares.empty:
         sub = shares[shares["kind"].isin(["env_steps", "sampled"])]
@@ -166,5 +166,15 @@ def plot_lag(report, made: FigureData) -> None:
     ax.set_title("per-worker share of data, x workers\n(1 = an equal share)", fontsize=9)
     ax.set_xlabel("architecture (workers)")
     ax.set_ylabel("share x workers")
-    ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+    _slanted(ax)
+    fig.tight_layout()
     report.figure(fig, "policy_lag_shares", data=made.data)
+
+
+def _slanted(ax) -> None:
+    """Long design labels at 60 degrees, anchored at their tick, so neighbours never overlap."""
+    ax.tick_params(axis="x", labelsize=7)
+    for label in ax.get_xticklabels():
+        label.set_rotation(60)
+        label.set_ha("right")
+        label.set_rotation_mode("anchor")

@@ -134,10 +134,11 @@ def plot_curves(report, made: FigureData) -> None:
             if j == 1:  # designs differ in speed by over 10x: a log axis keeps each curve readable
                 ax.set_xscale("log")
                 ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-            ax.set_xlabel("env steps" if j == 0 else "training wall-clock seconds alone, evaluation excluded (log)")
+            ax.set_xlabel("env steps" if j == 0 else "seconds: env steps / the design's solo env steps/s (log)")
             ax.set_ylabel("holdout return (IQM, 95% CI)")
             ax.set_title(env)
             ax.legend(fontsize=8)
+    fig.tight_layout()  # each row's x-label clear of the next row's titles
     report.figure(fig, "learning_curves", data)
 
 

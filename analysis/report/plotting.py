@@ -6,6 +6,7 @@ their data functions load without it."""
 from __future__ import annotations
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -24,8 +25,16 @@ def _log_axis(ax, which: str) -> None:
     getattr(ax, f"set_{which}scale")("log")
     axis = ax.xaxis if which == "x" else ax.yaxis
     axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-    axis.set_minor_formatter(matplotlib.ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 1)))
+    axis.set_minor_formatter(matplotlib.ticker.FuncFormatter(_minor_label))
     ax.tick_params(axis=which, which="both", labelsize=7)
+
+
+def _minor_label(value: float, _position) -> str:
+    """A log axis's minor tick in plain numbers (0.6, not 6e-01), at 2, 3, 4 and 6 x a power of ten."""
+    if value <= 0:
+        return ""
+    mantissa = value / 10 ** np.floor(np.log10(value))
+    return f"{value:g}" if any(abs(mantissa - m) < 1e-6 for m in (2, 3, 4, 6)) else ""
 
 
 _COMPONENT_COLORS = {"act": "#1f77b4", "env_step": "#2ca02c", "env_wait": "#98df8a", "env_reset": "#bcbd22",

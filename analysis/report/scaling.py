@@ -61,7 +61,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         note("scaling: no runs of the `scaling` sweep; run `python -m experiments.sweep scaling`")
         return None
     measured = scaling[scaling["experiment"] == "components"]
-    rows, columns, singles = [], [], []
+    rows, columns, singles, spread = [], [], [], {}
     for env, cost in sorted(set(zip(runs["env"], runs["env_step_cost_us"])), key=lambda k: (env_first(k[0]), k[1])):
         part = runs[(runs["env"] == env) & (runs["env_step_cost_us"] == cost)]
         tag = () if env == "CartPole" else (env,)  # CartPole's macros keep their names
@@ -71,7 +71,10 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         model = _model(note, measured[(measured["env"] == env) & (measured["env_step_cost_us"] == cost)], part.iloc[0],
                        env, cost, workers)
         for arch in ARCH_ORDER[1:4]:
-            sub = part[part["architecture"] == arch].groupby("num_workers")["env_steps_per_sec"].median()
+            cells = part[part["architecture"] == arch].groupby("num_workers")["env_steps_per_sec"]
+            sub = cells.median()
+            for n, values in cells:  # the seeds' range, drawn as the figure's bars
+                spread[(env, cost, arch, int(n))] = (float(values.min()), float(values.max()))
             for n, v in sub.items():
                 rows.append(_row(env, cost, arch, int(n), v, v / (n * base), model.get((arch, int(n)))))
         if np.isfinite(base):
@@ -81,7 +84,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                         "predicted": {key: p.env_steps_per_sec for key, p in model.items()}})
     points = pd.DataFrame(rows).sort_values(["env", "env_step_cost_us", "architecture", "num_workers"],
                                             ignore_index=True)
-    made = FigureData(points.round(ROUNDING), parts={"points": points, "columns": columns})
+    made = FigureData(points.round(ROUNDING), parts={"points": points, "columns": columns, "spread": spread})
     for name, rate in singles:  # made with each column, before the others as they always were
         made.number(name, rate)
     for _, row in points.iterrows():
@@ -118,7 +121,8 @@ def plot(report, made: FigureData) -> None:
     from analysis.report.plotting import PALETTE, _log_axis, plt
 
     points, columns = made.parts["points"], made.parts["columns"]
-    fig, axes = plt.subplots(2, len(columns), figsize=(5 * len(columns), 6.5), squeeze=False, sharex=True)
+    spread = made.parts.get("spread", {})
+    fig, axes = plt.subplots(2, len(columns), figsize=(5 * len(columns), 6.5), squeeze=False, sharex="col")
     for col, column in enumerate(columns):
         env, cost, base, workers, predicted = (column["env"], column["cost"], column["base"], column["workers"],
                                                column["predicted"])
@@ -128,8 +132,10 @@ def plot(report, made: FigureData) -> None:
                          & (points["architecture"] == arch)]
             if sub.empty:
                 continue
-            ax.plot(sub["num_workers"].to_numpy(), sub["env_steps_per_sec"].to_numpy(), marker="o",
-                    color=PALETTE[arch], label=arch)
+            x, y = sub["num_workers"].to_numpy(), sub["env_steps_per_sec"].to_numpy()
+            ranges = np.array([spread.get((env, cost, arch, int(n)), (v, v)) for n, v in zip(x, y)])
+            ax.errorbar(x, y, yerr=[y - ranges[:, 0], ranges[:, 1] - y], marker="o", capsize=2,
+                        color=PALETTE[arch], label=f"{arch} (median, min-max over seeds)")
             eff.plot(sub["num_workers"].to_numpy(), sub["parallel_efficiency"].to_numpy(), marker="o",
                      color=PALETTE[arch], label=arch)
             if predicted:

@@ -115,12 +115,19 @@ def plot(report, made: FigureData) -> None:
 
     data, single = made.data, made.parts["single"]
     fig, axes = plt.subplots(1, 3, figsize=(15, 3.6))
+    seeds = f"{data['seeds'].min()}" if data["seeds"].nunique() == 1 else f"{data['seeds'].min()}-{data['seeds'].max()}"
     for ax, (column, title, fmt) in zip(axes, [
-            ("return_25k_iqm", "holdout return at 25k env steps (IQM)", ".0f"),
-            ("final_iqm", "final holdout return at 50k env steps (IQM)", ".0f"),
-            ("divergence_rate", "runs that diverged (|Q| > 10 x max|r|/(1-gamma))", ".2f")]):
+            ("return_25k_iqm", f"holdout return at 25k env steps (IQM of {seeds} seeds)", ".0f"),
+            ("final_iqm", f"final holdout return at 50k env steps (IQM of {seeds} seeds)", ".0f"),
+            ("divergence_rate", "runs that diverged, of the cell's seeds (|Q| > 10 max|r|/(1-gamma))", "")]):
         pivot = data.pivot(index="utd", columns="mitigation", values=column)
-        sns.heatmap(pivot, annot=True, fmt=fmt, ax=ax, cmap="viridis" if column != "divergence_rate" else "rocket_r",
+        pivot.index = [f"{u:g}" for u in pivot.index]  # 1, 4, 16: not 1.0, 4.0, 16.0
+        annot = True
+        if column == "divergence_rate":  # counts, not a fraction of a few seeds (1/3, not 0.33)
+            counts = data.pivot(index="utd", columns="mitigation", values="diverged_runs")
+            runs = data.pivot(index="utd", columns="mitigation", values="seeds")
+            annot = (counts.astype(int).astype(str) + "/" + runs.astype(int).astype(str)).to_numpy()
+        sns.heatmap(pivot, annot=annot, fmt=fmt, ax=ax, cmap="viridis" if column != "divergence_rate" else "rocket_r",
                     vmin=0, vmax=500 if column != "divergence_rate" else 1, cbar=False)
         ax.set_title(title, fontsize=9)
         ax.set_ylabel("utd (updates per env step)")
