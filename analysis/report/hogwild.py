@@ -90,13 +90,17 @@ def plot(report, made: FigureData) -> None:
     sns.scatterplot(data=hog, x="overlap_fraction", y="final_holdout_return", hue="config", ax=axes[0])
     axes[0].set_xlabel("optimizer steps that overlapped another worker's write (fraction)")
     axes[0].set_ylabel("final holdout return")
+    axes[0].set_title("overlapping writes against final return, one dot a run", fontsize=9)
     if data["env_steps_per_sec"].notna().any():
         sns.stripplot(data=data, x="config", y="env_steps_per_sec", ax=axes[1])
         axes[1].set_ylabel("env steps/s")
+        axes[1].set_title("throughput, runs made one at a time", fontsize=9)
     else:  # runs made several at once: no speed to show, the early learning instead
         sns.stripplot(data=data, x="config", y="holdout_auc", ax=axes[1])
         axes[1].set_ylabel("mean holdout return over checkpoints")
+        axes[1].set_title("learning early: mean holdout over checkpoints", fontsize=9)
     axes[2].set_ylabel("final holdout return")
+    axes[2].set_title("final holdout return (CartPole's cap: 500)", fontsize=9)
     sns.stripplot(data=data, x="config", y="final_holdout_return", ax=axes[2])
     for ax in axes[1:]:
         ax.set_xlabel("")
