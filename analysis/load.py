@@ -229,6 +229,7 @@ def _frames(documents: list[Document], problems: list[str]) -> RunSet:
         row["cpu_count"] = host.get("cpu_count")
         row["git_commit"] = (host.get("git") or {}).get("commit") or (run.get("meta") or {}).get("git_commit")
         row["result"] = result
+        row["config"] = dict(config)  # every key, for the hyperparameter table
         run_rows.append(row)
 
         started = _seconds(run.get("start_time"))
@@ -249,14 +250,14 @@ def _frames(documents: list[Document], problems: list[str]) -> RunSet:
 
     runs = pd.DataFrame(run_rows, columns=KEY_COLUMNS + ["experiment", "source", "overrides"] + CONFIG_COLUMNS
                         + RESULT_COLUMNS + [LEARNING_RATE, "bottleneck", "cpu_model", "cpu_count", "git_commit",
-                                            "result"])
+                                            "result", "config"])
     metrics_frame = pd.DataFrame(metric_rows, columns=KEY_COLUMNS + ["metric", "env_step", "wall_time", "value"])
     holdout = pd.DataFrame(holdout_rows, columns=KEY_COLUMNS + ["env_step", "return_mean", "train_seconds"])
     return RunSet(runs.sort_values("run_id", ignore_index=True), metrics_frame, holdout, problems)
 
 
 # ---------------------------------------------------------------------- entry point
-FRAME_VERSION = 4
+FRAME_VERSION = 5
 """Bumped when the frames' layout changes in a way the column lists below do not show; the
 column lists are part of the fingerprint themselves (a column added without a bump once served
 a stale cache without it: tests/test_analysis.py::test_a_new_column_is_never_served_from_an_old_cache)."""

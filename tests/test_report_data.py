@@ -468,7 +468,7 @@ def test_data_functions_load_and_run_without_matplotlib(store):
             "print(json.dumps([made, drawing]))\n")
     out = subprocess.run([sys.executable, "-c", code, str(store)], cwd=ROOT, capture_output=True, text=True, check=True)
     made, plotting = json.loads(out.stdout)
-    assert len(made) == 11 and "table_stability" in made and plotting == []  # the stability table too
+    assert len(made) == 12 and {"table_stability", "table_hyperparameters"} <= set(made) and plotting == []
 
 
 def test_time_shares_of_a_cell_sum_to_at_most_one():
@@ -514,3 +514,20 @@ def test_stability_counts_the_seeds_that_fell_after_reaching_the_cap(monkeypatch
     assert _numbers(made)["StabilityCartPoleHighUtdFell"] == "2"
     [(name, table, _)] = made.tables
     assert name == "stability_cartpole" and table["then fell below 475"].tolist() == ["0 of 1", "2 of 2"]
+
+
+def test_the_hyperparameter_table_is_what_the_runs_stored(rs):
+    """The table reads single_env's stored config per headline env; a design whose runs differ in a
+    shared setting is named in a note (issue 22: a table generated from what ran)."""
+    notes: list[str] = []
+    made = learning.hyperparameters_data(rs, notes.append)
+    [(name, table, _)] = made.tables
+    rows = table.set_index("setting")
+    assert name == "hyperparameters" and len(table) == len(learning.HYPERPARAMETERS)
+    assert rows.loc["learning rate (Adam)", "CartPole"] == "0.0005" and rows.loc["updates per env step", "CartPole"] == "0.25"
+    assert not notes
+    changed = rs.runs.copy()
+    first = changed.index[changed["architecture"] == "actor_learner"][0]
+    changed.at[first, "config"] = {**changed.at[first, "config"], "lr": 1e-3}
+    learning.hyperparameters_data(RunSet(changed, rs.metrics, rs.holdout), notes.append)
+    assert len(notes) == 1 and "differs from single_env in lr" in notes[0]

@@ -13,7 +13,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import LEARNING_RATE, RunSet
 from analysis.report.common import (ARCH_ORDER, FigureData, Note, _arch_label, _ci, _headline, _regular_curves,
-                                    diverged, diverged_line, headline_runs, holdout_auc, macro_name, made_alone,
+                                    diverged, diverged_line, env_first, headline_runs, holdout_auc, macro_name, made_alone,
                                     speeds_only_where_made_alone)
 
 
@@ -257,6 +257,66 @@ def plot_speed_quality(report, made: FigureData) -> None:
         ax.set_title(env)
         ax.legend(fontsize=7)
     report.figure(fig, "speed_quality", data)
+
+
+# ---------------------------------------------------------------------- hyperparameters
+HYPERPARAMETERS = [("hidden_sizes", "hidden layers (an MLP; MinAtar: one 3x3 conv, 16 channels, then these)"),
+                   ("batch_size", "batch size"), ("buffer_size", "replay capacity"), ("lr", "learning rate (Adam)"),
+                   ("adam_eps", "Adam epsilon"), ("gamma", "discount"), ("n_step", "n-step return"),
+                   ("double_dqn", "double DQN"), ("loss", "loss"), ("max_grad_norm", "gradient-norm clip"),
+                   ("utd", "updates per env step"), ("target_update_period", "target network update (updates)"),
+                   ("learning_starts", "env steps before learning"), ("eps_start", "epsilon start"),
+                   ("eps_end", "epsilon end"), ("eps_decay_steps", "epsilon decay (env steps)"),
+                   ("total_env_steps", "env steps per run"), ("eval_every", "holdout every (env steps)"),
+                   ("eval_episodes", "holdout episodes"), ("eval_epsilon", "holdout epsilon")]
+"""The learner's and the schedule's settings the headline shares across designs, in table order."""
+DESIGN_KEYS = ("architecture", "num_workers", "utd", "layer_norm")
+"""What a design may set apart from the shared values (high_utd: its utd and LayerNorm)."""
+
+
+def hyperparameters_data(rs: RunSet, note: Note) -> FigureData | None:
+    """The headline's hyperparameters, per env, read from the stored runs' configs (so the table is
+    what ran, not what a config file says now): single_env's values, and a note where another
+    design's runs differ in a shared key beyond DESIGN_KEYS (issue 22; tests/test_report_data.py)."""
+    runs = _headline_rows(rs)
+    if runs.empty or "config" not in runs:
+        note("hyperparameters: no headline runs")
+        return None
+    columns = {}
+    for env, part in sorted(runs.groupby("env"), key=lambda kv: env_first(kv[0])):
+        base = part[part["architecture"] == "single_env"]
+        if base.empty:
+            continue
+        reference = base.iloc[0]["config"]
+        for _, run in part.iterrows():
+            differs = [key for key, _ in HYPERPARAMETERS
+                       if key not in DESIGN_KEYS and run["config"].get(key) != reference.get(key)]
+            if differs:
+                note(f"hyperparameters: {env} run {run['run_id']} ({run['architecture']}) differs from single_env in "
+                     + ", ".join(differs))
+        columns[env] = [_setting(reference.get(key)) for key, _ in HYPERPARAMETERS]
+    if not columns:
+        note("hyperparameters: no single_env run in the headline")
+        return None
+    table = pd.DataFrame({"setting": [label for _, label in HYPERPARAMETERS], **columns})
+    made = FigureData(table)
+    made.table("hyperparameters", table,
+               "The headline's settings as its runs stored them (single_env's; every design shares them but for its "
+               "workers, and high_utd's updates per env step and LayerNorm). MinAtar Breakout's are the values chosen "
+               "on calibration seeds; CartPole's the cartpole config")
+    return made
+
+
+def _setting(value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return "-".join(str(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return "-" if value is None else str(value)
 
 
 # ---------------------------------------------------------------------- stability after solving
