@@ -124,7 +124,12 @@ def test_threads_keeps_cpu_timings_sorted_and_quotes_one_and_most_threads(rs):
                     ["mlp", 256, 1, 4000.0], ["mlp", 256, 2, 2500.0]]   # the cuda run is not among them
     assert made.data["update_us_p90"].tolist() == pytest.approx([3300, 1320, 1100, 660, 4400, 2750])
     assert _numbers(made) == {"ThreadsCnnOneUs": "3,000", "ThreadsCnnMostUs": "1,200", "ThreadsMlpOneUs": "1,000",
-                              "ThreadsMlpMostUs": "600", "ThreadsMost": "4"}
+                              "ThreadsMlpMostUs": "600", "ThreadsMost": "4",
+                              # every batch apart: the headline's batch is not the smallest (issue 22)
+                              "ThreadsCnnBatchThreeTwoOneUs": "3,000", "ThreadsCnnBatchThreeTwoMostUs": "1,200",
+                              "ThreadsMlpBatchThreeTwoOneUs": "1,000", "ThreadsMlpBatchThreeTwoMostUs": "600",
+                              "ThreadsMlpBatchTwoFiveSixOneUs": "4,000", "ThreadsMlpBatchTwoFiveSixMostUs": "2,500",
+                              "ThreadsRounds": "1"}
 
 
 # ---------------------------------------------------------------------- 2. scaling
