@@ -81,6 +81,7 @@ time-sharing bound is). The report's `scaling` figure and `experiments.plan` bot
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -325,7 +326,7 @@ def _actor_learner(n: int, c: dict, k: dict, wait: float, utd: float, cores: int
         rates = {"actors": n * 1e6 / (wait + actor_cpu), "learner": 1e6 / learner,
                  "cores": cores * 1e6 / (actor_cpu + learner_cpu)}
         point = _bounded("actor_learner", n, rates, n * actor_cpu / (wait + actor_cpu) + 1 > cores)
-        return Prediction(**{**point.__dict__, "shared_measured": True})
+        return dataclasses.replace(point, shared_measured=True)
     rates = {"actors": n * 1e6 / (wait + actor), "learner": 1e6 / learner,
              "cores": cores * 1e6 / (actor + learner)}
     busy = min(rates.values()) * (actor + learner) / 1e6  # processes' worth of CPU in use

@@ -373,10 +373,8 @@ def waiting_roles(cfg: DQNConfig, counts: list[int], steps: int = 12_000) -> dic
             cpu = train(run)["cpu"]
         if cpu is None:  # no /proc: the model keeps the components' sum
             return {}
-        actors[n] = {"us": cpu["workers_us_per_env_step"], "p10": cpu["workers_us_per_env_step"],
-                     "p90": cpu["workers_us_per_env_step"]}
-        learner[n] = {"us": cpu["main_us_per_env_step"], "p10": cpu["main_us_per_env_step"],
-                      "p90": cpu["main_us_per_env_step"]}
+        actors[n] = _spread([cpu["workers_us_per_env_step"]])  # one run: us = p10 = p90
+        learner[n] = _spread([cpu["main_us_per_env_step"]])
     return {"actor_learner_waiting_actors": actors, "actor_learner_waiting_learner": learner}
 
 

@@ -40,6 +40,11 @@ def _headline_rows(rs: RunSet) -> pd.DataFrame:
     return runs
 
 
+def _slug(env: str) -> str:
+    """An env's name as a table file name takes it: 'CartPole' -> 'cartpole'."""
+    return re.sub(r"[^a-z0-9]+", "_", env.lower())
+
+
 AUC_FORMAT = {"CartPole": "{:.0f}"}
 """How the macros <Env><Design>Auc are written: returns in the hundreds need no decimal (others {:.1f})."""
 SOLVED_AT = {"CartPole": 475.0}
@@ -191,7 +196,7 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
     made.table("architectures", table, caption.format("the headline sweeps"))
     if data["env"].nunique() > 1:  # and one table per env, e.g. architectures_breakout for the minatar sweep
         for env in data["env"].unique():
-            made.table(f"architectures_{re.sub(r'[^a-z0-9]+', '_', env.lower())}",
+            made.table(f"architectures_{_slug(env)}",
                        table[table["env"] == env].drop(columns="env"), caption.format(env))
     for r in data.itertuples():
         made.number(macro_name(r.env, r.architecture, "steps"),
@@ -371,7 +376,7 @@ def stability_data(rs: RunSet, note: Note) -> FigureData | None:
                 lambda v: "-" if not np.isfinite(v) else f"{100 * v:.0f}%"),
             "drop from the cap, median over seeds": part["median_drop"].map(
                 lambda v: "-" if not np.isfinite(v) else f"{v:.0f}")})
-        made.table(f"stability_{re.sub(r'[^a-z0-9]+', '_', env.lower())}", table,
+        made.table(f"stability_{_slug(env)}", table,
                    f"{env}, the headline runs: the seeds whose holdout return reached {cap:.0f} at a checkpoint, "
                    f"how many of them fell below {solved:.0f} at a later checkpoint, the share of their checkpoints "
                    f"after the first at {cap:.0f} that were below {solved:.0f}, and the median over those seeds of "
@@ -443,7 +448,7 @@ def improvement_data(rs: RunSet, note: Note) -> FigureData | None:
                                                 for r in part.itertuples()],
             "rank test p": part["rank_p"].map(P_FORMAT.format),
             "Holm p": part["holm_p"].map(P_FORMAT.format), "verdict": part["verdict"]})
-        made.table(f"improvement_{re.sub(r'[^a-z0-9]+', '_', env.lower())}", table,
+        made.table(f"improvement_{_slug(env)}", table,
                    f"{env}: each design against single_env, the probability that one of its runs beats a single_env "
                    "run with its percentile-bootstrap 95% interval, the exact two-sided rank test's p, and that p "
                    f"after Holm's correction over the {int((part['family'] == 'learning').sum())} learning "

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import TRAINING_EXPERIMENTS, RunSet
-from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep
+from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, macro_name
 
 PREDICTIONS = os.path.join("results", "reference", "seed_shape", "predicted.json")
 """Written by `python -m experiments.predict seed_shape ...` and committed before the sweep ran."""
@@ -103,17 +103,10 @@ def confirm_data(rs: RunSet, note: Note) -> FigureData | None:
     if vector is not None and not vector.empty:
         made.number("ShapeConfirmVectorEnvUpdate", float(vector["update_us"].iloc[-1]))
         made.number("ShapeConfirmVectorEnvCoresBusy", float(vector["cores_busy"].iloc[-1]), "{:.1f}")
-    for key, name in (("actor_learner_waiting_actors", "Actors"), ("actor_learner_waiting_learner", "Learner")):
+    for key, name in (("actor_learner_waiting_actors", "actors"), ("actor_learner_waiting_learner", "learner")):
         for n, value in sorted((costs.get(key) or {}).items(), key=lambda kv: int(kv[0])):
-            made.number(f"ShapeConfirm{name}Cpu{_spelled(int(n))}", value["us"])
+            made.number(macro_name("shape confirm", name, "cpu", int(n)), value["us"])
     return made
-
-
-def _spelled(n: int) -> str:
-    """A worker count as a macro name may hold it (letters only)."""
-    words = {2: "Two", 4: "Four", 8: "Eight", 12: "Twelve", 16: "Sixteen", 24: "TwentyFour", 32: "ThirtyTwo",
-             48: "FortyEight", 64: "SixtyFour"}
-    return words.get(n, "N" + "".join("ABCDEFGHIJ"[int(d)] for d in str(n)))
 
 
 def _cores_busy(result: dict) -> float:
@@ -161,7 +154,7 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
         "learner: update / sample / drain / wait": points["learner_shares"].replace("", "-"),
         "update (us)": points["update_us"].map(lambda u: "-" if not np.isfinite(u) else f"{u:,.0f}"),
         "bound (model)": points["predicted_bound"]})
-    if np.isfinite(points["cores_busy"]).any():  # runs that measured their CPU
+    if measured_cpu:
         table.insert(6, "cores busy", points["cores_busy"].map(lambda u: "-" if not np.isfinite(u) else f"{u:.2f}"))
     seeds = ", ".join(str(n) for n in sorted(set(points["seeds"])))
     made.table(table_name, table,
@@ -170,7 +163,7 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
                "the runs, no refit; the bound is the role the median run's own time breakdown names, the learner's "
                "shares are of its training time" + (", the update is what that run paid per update, and the cores busy "
                                                     "are its processes' CPU over its training time (of 2)"
-                                                    if np.isfinite(points["cores_busy"]).any() else
+                                                    if measured_cpu else
                                                     ", and the update is what that run paid per update"))
     fitted = points[np.isfinite(points["error"])]
     if not fitted.empty:
