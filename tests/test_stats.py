@@ -169,3 +169,30 @@ def test_holm_adjusts_as_the_step_down_procedure_does():
 def test_the_rank_test_enumerates_a_side_of_one(x, y, expected):
     """One run a side (a design measured once) still gets an exact p: the splits are enumerated."""
     assert stats.rank_test_p(x, y) == pytest.approx(expected)
+
+
+def test_the_stratified_rank_test_finds_a_shift_every_task_shares():
+    """Five games, five seeds a side: a shift every game shares is rare under relabelling within
+    games even where no one game's rank test could reach 0.05 after correcting; on one task the
+    test agrees with the exact rank test; no shift gives a large p; a different number of tasks
+    is refused."""
+    rng = np.random.default_rng(3)
+    base = rng.normal(0.0, 1.0, (5, 5)) * np.array([1, 10, 100, 3, 0.1])  # games on their own scales
+    shifted = base + 2.0 * np.array([1, 10, 100, 3, 0.1])
+    assert stats.stratified_rank_test_p(shifted, base) < 0.001
+    assert stats.stratified_rank_test_p(base, base[::-1]) > 0.5
+    one_x, one_y = shifted[:, :1] + rng.normal(0, 1, (5, 1)), base[:, :1]
+    assert abs(stats.stratified_rank_test_p(one_x, one_y) - stats.rank_test_p(one_x, one_y)) < 0.01
+    assert stats.stratified_rank_test_p(shifted, base) == stats.stratified_rank_test_p(shifted, base)  # seeded
+    with pytest.raises(ValueError, match="different numbers of tasks"):
+        stats.stratified_rank_test_p(base, base[:, :3])
+
+
+def test_a_performance_profile_falls_from_one_to_zero():
+    """The share of run x task scores above a threshold: all of them below the lowest score, none
+    at or above the highest, the band brackets the curve, and one run per task has no band."""
+    scores = np.array([[0.1, 0.5], [0.3, 0.9], [0.2, 0.7]])
+    share, low, high = stats.performance_profile(scores, [0.0, 0.25, 0.6, 0.9])
+    assert share.tolist() == [1.0, 4 / 6, 2 / 6, 0.0]
+    assert np.all(low <= share + 1e-12) and np.all(share <= high + 1e-12)
+    assert np.all(np.isnan(stats.performance_profile(scores[:1], [0.5])[1]))

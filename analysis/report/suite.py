@@ -1,0 +1,255 @@
+"""The MinAtar suite (issue 22): does what Breakout showed hold on four more games?
+
+Reads Breakout's headline runs (the `minatar` sweep) and the `minatar_suite` sweep's Asterix,
+Freeway, Space Invaders and Seaquest runs: every game with one hyperparameter set (`minatar_cpu`,
+Breakout's calibrated values), 500k env steps, single_env and the three parallel designs at 2
+workers; high_utd only on Breakout. These runs were made two at a time, so they carry no speed:
+the suite answers "does it learn as well", and the scaling sweep answers "how fast".
+
+Per game: each design's final holdout return and mean holdout return over checkpoints (IQM over
+seeds, 95% stratified-bootstrap interval), and P(design > single_env) on each with the exact rank
+test's p, Holm-corrected over every learning comparison of the table.
+
+Across games (Agarwal et al. 2021), on returns divided by the game's anchor (Young & Tian's DQN
+at 5M frames, read by eye from their curves: a scale that makes games commensurable, not a bar
+to clear at a tenth of their budget): the aggregate IQM over every game x seed run with
+stratified-bootstrap intervals, performance profiles, and P(design > single_env) over game-seed
+pairs with the stratified rank test (stats.stratified_rank_test_p), Holm-corrected over the
+designs and measures. A game enters the aggregate only where every design has the same full set
+of seeds, so the (runs, games) matrix is complete; the others are named and left out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis import stats
+from analysis.load import RunSet
+from analysis.report.common import ARCH_ORDER, FigureData, Note, _ci, diverged, holdout_auc, macro_name
+
+SUITE_SWEEPS = ("minatar", "minatar_suite")
+GAMES = ("Breakout", "Asterix", "Freeway", "SpaceInvaders", "Seaquest")
+DESIGNS = ("single_env", "actor_learner", "vector_env", "hogwild")
+"""The designs every game runs; high_utd appears in Breakout's rows only, outside the aggregate."""
+ANCHOR = {"Breakout": 10.0, "Asterix": 17.0, "Freeway": 50.0, "SpaceInvaders": 43.0, "Seaquest": 20.0}
+"""Young & Tian (2019) DQN's final return at 5M frames, read by eye from their curves (30 runs;
+Freeway's by ~1.5M frames; Seaquest's before MinAtar v1.0.10's oxygen fix): ../shared/reference-numbers.md."""
+ANCHOR_FRAMES = 5_000_000
+MEASURES = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout return"}
+PROFILE_POINTS = 41
+"""Thresholds of the performance profile, from 0 to the largest normalised score."""
+
+
+def _runs(rs: RunSet, note: Note) -> pd.DataFrame:
+    runs = rs.runs[rs.runs["sweep"].isin(SUITE_SWEEPS) & rs.runs["env"].isin(GAMES)].copy()
+    out = runs[diverged(runs)]
+    for run_id in out["run_id"]:
+        note(f"minatar suite: run {run_id} diverged; left out")
+    runs = runs[~diverged(runs)]
+    runs["holdout_auc"] = holdout_auc(rs.holdout, runs["run_id"])
+    runs["normalised_final"] = runs["final_holdout_return"] / runs["env"].map(ANCHOR)
+    runs["normalised_auc"] = runs["holdout_auc"] / runs["env"].map(ANCHOR)
+    return runs
+
+
+def _complete_games(runs: pd.DataFrame, note: Note) -> tuple[list[str], list[int]]:
+    """The games where every DESIGN has the same, fullest set of seeds; the seeds."""
+    seed_sets = {(g, d): frozenset(runs.loc[(runs["env"] == g) & (runs["architecture"] == d), "seed"])
+                 for g in GAMES for d in DESIGNS}
+    full = max(seed_sets.values(), key=len)
+    games = [g for g in GAMES if all(seed_sets[g, d] >= full for d in DESIGNS)]
+    for game in GAMES:
+        if game not in games:
+            have = ", ".join(f"{d} {len(seed_sets[game, d])}" for d in DESIGNS)
+            note(f"minatar suite: {game} left out of the aggregate: it lacks some of seeds "
+                 f"{min(full)}-{max(full)} ({have}); resume `python -m experiments.sweep minatar_suite "
+                 "--out results/reference/minatar_suite --jobs 2 --nice`")
+    return games, sorted(full)
+
+
+def _matrix(runs: pd.DataFrame, design: str, games: list[str], seeds: list[int], column: str) -> np.ndarray:
+    """(seeds, games) of one design's `column`."""
+    part = runs[(runs["architecture"] == design) & runs["seed"].isin(seeds)]
+    return part.pivot_table(index="seed", columns="env", values=column).loc[seeds, games].to_numpy(dtype=float)
+
+
+def data(rs: RunSet, note: Note) -> FigureData | None:
+    runs = _runs(rs, note)
+    if runs.empty or not (runs["sweep"] == "minatar_suite").any():
+        note("minatar suite: no runs of the `minatar_suite` sweep; run `python -m experiments.sweep minatar_suite "
+             "--jobs 2 --nice`")
+        return None
+    made = FigureData(runs[["run_id", "env", "architecture", "num_workers", "seed", "final_holdout_return",
+                            "holdout_auc", "normalised_final", "normalised_auc"]].sort_values(["env", "architecture", "seed"]))
+    _per_game(made, runs)
+    games, seeds = _complete_games(runs, note)
+    made.number("MinatarSuiteRuns", len(runs), "{:d}")
+    made.number("MinatarSuiteGamesComplete", len(games), "{:d}")
+    made.parts.update(games=games, seeds=seeds)
+    if len(games) >= 2:
+        _aggregate(made, runs, games, seeds)
+    else:
+        note("minatar suite: fewer than 2 games have every design at every seed; no aggregate yet")
+    _anchors(made, runs)
+    return made
+
+
+def _per_game(made: FigureData, runs: pd.DataFrame) -> None:
+    rows = []
+    for game in [g for g in GAMES if g in set(runs["env"])]:
+        part = runs[runs["env"] == game]
+        base = part[part["architecture"] == "single_env"]
+        for design in [a for a in ARCH_ORDER if a in set(part["architecture"])]:
+            group = part[part["architecture"] == design]
+            row = {"game": game, "design": design, "workers": int(group["num_workers"].iloc[0]), "seeds": len(group)}
+            for column in MEASURES:
+                row[column] = stats.interval(group[column].dropna())
+                if design != "single_env" and len(base):
+                    row[f"{column}_poi"] = stats.probability_of_improvement_interval(group[column], base[column])
+                    row[f"{column}_p"] = stats.rank_test_p(group[column], base[column])
+            rows.append(row)
+    tests = [(i, c) for i, r in enumerate(rows) for c in MEASURES if f"{c}_p" in r]
+    for (i, column), adjusted in zip(tests, stats.holm([rows[i][f"{column}_p"] for i, column in tests])):
+        rows[i][f"{column}_holm"] = adjusted
+    table = []
+    for r in rows:
+        line = {"game": r["game"], "design": r["design"] if r["design"] in ("single_env", "high_utd")
+                else f"{r['design']} ({r['workers']})", "seeds": r["seeds"]}
+        for column, label in MEASURES.items():
+            line[f"{label}, IQM [95% CI]"] = _ci(*r[column], fmt="{:.1f}")
+            name = macro_name("minatar", r["game"], r["design"], "final" if column == "final_holdout_return" else "auc")
+            made.number(name, r[column][0], "{:.1f}")
+        poi = r.get("holdout_auc_poi")
+        line["P(> single_env) on mean holdout [95% CI]"] = (f"{poi[0]:.2f} [{poi[1]:.2f}, {poi[2]:.2f}]"
+                                                            if poi else "-")
+        line["Holm p (final; mean)"] = (f"{r['final_holdout_return_holm']:.3f}; {r['holdout_auc_holm']:.3f}"
+                                        if poi else "-")
+        table.append(line)
+    made.number("MinatarSuiteComparisons", len(tests), "{:d}")
+    made.number("MinatarSuiteSmallestHolm", min((rows[i][f"{c}_holm"] for i, c in tests), default=float("nan")),
+                "{:.3f}")
+    made.table("minatar_games", pd.DataFrame(table),
+               "MinAtar, every game at 500k env steps with one hyperparameter set (Breakout: the headline's runs), "
+               "evaluation seeds from 101, two runs at a time (no speeds): the final and the mean holdout return "
+               "over checkpoints, IQM over seeds with 95% stratified-bootstrap intervals; P(design > single_env) "
+               f"on the mean holdout return, and the exact rank test's p for both measures after Holm's correction "
+               f"over the table's {len(tests)} learning comparisons")
+
+
+def _aggregate(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: list[int]) -> None:
+    scores = {(d, c): _matrix(runs, d, games, seeds, c) for d in DESIGNS for c in ("normalised_final", "normalised_auc")}
+    rows = []
+    for design in DESIGNS:
+        for column in ("normalised_final", "normalised_auc"):
+            row = {"design": design, "measure": column, "iqm": stats.interval(scores[design, column])}
+            if design != "single_env":
+                row["poi"] = stats.probability_of_improvement_interval(scores[design, column],
+                                                                       scores["single_env", column])
+                row["p"] = stats.stratified_rank_test_p(scores[design, column], scores["single_env", column])
+            rows.append(row)
+    tested = [r for r in rows if "p" in r]
+    for r, adjusted in zip(tested, stats.holm([r["p"] for r in tested])):
+        r["holm"] = adjusted
+    from analysis.report.learning import verdict
+
+    table = []
+    for r in rows:
+        label = "final" if r["measure"] == "normalised_final" else "auc"
+        made.number(macro_name("minatar agg", r["design"], label), r["iqm"][0], "{:.2f}")
+        made.number(macro_name("minatar agg", r["design"], label, "low"), r["iqm"][1], "{:.2f}")
+        made.number(macro_name("minatar agg", r["design"], label, "high"), r["iqm"][2], "{:.2f}")
+        line = {"design": r["design"], "measure": MEASURES["final_holdout_return" if label == "final" else "holdout_auc"]
+                + " / anchor", "IQM over games x seeds [95% CI]": _ci(*r["iqm"], fmt="{:.2f}"),
+                "P(> single_env) over game-seed pairs [95% CI]": "-", "stratified rank p": "-", "Holm p": "-",
+                "verdict": "-"}
+        if "poi" in r:
+            word = verdict(r["poi"][0], r["holm"])
+            line.update({"P(> single_env) over game-seed pairs [95% CI]": _ci(*r["poi"], fmt="{:.2f}"),
+                         "stratified rank p": f"{r['p']:.3f}", "Holm p": f"{r['holm']:.3f}", "verdict": word})
+            for suffix, value, fmt in (("poi", r["poi"][0], "{:.2f}"), ("poi low", r["poi"][1], "{:.2f}"),
+                                       ("poi high", r["poi"][2], "{:.2f}"), ("p", r["p"], "{:.3f}"),
+                                       ("holm", r["holm"], "{:.3f}"), ("verdict", word, "{}")):
+                made.number(macro_name("minatar agg", r["design"], label, suffix), value, fmt)
+        table.append(line)
+    made.number("MinatarAggGames", len(games), "{:d}")
+    made.number("MinatarAggSeeds", len(seeds), "{:d}")
+    made.table("minatar_aggregate", pd.DataFrame(table),
+               f"MinAtar across {len(games)} games ({', '.join(games)}) x {len(seeds)} seeds "
+               f"({seeds[0]}-{seeds[-1]}): returns divided by each game's anchor (Young & Tian's DQN at 5M frames); "
+               "the IQM over every game x seed run with a 95% stratified-bootstrap interval; P(design > single_env) "
+               "averaged over games with its interval, and the stratified rank test's p (relabelling within games) "
+               f"after Holm's correction over the table's {len(tested)} comparisons; 'told apart' only below 0.05")
+    top = max(float(np.nanmax(v)) for v in scores.values())
+    tau = np.linspace(0.0, max(top, 1e-9), PROFILE_POINTS)
+    profile = []
+    for design in DESIGNS:
+        share, low, high = stats.performance_profile(scores[design, "normalised_final"], tau)
+        profile += [{"design": design, "threshold": t, "share": s, "low": lo, "high": hi}
+                    for t, s, lo, hi in zip(tau, share, low, high)]
+    made.parts.update(aggregate=pd.DataFrame([{"design": r["design"], "measure": r["measure"], "iqm": r["iqm"][0],
+                                               "low": r["iqm"][1], "high": r["iqm"][2]} for r in rows]),
+                      profile=pd.DataFrame(profile),
+                      poi=pd.DataFrame([{"design": r["design"], "measure": r["measure"], "poi": r["poi"][0],
+                                         "low": r["poi"][1], "high": r["poi"][2]} for r in tested]))
+
+
+def _anchors(made: FigureData, runs: pd.DataFrame) -> None:
+    """Young & Tian's DQN beside ours, per game, with the budget gap said."""
+    budget = int(runs["total_env_steps"].max())
+    made.number("MinatarBudgetGap", ANCHOR_FRAMES / budget, "{:.0f}")
+    rows = []
+    for game in [g for g in GAMES if g in set(runs["env"])]:
+        part = runs[runs["env"] == game]
+        best = max((d for d in DESIGNS if (part["architecture"] == d).any()),
+                   key=lambda d: stats.iqm(part.loc[part["architecture"] == d, "final_holdout_return"]))
+        mine = part.loc[part["architecture"] == "single_env", "final_holdout_return"]
+        rows.append({"game": game, f"Young & Tian DQN, {ANCHOR_FRAMES / 1e6:.0f}M frames (by eye)": f"{ANCHOR[game]:g}",
+                     f"single_env, {budget / 1e3:.0f}k env steps, IQM": f"{stats.iqm(mine):.1f}" if len(mine) else "-",
+                     "best design here, IQM": f"{best} {stats.iqm(part.loc[part['architecture'] == best, 'final_holdout_return']):.1f}"})
+        made.number(macro_name("minatar anchor", game), ANCHOR[game], "{:g}")
+    made.table("minatar_anchors", pd.DataFrame(rows),
+               f"Anchors: Young & Tian's DQN (5M frames, one update per frame, 30 runs, read by eye from their "
+               f"curves) beside this suite's final holdout IQM at {budget:,} env steps, {ANCHOR_FRAMES / budget:.0f}x "
+               "fewer (MinAtar has no frame skip: a frame is an env step) and a quarter of the updates per step")
+
+
+def _dots(ax, frame: pd.DataFrame, value: str) -> None:
+    """Each design's point and 95% interval on both measures, final (grey squares) above mean (black dots)."""
+    for i, (measure, label) in enumerate((("normalised_final", "final holdout return"),
+                                          ("normalised_auc", "mean holdout over checkpoints"))):
+        part = frame[frame["measure"] == measure].reset_index(drop=True)
+        ax.errorbar(part[value], np.arange(len(part)) + (0.15 if i else -0.15), capsize=3, fmt="o" if i else "s",
+                    xerr=[part[value] - part["low"], part["high"] - part[value]], color="k" if i else "0.5", label=label)
+        ax.set_yticks(np.arange(len(part)))
+        ax.set_yticklabels(part["design"], fontsize=8)
+    ax.set_ylim(len(part) - 0.5, -0.5)  # the designs top to bottom in ARCH_ORDER, as the tables list them
+    ax.legend(fontsize=7, loc="best")
+
+
+def plot(report, made: FigureData) -> None:
+    from analysis.report.plotting import PALETTE, plt
+
+    if "aggregate" not in made.parts:  # too few complete games: the tables still build
+        return
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))
+    _dots(axes[0], made.parts["aggregate"], "iqm")
+    axes[0].set_xlabel("IQM of return / anchor over games x seeds, 95% CI")
+    axes[0].set_title(f"Aggregate over {len(made.parts['games'])} games, {len(made.parts['seeds'])} seeds each",
+                      fontsize=9)
+    for design, sub in made.parts["profile"].groupby("design", sort=False):
+        axes[1].plot(sub["threshold"], sub["share"], color=PALETTE[design], label=design)
+        axes[1].fill_between(sub["threshold"], sub["low"], sub["high"], color=PALETTE[design], alpha=0.15)
+    axes[1].set_xlabel("threshold on final holdout return / anchor")
+    axes[1].set_ylabel("share of runs above the threshold")
+    axes[1].set_title("Performance profiles, 95% bands", fontsize=9)
+    axes[1].legend(fontsize=7)
+    _dots(axes[2], made.parts["poi"], "poi")
+    axes[2].axvline(0.5, color="k", ls="--", lw=1)
+    axes[2].set_xlim(0, 1)
+    axes[2].set_xlabel("P(design > single_env) over game-seed pairs, 95% CI")
+    axes[2].set_title("Probability of improvement", fontsize=9)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    report.figure(fig, "minatar_suite", made.data)

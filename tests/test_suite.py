@@ -1,0 +1,76 @@
+"""The MinAtar suite family (analysis/report/suite.py): per-game rows with Holm over the table,
+the aggregate over complete games on anchor-normalised returns, and games left out by name."""
+
+import numpy as np
+import pytest
+
+from analysis.load import load_runs
+from analysis.report import suite
+from tests.synthetic_runs import write_run
+
+SHIFT = {"single_env": 0.0, "actor_learner": 0.0, "vector_env": -0.01, "hogwild": 0.3}
+"""Each design's return above single_env's, as a share of the game's anchor."""
+
+
+def _run(store, sweep, game, arch, seed, final):
+    write_run(str(store), f"{sweep}-{game}{arch}{seed}",
+              config={"architecture": arch, "num_workers": 1 if arch == "single_env" else 2, "seed": seed,
+                      "env_id": f"MinAtar/{game}-v1", "total_env_steps": 500_000},
+              result={"env_steps": 500_000, "env_steps_per_sec": 500.0, "train_seconds": 1000.0,
+                      "final_holdout_return": final, "runs_at_once": 2,
+                      "holdout_curve": [{"env_steps": 250_000, "return_mean": final / 2},
+                                        {"env_steps": 500_000, "return_mean": final}]})
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    store = tmp_path_factory.mktemp("suite")
+    for game, sweep in (("Breakout", "minatar"), ("Asterix", "minatar_suite"), ("Freeway", "minatar_suite")):
+        anchor = suite.ANCHOR[game]
+        for i, seed in enumerate(range(101, 106)):
+            for arch, shift in SHIFT.items():
+                _run(store, sweep, game, arch, seed, anchor * (0.2 + 0.02 * i + shift))
+    _run(store, "minatar_suite", "Seaquest", "single_env", 101, 3.0)  # a game begun, not complete
+    notes = []
+    return suite.data(load_runs([str(store)]), notes.append), notes
+
+
+def test_the_aggregate_covers_only_complete_games_and_names_the_others(made):
+    made, notes = made
+    assert made.parts["games"] == ["Breakout", "Asterix", "Freeway"]
+    assert made.parts["seeds"] == [101, 102, 103, 104, 105]
+    assert any("Seaquest left out of the aggregate" in n and "single_env 1" in n for n in notes)
+    numbers = {name: value for name, value, _ in made.numbers}
+    assert numbers["MinatarAggGames"] == 3 and numbers["MinatarSuiteRuns"] == 61
+    # normalised returns: single_env's seeds at 0.20-0.28 of the anchor on every game, IQM 0.24
+    assert numbers["MinatarAggSingleEnvFinal"] == pytest.approx(0.24)
+    assert numbers["MinatarAggHogwildFinal"] == pytest.approx(0.54)
+
+
+def test_a_shift_every_game_shares_is_told_apart_only_in_the_aggregate(made):
+    """hogwild beats single_env at every seed of every game: per game its exact rank p is 2/252, too
+    weak after Holm over the table's 18 comparisons; over game-seed pairs, relabelled within games,
+    the same shift is told apart. actor_learner, equal to single_env, is not."""
+    made, _ = made
+    numbers = {name: value for name, value, _ in made.numbers}
+    assert numbers["MinatarSuiteComparisons"] == 18
+    assert numbers["MinatarSuiteSmallestHolm"] == pytest.approx(min(1.0, 18 * 2 / 252))
+    assert numbers["MinatarAggHogwildFinalPoi"] == 1.0
+    assert numbers["MinatarAggHogwildFinalHolm"] < 0.05
+    assert numbers["MinatarAggHogwildFinalVerdict"] == "told apart, better"
+    assert numbers["MinatarAggActorLearnerFinalVerdict"] == "not told apart"
+    assert numbers["MinatarAggActorLearnerFinalPoi"] == pytest.approx(0.5)
+
+
+def test_profiles_fall_and_the_tables_are_written(made):
+    made, _ = made
+    profile = made.parts["profile"]
+    for _, curve in profile.groupby("design"):
+        assert curve["share"].iloc[0] == 1.0 and curve["share"].iloc[-1] == 0.0
+        assert np.all(np.diff(curve["share"].to_numpy()) <= 0)
+    names = [name for name, _, _ in made.tables]
+    assert names == ["minatar_games", "minatar_aggregate", "minatar_anchors"]
+    games = made.tables[0][1]
+    assert set(games["game"]) == {"Breakout", "Asterix", "Freeway", "Seaquest"}
+    anchors = made.tables[2][1]
+    assert anchors.iloc[0, 1] == "10"  # Breakout's anchor, Young & Tian at 5M frames
