@@ -3,6 +3,8 @@
 # run too), from this repo's own files only.
 # Idempotent: re-running it on a set-up machine checks the install and returns.
 #   ./setup.sh --paper   also installs LaTeX (and pdftoppm) from Debian's packages, for `make -C paper`
+#   ./setup.sh --browser also installs Chromium and its driver from Debian's packages, for the
+#                        report page's browser test (tests/test_report_page.py)
 set -euo pipefail
 cd "$(dirname "$0")"
 if [ "${1:-}" = "--paper" ]; then
@@ -13,8 +15,15 @@ if [ "${1:-}" = "--paper" ]; then
         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q \
             texlive-latex-recommended texlive-fonts-recommended latexmk poppler-utils
     fi
+elif [ "${1:-}" = "--browser" ]; then
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+    if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+        $SUDO apt-get update -q
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium chromium-driver
+    fi
 elif [ -n "${1:-}" ]; then
-    echo "setup.sh: unknown option '$1' (valid: --paper)" >&2
+    echo "setup.sh: unknown option '$1' (valid: --paper, --browser)" >&2
     exit 2
 fi
 PYTHON=${PYTHON:-python3}

@@ -6,6 +6,7 @@ Reads stored Sacred runs only (analysis/load.py). Writes, under --out:
   figures/<name>.pdf|.png|.csv   one figure per question, with the data behind it
   tables/<name>.tex|.md|.csv     throughput and returns with 95% intervals
   generated/numbers.tex          every number the text quotes, as LaTeX macros
+  index.html                     all of it on one page that opens from disk (page.py)
 A figure whose runs are missing is skipped with one line saying which sweep produces them; a
 run that cannot be used is named and left out; everything else still builds. All intervals are
 seeded stratified-bootstrap intervals (analysis/stats.py), so a rebuild gives identical CSVs.
@@ -27,6 +28,7 @@ import numpy as np
 
 from analysis.load import NoRunsError, load_runs
 from analysis.report import breakdown, hogwild, learning, per_hour, scaling, shape, threads, uneven, utd
+from analysis.report import page  # index.html: the report as one page
 from analysis.report.common import (ARCH_ORDER, DEDICATED_SWEEPS, DEFAULT_RUNS, FLOAT_FORMAT, TIMING_EXPERIMENT,
                                     FigureData, Report, macro_name)
 
@@ -85,6 +87,7 @@ def build(sources: list[str], out: str, cache_dir: str | None = None) -> Report:
             report.note(f"{name}: failed ({type(err).__name__}: {err}); the other figures still build")
             plt.close("all")
     report.write_macros()
+    page.write(report, runset, sources, out)
     return report
 
 
@@ -103,4 +106,5 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"report: wrote {len(report.written)} figures and tables and {len(report.macros)} numbers under "
           f"{args.out}/ ({len(report.notes)} notes above)")
+    print(f"report: open {os.path.join(args.out, page.PAGE)} (figures, tables, runs and notes on one page)")
     return 0

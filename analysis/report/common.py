@@ -51,6 +51,8 @@ class Report:
         self.notes: list[str] = []
         self.macros: dict[str, str] = {}
         self.written: list[str] = []
+        self.captions: dict[str, tuple[str, str]] = {}
+        """Per written .png and .md: (caption, answer) as given, "" where none was (page.py fills them in)."""
         for sub in ("figures", "tables", "generated"):
             os.makedirs(os.path.join(out, sub), exist_ok=True)
 
@@ -58,7 +60,9 @@ class Report:
         self.notes.append(line)
         print(f"report: {line}", file=sys.stderr)
 
-    def figure(self, fig, name: str, data: pd.DataFrame) -> None:
+    def figure(self, fig, name: str, data: pd.DataFrame, caption: str = "", answer: str = "") -> None:
+        """Saves `fig` as figures/<name>.pdf|.png and `data` as its CSV; the page shows `caption`
+        and `answer` where given, else page.FIGURE_TEXT's, where the figure texts live."""
         from analysis.report.plotting import plt  # only a drawn figure needs matplotlib
 
         base = os.path.join(self.out, "figures", name)
@@ -67,6 +71,7 @@ class Report:
         plt.close(fig)
         data.to_csv(base + ".csv", index=False, float_format=FLOAT_FORMAT)
         self.written.append(base + ".png")
+        self.captions[base + ".png"] = (caption, answer)
 
     def table(self, name: str, frame: pd.DataFrame, caption: str) -> None:
         base = os.path.join(self.out, "tables", name)
@@ -76,6 +81,7 @@ class Report:
         with open(base + ".tex", "w") as f:
             f.write(_latex(frame, caption, name))
         self.written.append(base + ".md")
+        self.captions[base + ".md"] = (caption, "")
 
     def number(self, name: str, value, fmt: str = "{:,.0f}") -> None:
         text = value if isinstance(value, str) else fmt.format(value)
