@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.load import RunSet
-from analysis.report.common import FigureData, Note, _headline, _sweep, env_first
+from analysis.report.common import FigureData, Note, _headline, _sweep, env_first, headline_runs, macro_name
 
 
 # ---------------------------------------------------------------------- 5. time breakdown
@@ -57,7 +57,15 @@ def time_data(rs: RunSet, note: Note) -> FigureData | None:
     data = (data.assign(first=data["env"].map(env_first))
             .sort_values(["first", "env_step_cost_us", "architecture", "num_workers", "role", "component"],
                          ignore_index=True).drop(columns="first"))
-    return FigureData(data)
+    made = FigureData(data)
+    # single_env's update as a share of its training time at a free env step, per env: how much the
+    # learner weighs (Breakdown<Env>SingleEnvUpdateShare, percent)
+    update = data[(data["architecture"] == "single_env") & (data["env_step_cost_us"] == 0)
+                  & (data["role"] == "main process") & (data["component"] == "update")]
+    for r in update.itertuples():
+        made.number(macro_name("breakdown", r.env, "single_env", "update", "share"), 100 * r.share_of_train_time,
+                    "{:.0f}")
+    return made
 
 
 def plot_time(report, made: FigureData) -> None:
@@ -133,7 +141,15 @@ def lag_data(rs: RunSet, note: Note) -> FigureData | None:
     data = pd.concat([lag.assign(table="lag"), shares.assign(table="shares")], ignore_index=True)
     data = data.sort_values(["table", "run_id"] + [c for c in ("measure", "statistic", "kind", "worker")
                                                    if c in data], ignore_index=True, kind="stable")
-    return FigureData(data, parts={"lag": lag, "shares": shares})
+    made = FigureData(data, parts={"lag": lag, "shares": shares})
+    # how old an actor_learner actor's weights were at hand-off in the headline runs, per env: the
+    # median over runs of each run's mean (Lag<Env>ActorLearnerStaleness, learner updates)
+    if not lag.empty:
+        stale = lag[(lag["measure"] == "acting_staleness") & (lag["statistic"] == "mean")
+                    & (lag["architecture"] == "actor_learner") & lag["run_id"].isin(headline_runs(rs.runs)["run_id"])]
+        for env, part in stale.groupby("env"):
+            made.number(macro_name("lag", env, "actor_learner", "staleness"), part["updates"].median(), "{:.0f}")
+    return made
 
 
 def plot_lag(report, made: FigureData) -> None:

@@ -5,13 +5,15 @@ select and pool the same runs."""
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 
 import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.load import LEARNING_RATE, RunSet
+from analysis.load import LEARNING_RATE, NoRunsError, RunSet, load_runs
 from analysis.report.common import (ARCH_ORDER, FigureData, Note, _arch_label, _ci, _headline, _regular_curves,
                                     diverged, diverged_line, env_first, headline_runs, holdout_auc, macro_name, made_alone,
                                     speeds_only_where_made_alone)
@@ -75,6 +77,40 @@ def measured_speeds(rs: RunSet, group: pd.DataFrame) -> tuple[np.ndarray, str]:
     return speeds, f"scaling sweep, {len(speeds)} runs" if len(speeds) else "not measured"
 
 
+WINDOW_CHECK = os.path.join("results", "benchmarks", "minatar_window_check")
+"""The MinAtar single_env and high_utd `scaling` cells rerun side by side, seed by seed, in the
+window in which the reference set's high_utd cell was remade (results/README.md): stored Sacred
+runs, kept apart from results/reference/ (their run ids are the reference set's). That window's
+single_env against the reference set's says how much slower it was; high_utd against single_env
+side by side is the ratio the reference set's high_utd cell, made in that slower window, cannot give."""
+
+
+@functools.cache
+def window_check(path: str = WINDOW_CHECK) -> dict:
+    """{(env, design): median env steps/s once learning (SPEED)} of the window check's runs, read
+    from the stored benchmark at `path` (cwd-relative, as shape.PREDICTIONS); {} where it is not there."""
+    if not os.path.isdir(path):
+        return {}
+    try:
+        runs = load_runs([path]).runs
+    except NoRunsError:
+        return {}
+    return {key: float(v) for key, v in runs.groupby(["env", "architecture"])[SPEED].median().items()}
+
+
+def _window_check_numbers(made: FigureData, envs) -> None:
+    """<Env>WindowCheck<Design>Steps and <Env>WindowCheckHighUtdSpeedup (high_utd's speed over
+    single_env's, side by side), for the envs the headline has."""
+    check = window_check()
+    for env in sorted(set(envs), key=env_first):
+        for (where, arch), speed in sorted(check.items()):
+            if where == env:
+                made.number(macro_name(env, "window check", arch, "steps"), speed)
+        if (env, "single_env") in check and (env, "high_utd") in check:
+            made.number(macro_name(env, "window check", "high_utd", "speedup"),
+                        check[env, "high_utd"] / check[env, "single_env"], "{:.2f}")
+
+
 # ---------------------------------------------------------------------- 3. learning curves
 def curves_data(rs: RunSet, note: Note) -> FigureData | None:
     holdout = rs.holdout[rs.holdout["run_id"].isin(_headline(rs.runs)["run_id"])]
@@ -100,7 +136,35 @@ def curves_data(rs: RunSet, note: Note) -> FigureData | None:
             rows.append({"env": env, "architecture": arch, "env_step": int(step), "seeds": len(at),
                          "train_seconds_median": float(at["train_seconds"].median()),
                          "return_iqm": point, "return_low": low, "return_high": high})
-    return FigureData(pd.DataFrame(rows))
+    made = FigureData(pd.DataFrame(rows))
+    _catch_up(made)
+    return made
+
+
+def _catch_up(made: FigureData) -> None:
+    """On the curves' wall-clock axis: when single_env ended (<Env>SingleEnvEndSeconds), and the
+    first checkpoint at which high_utd's IQM reached single_env's final IQM, in env steps and
+    seconds (<Env>HighUtdCatchUpSteps, ...Seconds), and in seconds at high_utd's speed measured
+    side by side with single_env (...SideBySideSeconds: the window check's ratio times single_env's
+    speed on this axis), where the window check has the env."""
+    curves = made.data
+    for env in curves["env"].unique():
+        base = curves[(curves["env"] == env) & (curves["architecture"] == "single_env")].sort_values("env_step")
+        other = curves[(curves["env"] == env) & (curves["architecture"] == "high_utd")].sort_values("env_step")
+        if base.empty:
+            continue
+        end = base.iloc[-1]
+        made.number(macro_name(env, "single_env", "end", "seconds"), end["train_seconds_median"])
+        reached = other[other["return_iqm"] >= end["return_iqm"]]
+        if reached.empty:
+            continue
+        first = reached.iloc[0]
+        made.number(macro_name(env, "high_utd", "catch up", "steps"), first["env_step"])
+        made.number(macro_name(env, "high_utd", "catch up", "seconds"), first["train_seconds_median"])
+        check = window_check()
+        if (env, "single_env") in check and (env, "high_utd") in check:
+            speed = end["env_step"] / end["train_seconds_median"] * check[env, "high_utd"] / check[env, "single_env"]
+            made.number(macro_name(env, "high_utd", "catch up", "side by side", "seconds"), first["env_step"] / speed)
 
 
 def _solo_clock(note: Note, rs: RunSet, holdout: pd.DataFrame) -> pd.DataFrame:
@@ -210,6 +274,7 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
         made.number(macro_name(r.env, r.architecture, "seeds"), r.seeds, "{}")
         if r.env in SOLVED_AT:
             made.number(macro_name(r.env, r.architecture, "solved"), r.solved, "{:.0f}")
+    _window_check_numbers(made, data["env"])
     return made
 
 
@@ -287,7 +352,7 @@ def hyperparameters_data(rs: RunSet, note: Note) -> FigureData | None:
     if runs.empty or "config" not in runs:
         note("hyperparameters: no headline runs")
         return None
-    columns = {}
+    columns, seeds = {}, {}
     for env, part in sorted(runs.groupby("env"), key=lambda kv: env_first(kv[0])):
         base = part[part["architecture"] == "single_env"]
         if base.empty:
@@ -300,11 +365,19 @@ def hyperparameters_data(rs: RunSet, note: Note) -> FigureData | None:
                 note(f"hyperparameters: {env} run {run['run_id']} ({run['architecture']}) differs from single_env in "
                      + ", ".join(differs))
         columns[env] = [_setting(reference.get(key)) for key, _ in HYPERPARAMETERS]
+        seeds[env] = (int(part["seed"].min()), int(part["seed"].max()))
     if not columns:
         note("hyperparameters: no single_env run in the headline")
         return None
     table = pd.DataFrame({"setting": [label for _, label in HYPERPARAMETERS], **columns})
     made = FigureData(table)
+    # The same values as macros, Setting<Env><Key> (SettingCartPoleBatchSize), and each env's
+    # evaluation seeds (<Env>SeedsFirst, ...Last): the text quotes what ran, not what it remembers.
+    for env, values in columns.items():
+        for (key, _), value in zip(HYPERPARAMETERS, values):
+            made.number(macro_name("setting", env, key), value)
+        made.number(macro_name(env, "seeds", "first"), seeds[env][0], "{:d}")
+        made.number(macro_name(env, "seeds", "last"), seeds[env][1], "{:d}")
     made.table("hyperparameters", table,
                "The headline's settings as its runs stored them (single_env's; every design shares them but for its "
                "workers, and high_utd's updates per env step and LayerNorm). MinAtar Breakout's are the values chosen "
@@ -438,6 +511,14 @@ def improvement_data(rs: RunSet, note: Note) -> FigureData | None:
         made.number(macro_name("poi", r.env, r.architecture, r.metric, "p"), r.rank_p, P_FORMAT)
         made.number(macro_name("poi", r.env, r.architecture, r.metric, "holm"), r.holm_p, P_FORMAT)
         made.number(macro_name("poi", r.env, r.architecture, r.metric, "verdict"), r.verdict)
+    for env, part in data[data["family"] == "learning"].groupby("env", sort=True):
+        # how many learning comparisons Holm corrects over, and how wide the intervals on the mean
+        # holdout return are (the measure a return cap does not squeeze; the median half width over
+        # the designs): what these seeds can resolve
+        made.number(macro_name("poi", env, "learning comparisons"), len(part), "{:d}")
+        auc = part[part["metric"] == "holdout_auc"]
+        made.number(macro_name("poi", env, "holdout_auc", "half width"),
+                    float(np.median((auc["high"] - auc["low"]) / 2)), "{:.2f}")
     labels = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout return",
               "env_steps_per_sec": "env steps/s"}
     for env, part in data.groupby("env", sort=True):

@@ -65,7 +65,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     grid = np.linspace(start, window, GRID)
     steps_cap = float(runs.loc[runs["architecture"] == "single_env", "run_id"].map(
         lambda r: curves[r]["env_step"].iloc[-1]).min())
-    rows, at_end, at_steps, workers, steps_in_window = [], {}, {}, {}, {}
+    rows, at_end, at_steps, workers, steps_in_window, checkpoint_at = [], {}, {}, {}, {}, {}
     for arch in designs:
         group = runs[runs["architecture"] == arch]
         workers[arch] = int(group["num_workers"].iloc[0]) if arch != "single_env" else 1
@@ -78,6 +78,9 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         at_steps[arch] = np.array([_at(curves[r], "env_step", steps_cap) for r in group["run_id"]])
         steps_in_window[arch] = float(np.median([curves[r].loc[curves[r]["train_seconds"] <= window + 1e-9,
                                                                  "env_step"].iloc[-1] for r in group["run_id"]]))
+        # the checkpoint the equal-steps comparison reads: each run's last at or before steps_cap
+        checkpoint_at[arch] = float(np.median([curves[r].loc[curves[r]["env_step"] <= steps_cap + 1e-9,
+                                                              "env_step"].iloc[-1] for r in group["run_id"]]))
     parallel = [d for d in designs if d != "single_env"]
     by_seconds, by_steps = _compare(at_end, parallel), _compare(at_steps, parallel)
     curve = pd.DataFrame(rows)
@@ -95,6 +98,8 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         made.number(f"PerHour{name}Iqm", iqm_s, "{:.1f}")
         made.number(f"PerHour{name}Steps", steps_in_window[arch])
         made.number(f"PerHour{name}StepsIqm", iqm_e, "{:.1f}")
+        made.number(f"PerHour{name}StepsAt", checkpoint_at[arch])
+        made.number(f"PerHour{name}Workers", workers[arch], "{:d}")
         if arch != "single_env":
             for key, comparison in (("P(> single_env) [95%], p (Holm)", by_seconds[arch]),
                                     ("P(> single_env) at equal steps, p (Holm)", by_steps[arch])):
@@ -110,6 +115,11 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     made.number("PerHourWindow", window, "{:.0f}")
     made.number("PerHourStepsCap", steps_cap)
     made.number("PerHourSeeds", len(seeds), "{:d}")
+    made.number("PerHourSeedsFirst", seeds[0], "{:d}")
+    made.number("PerHourSeedsLast", seeds[-1], "{:d}")
+    waits = runs["config"].map(lambda c: c.get("env_step_wait_us")).dropna()
+    if not waits.empty:  # the env's wait, as its runs stored it
+        made.number("PerHourWaitMs", float(waits.mode().iloc[0]) / 1000, "{:g}")
     made.table("per_hour", pd.DataFrame(table_rows),
                f"Learning per hour: MinAtar Breakout whose env step waits 2 ms, each run alone, seeds "
                f"{seeds[0]}-{seeds[-1]} ({len(seeds)} a design); holdout IQM over seeds at {window:.0f} training "

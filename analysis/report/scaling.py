@@ -5,16 +5,28 @@ the same sweep measured alone (tables/scaling_model sets measured against predic
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import re
+from datetime import datetime
 
 import numpy as np
 import pandas as pd
 
 from analysis import cost_model
-from analysis.load import TRAINING_EXPERIMENTS, RunSet
+from analysis.load import LEARNING_RATE, TRAINING_EXPERIMENTS, NoRunsError, RunSet, load_runs
 from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, env_first, macro_name
 
 ROUNDING = {"env_steps_per_sec": 1, "parallel_efficiency": 4, "predicted_env_steps_per_sec": 1, "prediction_error": 4}
 """Digits kept in scaling.csv: the medians move by more than this between sweeps."""
+PREVIOUS_WINDOW = os.path.join("results", "benchmarks", "scaling_window_v5")
+"""The same CartPole cells and components as the reference `scaling` set, measured in the window
+before it, whose components lacked hogwild's loop at as many workers as cores (stored Sacred runs;
+results/README.md): the miss that term mends, and the window-to-window spread, come from here."""
+PLAN_TEXT = os.path.join("results", "benchmarks", "plan_cartpole_2core", "plan.txt")
+"""`python -m experiments.plan` on the default CartPole config, twice back to back, both printed
+outputs: each plan's recommendation and its confirming run against the model's prediction of it,
+the model's test out of sample."""
 
 
 def _model(note: Note, components: pd.DataFrame, config: pd.Series, env: str, cost: float,
@@ -54,7 +66,30 @@ def _row(env: str, cost: float, arch: str, n: int, value: float, efficiency: flo
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
     """scaling.csv (rounded), and in parts the unrounded `points` and, per env step cost (one
-    column of the figure), single_env's rate, the worker counts and the model's predictions."""
+    column of the figure), single_env's rate, the worker counts and the model's predictions; with
+    the numbers the text quotes about how the sweep ran (_settings, _window_minutes), its warm-up
+    (_once_learning), the model's measured terms (_terms), the window before it (_previous_window)
+    and plan's confirming runs (_plan_confirmed)."""
+    made = _cells(rs, note)
+    if made is None:
+        return None
+    runs = _sweep(rs.runs, "scaling")
+    training = runs[runs["experiment"].isin(TRAINING_EXPERIMENTS)]
+    measured = runs[runs["experiment"] == "components"]
+    cores = int(measured.iloc[0]["result"].get("cores") or 0) if not measured.empty else 0
+    _settings(made, training)
+    _window_minutes(made, runs)
+    if cores:
+        _once_learning(made, training, cores)
+        _terms(made, measured, cores)
+    if "CartPole" in set(training["env"]):
+        _previous_window(made)
+        _plan_confirmed(made, note)
+    return made
+
+
+def _cells(rs: RunSet, note: Note) -> FigureData | None:
+    """The measured cells against the model's prediction (data, less the numbers around them)."""
     scaling = _sweep(rs.runs, "scaling")
     runs = scaling[scaling["experiment"].isin(TRAINING_EXPERIMENTS)]
     if runs.empty:
@@ -115,6 +150,178 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                    "Scaling sweep: measured env steps/s against the cost model's prediction from the components "
                    "measured alone in the same sweep")
     return made
+
+
+def _tag(env: str) -> tuple:
+    return () if env == "CartPole" else (env,)  # CartPole's macros keep their names
+
+
+def _settings(made: FigureData, runs: pd.DataFrame) -> None:
+    """How the sweep ran, per env, from the runs' stored configs: seeds a cell (the fewest) and
+    their range, the model's cells' budget, warm-up and its share of the budget per env step cost,
+    their log period (high_utd's cell, remade later at its own budget, apart) and the busy env
+    step's cost in ms (Scaling[<Env>]Seeds, ...SeedsFirst, ...BudgetCost<c>, ...LearningStartsCost<c>,
+    ...WarmUpShareCost<c>, ...LogEvery, ...HighUtdBudget, ...BusyCostMs)."""
+    for env, part in runs.groupby("env"):
+        tag = _tag(env)
+        cells = part.groupby(["architecture", "num_workers", "env_step_cost_us", "utd"])
+        made.number(macro_name("scaling", *tag, "seeds"), int(cells.size().min()), "{:d}")
+        made.number(macro_name("scaling", *tag, "seeds", "first"), int(part["seed"].min()), "{:d}")
+        made.number(macro_name("scaling", *tag, "seeds", "last"), int(part["seed"].max()), "{:d}")
+        model = part[part["architecture"] != "high_utd"]
+        for cost, at in model.groupby("env_step_cost_us"):
+            budgets = pd.to_numeric(at["total_env_steps"], errors="coerce").dropna()
+            if budgets.empty:  # runs stored without their budget
+                continue
+            budget = float(budgets.mode().iloc[0])
+            starts = float(pd.to_numeric(at["learning_starts"], errors="coerce").fillna(0).mode().iloc[0])
+            made.number(macro_name("scaling", *tag, "budget", "cost", int(cost)), budget)
+            made.number(macro_name("scaling", *tag, "learning starts", "cost", int(cost)), starts)
+            made.number(macro_name("scaling", *tag, "warm up", "share", "cost", int(cost)), 100 * starts / budget,
+                        "{:.0f}")
+        logs = model["config"].map(lambda c: c.get("log_every")).dropna()
+        if not logs.empty:
+            made.number(macro_name("scaling", *tag, "log every"), float(logs.mode().iloc[0]))
+        high = pd.to_numeric(part.loc[part["architecture"] == "high_utd", "total_env_steps"], errors="coerce").dropna()
+        if not high.empty:
+            made.number(macro_name("scaling", *tag, "high_utd", "budget"), float(high.mode().iloc[0]))
+        busy = float(pd.to_numeric(part["env_step_cost_us"]).fillna(0).max())
+        if busy > 0:
+            made.number(macro_name("scaling", *tag, "busy cost", "ms"), busy / 1000, "{:g}")
+
+
+def _window_minutes(made: FigureData, runs: pd.DataFrame) -> None:
+    """Scaling[<Env>]WindowMinutes: from the first start to the last stop of the model's cells and
+    components (high_utd's cell, remade later, apart), from each run's stored run.json; nothing
+    where a run's times are not in a file store."""
+    for env, part in runs[runs["architecture"] != "high_utd"].groupby("env"):
+        times = []
+        for source in part["source"]:
+            path = os.path.join(str(source), "run.json")
+            if not os.path.isfile(path):
+                return
+            with open(path) as f:
+                run = json.load(f)
+            if not (run.get("start_time") and run.get("stop_time")):
+                return
+            times.append((datetime.fromisoformat(run["start_time"]), datetime.fromisoformat(run["stop_time"])))
+        span = max(stop for _, stop in times) - min(start for start, _ in times)
+        made.number(macro_name("scaling", *_tag(env), "window", "minutes"), span.total_seconds() / 60, "{:.0f}")
+
+
+def _once_learning(made: FigureData, runs: pd.DataFrame, cores: int) -> None:
+    """How far each cell's rate once learning (analysis.load.learning_rate) falls below its
+    whole-run rate, the one the figure and the model use, over the cells the text quotes
+    (single_env, and each design at as many workers as cores, at every env step cost): its range
+    as Scaling[<Env>]OnceLearningBelowLow/High, and the whole-run rate's excess over it as
+    ...WholeRunAboveLow/High (percent)."""
+    quoted = runs[(runs["architecture"].isin(ARCH_ORDER[1:4]) & (runs["num_workers"] == cores))
+                  | (runs["architecture"] == "single_env")]
+    for env, part in quoted.groupby("env"):
+        cells = part.groupby(["architecture", "num_workers", "env_step_cost_us"])[
+            ["env_steps_per_sec", LEARNING_RATE]].median().dropna()
+        if cells.empty:
+            continue
+        below = 100 * (1 - cells[LEARNING_RATE] / cells["env_steps_per_sec"])
+        above = 100 * (cells["env_steps_per_sec"] / cells[LEARNING_RATE] - 1)
+        for name, values in (("once learning below", below), ("whole run above", above)):
+            made.number(macro_name("scaling", *_tag(env), name, "low"), values.min(), "{:.0f}")
+            made.number(macro_name("scaling", *_tag(env), name, "high"), values.max(), "{:.0f}")
+
+
+def _learner_alone(c: dict, config: dict) -> float:
+    """The learner's CPU per env step as the time-sharing bound first assumed it: its components as
+    single_env's loop pays them (cost_model._actor_learner's `learner`, before `actor_learner_shared`)."""
+    k = cost_model._loop(c)
+    utd, period = float(config["utd"]), int(config.get("weight_sync_period") or 10)
+    return utd * (k["sample"] + k["update"] + c["diagnostics"] + c["weight_publish"] / period) + c["ring_drain"]
+
+
+def _terms(made: FigureData, measured: pd.DataFrame, cores: int) -> None:
+    """The model's measured terms, per env and env step cost, as ranges over the sweep's
+    components runs (one a seed): hogwild's loop at as many workers as cores per worker against one
+    worker (Scaling[<Env>]HogwildAtCoresCost<c>Low/High), single_env's loop beside loops like it on
+    the other cores (...ContentionCost<c>...), and actor_learner's learner time-shared at as many
+    actors as cores against its alone CPU (...SharedLearnerCost<c>...); ...ComponentsCost<c>Runs
+    counts the runs."""
+    for (env, cost), part in measured.groupby(["env", "env_step_cost_us"]):
+        terms = {"hogwild at cores": [], "contention": [], "shared learner": []}
+        for _, run in part.iterrows():
+            c = cost_model.medians(run["result"]["costs_us"])
+            if c.get("hogwild_at_cores") and c.get("hogwild_in_loop"):
+                terms["hogwild at cores"].append(c["hogwild_at_cores"] * cores / c["hogwild_in_loop"])
+            if c.get("contention"):
+                terms["contention"].append(c["contention"])
+            if (c.get("actor_learner_shared") or {}).get("learner") and all(
+                    key in c for key in ("sample", "update", "diagnostics", "weight_publish", "ring_drain")):
+                terms["shared learner"].append(c["actor_learner_shared"]["learner"] / _learner_alone(c, run["config"]))
+        tag = _tag(env)
+        made.number(macro_name("scaling", *tag, "components", "cost", int(cost), "runs"), len(part), "{:d}")
+        for name, values in terms.items():
+            if values:
+                made.number(macro_name("scaling", *tag, name, "cost", int(cost), "low"), min(values), "{:.2f}")
+                made.number(macro_name("scaling", *tag, name, "cost", int(cost), "high"), max(values), "{:.2f}")
+
+
+def _previous_window(made: FigureData) -> None:
+    """The window before the reference set (PREVIOUS_WINDOW), CartPole at a free env step: hogwild
+    (1)'s rate (ScalingPreviousHogwildOne), how much slower per worker hogwild ran at as many workers
+    as cores (...HogwildPerWorker), the model's miss there (...HogwildError: that window measured
+    no hogwild loop at the cores, so the model falls back to independent loops' slowdown, as it did
+    then) and that slowdown, the median of its `contention` measurements (...Contention)."""
+    if not os.path.isdir(PREVIOUS_WINDOW):
+        return
+    try:
+        rs = load_runs([PREVIOUS_WINDOW])
+    except NoRunsError:
+        return
+    before = _cells(rs, lambda line: None)
+    if before is None:
+        return
+    points = before.parts["points"]
+    free = points[(points["env"] == "CartPole") & (points["env_step_cost_us"] == 0)
+                  & (points["architecture"] == "hogwild")].set_index("num_workers")
+    measured = rs.runs[(rs.runs["experiment"] == "components") & (rs.runs["env"] == "CartPole")
+                       & (rs.runs["env_step_cost_us"] == 0)]
+    if measured.empty or 1 not in free.index:
+        return
+    cores = int(measured.iloc[0]["result"]["cores"])
+    made.number("ScalingPreviousHogwildOne", free.loc[1, "env_steps_per_sec"])
+    if cores in free.index:
+        made.number("ScalingPreviousHogwildPerWorker",
+                    cores * free.loc[1, "env_steps_per_sec"] / free.loc[cores, "env_steps_per_sec"], "{:.2f}")
+        made.number("ScalingPreviousHogwildError", 100 * free.loc[cores, "prediction_error"], "{:+.0f}")
+    made.number("ScalingPreviousContention", float(np.median(
+        [cost_model.medians(r["costs_us"])["contention"] for r in measured["result"]])), "{:.2f}")
+
+
+CONFIRMED = re.compile(r"^confirmed:\s+(\w+) \((\d+),.*predicted ([\d,.]+), measured ([\d,.]+) env steps/s")
+RECOMMENDED = re.compile(r"^recommended:\s+(\w+) with (\d+) worker")
+
+
+def _plan_confirmed(made: FigureData, note: Note) -> None:
+    """Each plan's recommendation in PLAN_TEXT and how its confirming run missed the model's
+    prediction of it (measured / predicted - 1, from the printed rates): PlanCartPoleRecommended,
+    PlanCartPoleMissFirst, ...Second."""
+    if not os.path.exists(PLAN_TEXT):
+        return
+    with open(PLAN_TEXT) as f:
+        plans = f.read().split("\n## ")[1:]
+    misses, recommended = [], set()
+    for plan in plans:
+        lines = plan.splitlines()
+        best = next((m.groups() for m in map(RECOMMENDED.match, lines) if m), None)
+        for m in filter(None, map(CONFIRMED.match, lines)):
+            if best and m.group(1, 2) == best:
+                predicted, measured = (float(v.replace(",", "")) for v in m.group(3, 4))
+                misses.append(100 * (measured / predicted - 1))
+                recommended.add(f"{best[0]} ({best[1]})")
+    if len(recommended) != 1:
+        note(f"scaling: {PLAN_TEXT}'s plans recommend {sorted(recommended) or 'nothing'}; their misses are not quoted")
+        return
+    made.number("PlanCartPoleRecommended", recommended.pop())
+    for which, miss in zip(("first", "second"), misses):
+        made.number(macro_name("plan", "CartPole", "miss", which), miss, "{:+.0f}")
 
 
 def plot(report, made: FigureData) -> None:

@@ -35,6 +35,9 @@ PRACTITIONER = pd.DataFrame({"workers": [1, 2, 4, 12], "env_steps_per_sec": [424
                              "low": [424.0, 642.0, 900.0, 1409.0], "high": [424.0, 642.0, 1050.0, 1409.0]})
 """The practitioner's report (shared/seeds/000_491a81bcabd90492.txt): env steps/s at one update per
 4 env steps on 24 logical cores, worker processes stepping their envs (4 workers: 900-1,050)."""
+PRACTITIONER_CORES = 24
+"""The logical cores of the practitioner's machine, from the same report (the figure's label and
+ShapePractitionerCores)."""
 
 
 def _predictions(note: Note, path: str = PREDICTIONS, sweep: str = "seed_shape") -> dict:
@@ -66,9 +69,45 @@ def _bound(result: dict) -> tuple[str, float, str]:
     return bottleneck.get("role", "process"), float(busy.get("learner", np.nan)), shares
 
 
+def _and(items) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _plan(predictions: str) -> dict | None:
+    """The plan that measured the components a prediction was made from (plan/plan.json beside it)."""
+    path = os.path.join(os.path.dirname(predictions), "plan", "plan.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
 def data(rs: RunSet, note: Note) -> FigureData | None:
-    """The first prediction against the `seed_shape` runs (table seed_shape_model)."""
-    return _cells(rs, note, "seed_shape", PREDICTIONS, "seed_shape_model", "Shape", "the cost model's prediction")
+    """The first prediction against the `seed_shape` runs (table seed_shape_model), the
+    practitioner's curve as the figure draws it (ShapePractitioner...), and the update that
+    prediction took from its plan: measured alone (ShapeUpdateAlone) and in single_env's busy loop
+    (ShapeBusyLoopUpdate), where the runs paid more (ShapeActorLearnerUpdateMin, ...Max)."""
+    made = _cells(rs, note, "seed_shape", PREDICTIONS, "seed_shape_model", "Shape", "the cost model's prediction")
+    if made is None:
+        return None
+    one = PRACTITIONER[PRACTITIONER["workers"] == 1]
+    if not one.empty:
+        made.number("ShapePractitionerSingle", float(one["env_steps_per_sec"].iloc[0]))
+    spread = PRACTITIONER[PRACTITIONER["low"] < PRACTITIONER["high"]]
+    if len(spread) == 1:
+        made.number("ShapePractitionerSpreadWorkers", int(spread["workers"].iloc[0]), "{:d}")
+        made.number("ShapePractitionerSpreadLow", float(spread["low"].iloc[0]))
+        made.number("ShapePractitionerSpreadHigh", float(spread["high"].iloc[0]))
+    made.number("ShapePractitionerCores", PRACTITIONER_CORES, "{:d}")
+    plan = _plan(PREDICTIONS)
+    if plan:
+        costs = plan["component_costs_us"]
+        made.number("ShapeUpdateAlone", costs["update"]["us"])
+        if "in_loop" in costs:
+            made.number("ShapeBusyLoopUpdate", costs["in_loop"]["update"]["us"])
+    return made
 
 
 def check_data(rs: RunSet, note: Note) -> FigureData | None:
@@ -84,16 +123,17 @@ def confirm_data(rs: RunSet, note: Note) -> FigureData | None:
     made = _cells(rs, note, "shape_confirm", CONFIRM_PREDICTIONS, "shape_confirm_model", "ShapeConfirm",
                   "the cost model's third prediction (each actor_learner role's CPU past the cores as its own runs "
                   "paid it)")
-    plan_path = os.path.join(os.path.dirname(CONFIRM_PREDICTIONS), "plan", "plan.json")
-    if made is None or not os.path.exists(plan_path):
+    plan = _plan(CONFIRM_PREDICTIONS) if made is not None else None
+    if plan is None:
         return made
-    with open(plan_path) as f:
-        plan = json.load(f)
     best = plan["recommended"]
     points = made.parts["points"].set_index(["architecture", "num_workers"])
+    if plan.get("runner_up"):
+        made.number("ShapeConfirmRunnerUp", f"{plan['runner_up']['design']} ({plan['runner_up']['workers']})")
     if (best["design"], int(best["workers"])) in points.index:
         row = points.loc[(best["design"], int(best["workers"]))]
         made.number("ShapeConfirmRecommended", f"{best['design']} ({best['workers']})")
+        made.number("ShapeConfirmRecommendedWorkers", int(best["workers"]), "{:d}")
         made.number("ShapeConfirmRecommendedPredicted", row["predicted_env_steps_per_sec"])
         made.number("ShapeConfirmRecommendedMeasured", row["env_steps_per_sec"])
         made.number("ShapeConfirmRecommendedError", 100 * row["error"], "{:+.0f}")
@@ -106,6 +146,10 @@ def confirm_data(rs: RunSet, note: Note) -> FigureData | None:
     for key, name in (("actor_learner_waiting_actors", "actors"), ("actor_learner_waiting_learner", "learner")):
         for n, value in sorted((costs.get(key) or {}).items(), key=lambda kv: int(kv[0])):
             made.number(macro_name("shape confirm", name, "cpu", int(n)), value["us"])
+    counts = sorted(int(n) for n in costs.get("actor_learner_waiting_actors") or {})
+    if len(counts) == 2:  # the actor counts those were measured at (components.waiting_counts)
+        made.number("ShapeConfirmCpuFewerActors", counts[0], "{:d}")
+        made.number("ShapeConfirmCpuMoreActors", counts[1], "{:d}")
     return made
 
 
@@ -170,6 +214,26 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
         made.number(f"{prefix}Cells", len(fitted), "{:d}")
         made.number(f"{prefix}CellsWithinTwenty", int((fitted["error"].abs() <= 0.2).sum()), "{:d}")
         made.number(f"{prefix}WorstError", 100 * fitted["error"].abs().max(), "{:.0f}")
+        # the misses by side, as 'actor_learner at 16 and 24 and vector_env at 4' ('none' where none)
+        for side, missed in (("over predicted", fitted[fitted["error"] < -0.2]),
+                             ("under predicted", fitted[fitted["error"] > 0.2])):
+            cells = [f"{arch} at {_and(group['num_workers'])}" for arch, group in missed.groupby("architecture",
+                                                                                                sort=False)]
+            made.number(macro_name(prefix, side), _and(cells) if cells else "none")
+    # how the sweep ran, from the runs' stored configs: seeds a cell, their range, the env's wait,
+    # the learner's batch and the actors' nice
+    made.number(f"{prefix}Seeds", int(points["seeds"].min()), "{:d}")
+    made.number(f"{prefix}SeedsFirst", int(runs["seed"].min()), "{:d}")
+    made.number(f"{prefix}SeedsLast", int(runs["seed"].max()), "{:d}")
+    waits = runs["config"].map(lambda c: c.get("env_step_wait_us")).dropna()
+    if not waits.empty:
+        made.number(f"{prefix}WaitMs", float(waits.mode().iloc[0]) / 1000, "{:g}")
+    batch = runs["batch_size"].dropna()
+    if not batch.empty:
+        made.number(f"{prefix}BatchSize", int(batch.mode().iloc[0]), "{:d}")
+    nice = runs["config"].map(lambda c: c.get("actor_nice")).dropna()
+    if not nice.empty:
+        made.number(f"{prefix}ActorNice", int(nice.mode().iloc[0]), "{:d}")
     for arch in ("actor_learner", "vector_env", "hogwild"):
         sub = points[points["architecture"] == arch]
         if not sub.empty:
@@ -180,8 +244,19 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
             last = sub.loc[sub["num_workers"].idxmax()]
             made.number(f"{name}LastShareOfBest", 100 * last["env_steps_per_sec"] / best["env_steps_per_sec"], "{:.0f}")
             made.number(f"{name}Last", last["env_steps_per_sec"])
+            made.number(f"{name}LastWorkers", int(last["num_workers"]), "{:d}")
+            made.number(f"{name}Workers", _and(sub["num_workers"]))
             made.number(f"{name}UpdateAtBest", best["update_us"])
             made.number(f"{name}UpdateAtLast", last["update_us"])
+            if np.isfinite(sub["update_us"]).any():
+                made.number(f"{name}UpdateMin", sub["update_us"].min())
+                made.number(f"{name}UpdateMax", sub["update_us"].max())
+            # the fewest workers from which every cell's own breakdown names the learner as the bound
+            bound_from = None
+            for n, bound in zip(sub["num_workers"], sub["measured_bound"]):
+                bound_from = (bound_from or int(n)) if bound == "learner" else None
+            if bound_from is not None:
+                made.number(f"{name}LearnerBoundFrom", bound_from, "{:d}")
     single = points[points["architecture"] == "single_env"]
     if not single.empty:
         made.number(f"{prefix}SingleEnv", float(single["env_steps_per_sec"].iloc[0]))
@@ -209,7 +284,8 @@ def plot(report, made: FigureData) -> None:
     ax.errorbar(PRACTITIONER["workers"], PRACTITIONER["env_steps_per_sec"],
                 yerr=[PRACTITIONER["env_steps_per_sec"] - PRACTITIONER["low"],
                       PRACTITIONER["high"] - PRACTITIONER["env_steps_per_sec"]],
-                color="black", marker="s", ms=5, capsize=3, lw=1.5, label="the practitioner (24 cores, their env)")
+                color="black", marker="s", ms=5, capsize=3, lw=1.5,
+                label=f"the practitioner ({PRACTITIONER_CORES} cores, their env)")
     ax.plot([], [], "--", color="grey", lw=1, label="cost model, predicted before the runs")
     ax.set_xlabel("workers (actor processes, envs or hogwild workers)")
     ax.set_ylabel("env steps/s")

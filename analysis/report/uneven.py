@@ -20,6 +20,9 @@ SHARE_KINDS = ("env_steps", "replay", "sampled")
 """Worker 0's share of each, times the worker count (1 = an equal share)."""
 QUOTA_METRICS = {"env_steps_per_sec": "env steps/s", "final_holdout_return": "final holdout return",
                  "holdout_auc": "mean holdout over checkpoints"}
+TARGET_HALF_WIDTH = 0.2
+"""An interval on P(free > equal) this narrow (+-) would tell a modest difference: the seeds it would
+take are estimated from the measured interval's half width, which shrinks as 1 / sqrt(seeds)."""
 
 
 def config_label(row) -> str:
@@ -62,6 +65,15 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     curves = _curves(note, rs, runs)
     made = FigureData(table, parts={"curves": curves})
     _table(made, table)
+    # how the sweep ran, from its runs' stored configs: the slow worker's extra cost, the budget, the seeds
+    slow = pd.to_numeric(runs["slow_worker_cost_us"], errors="coerce").max()
+    if np.isfinite(slow) and slow > 0:
+        made.number("UnevenSlowMs", slow / 1000, "{:g}")
+    budgets = pd.to_numeric(runs["total_env_steps"], errors="coerce").dropna()
+    if not budgets.empty:
+        made.number("UnevenBudget", float(budgets.mode().iloc[0]))
+    made.number("UnevenSeedsFirst", int(runs["seed"].min()), "{:d}")
+    made.number("UnevenSeedsLast", int(runs["seed"].max()), "{:d}")
     return made
 
 
@@ -133,6 +145,10 @@ def _quota_question(made: FigureData, data: pd.DataFrame) -> None:
             p, low, high = stats.probability_of_improvement_interval(x, y)
             for suffix, value in (("", p), ("Low", low), ("High", high)):
                 made.number(macro_name("uneven", "free", "poi", metric) + suffix, value, "{:.2f}")
+            if metric == "holdout_auc" and high > low:  # seeds a side for +-TARGET_HALF_WIDTH, as 1 / sqrt(n)
+                made.number("UnevenTargetHalfWidth", TARGET_HALF_WIDTH, "{:g}")
+                made.number("UnevenFreePoiHoldoutAucSeedsForTarget",
+                            min(len(x), len(y)) * ((high - low) / 2 / TARGET_HALF_WIDTH) ** 2, "{:.0f}")
 
 
 def plot(report, made: FigureData) -> None:

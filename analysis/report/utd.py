@@ -11,6 +11,9 @@ from analysis.load import RunSet
 from analysis.report.common import FigureData, Note, _ci, _sweep, holdout_auc, macro_name
 
 MITIGATIONS = ["none", "LayerNorm", "resets", "both"]
+EARLY_STEP = 25_000
+"""The early checkpoint (env steps) at which the grid and the comparison with single_env read the
+return: sample efficiency, before most cells reach the cap (UtdEarlyStep)."""
 
 
 def _mitigation(row) -> str:
@@ -27,7 +30,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         note("utd grid: no runs of the `utd` sweep; run `python -m experiments.sweep utd`")
         return None
     grid["mitigation"] = grid.apply(_mitigation, axis=1)
-    at25 = rs.holdout[(rs.holdout["env_step"] == 25_000)].set_index("run_id")["return_mean"]
+    at25 = rs.holdout[(rs.holdout["env_step"] == EARLY_STEP)].set_index("run_id")["return_mean"]
     grid["return_25k"] = grid["run_id"].map(at25)
     rows = []
     for (utd, mitigation), group in grid.groupby(["utd", "mitigation"], sort=True):
@@ -60,6 +63,24 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         made.number(macro_name("utd", r.utd, r.mitigation, "diverged"), f"{r.diverged_runs}/{r.seeds}")
         made.number(macro_name("utd", r.utd, r.mitigation, "maxq"), r.max_abs_q_median)
     made.number("UtdSeeds", int(data["seeds"].min()), "{}")
+    # how the sweep ran, from its runs' stored configs: the early checkpoint, the budget, the holdout
+    # period, the seeds, the return scale 1 / (1 - gamma) that max |Q| is read against, and the
+    # reset period in env steps (reset_period counts updates: utd times as many)
+    made.number("UtdEarlyStep", EARLY_STEP)
+    for name, column in (("UtdBudget", "total_env_steps"), ("UtdEvalEvery", "eval_every")):
+        values = pd.to_numeric(grid[column], errors="coerce").dropna()
+        if not values.empty:
+            made.number(name, float(values.mode().iloc[0]))
+    common = set.intersection(*(set(group["seed"]) for _, group in grid.groupby(["utd", "mitigation"])))
+    if common:  # the seeds every cell has (the comparison cells have more: UtdVsSeedsLast)
+        made.number("UtdSeedsFirst", int(min(common)), "{:d}")
+        made.number("UtdSeedsLast", int(max(common)), "{:d}")
+    gamma = grid["config"].map(lambda c: c.get("gamma")).dropna()
+    if not gamma.empty:
+        made.number("UtdReturnScale", 1 / (1 - float(gamma.mode().iloc[0])), "{:.0f}")
+    resets = grid[pd.to_numeric(grid["reset_period"]).fillna(0) > 0]
+    if not resets.empty:
+        made.number("UtdResetEnvSteps", float((pd.to_numeric(resets["reset_period"]) / resets["utd"]).median()))
     if not single.empty:
         _utd_against_single(made, rs, runs, grid)
     return made
@@ -71,7 +92,7 @@ def _utd_against_single(made: FigureData, rs: RunSet, runs: pd.DataFrame, grid: 
     checkpoints (the sample-efficiency claim; tests/test_report_data.py::test_utd_grid_and_the_cells_against_single_env)."""
     single = runs[runs["architecture"] == "single_env"].copy()
     single["mitigation"], single["return_25k"] = "-", single["run_id"].map(
-        rs.holdout[rs.holdout["env_step"] == 25_000].set_index("run_id")["return_mean"])
+        rs.holdout[rs.holdout["env_step"] == EARLY_STEP].set_index("run_id")["return_mean"])
     grid = grid.assign(holdout_auc=holdout_auc(rs.holdout, grid["run_id"]).to_numpy())
     single["holdout_auc"] = holdout_auc(rs.holdout, single["run_id"]).to_numpy()
     n = len(single)
@@ -104,6 +125,7 @@ def _utd_against_single(made: FigureData, rs: RunSet, runs: pd.DataFrame, grid: 
                 made.number(macro_name(*name, "poi", key, *[suffix][:bool(suffix)]), value, "{:.2f}")
             made.number(macro_name(*name, "rank", "p", key), rank_p, "{:.3f}")
     made.number("UtdVsSeeds", n, "{}")
+    made.number("UtdVsSeedsLast", int(single["seed"].max()), "{:d}")
     made.table("utd_against_single_env", pd.DataFrame(rows).fillna("-"),
                "high_utd against single_env at equal env steps and the same checkpoints, every cell with as "
                "many seeds as single_env (learning only: these sweeps ran two at a time, so their "
