@@ -86,8 +86,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-DESIGNS = ("single_env", "actor_learner", "vector_env", "hogwild")
-"""high_utd runs single_env's loop: at the same utd its speed is single_env's."""
+from architectures import registry
+
+REGISTRY = registry.DESIGNS
 
 
 @dataclass(frozen=True)
@@ -221,48 +222,85 @@ def _shared_finish(jobs: list[float], cores: int) -> tuple[float, float]:
     return done_at[0], max(done_at.values())
 
 
+@dataclass(frozen=True)
+class Setting:
+    """What every design's entry reads: the components (`c`, us per call), the workers, the env's
+    wait without CPU, whether a process idles on it, single_env's loop at its duty (`k`), the
+    ratio, the cores and the weight period."""
+
+    c: dict
+    n: int
+    wait: float
+    waits: bool
+    k: dict
+    utd: float
+    cores: int
+    weight_sync_period: int
+
+    @property
+    def loop(self) -> float:
+        """single_env's loop per env step: step, act, fold and store, and utd x (sample + update)."""
+        k = self.k
+        return k["env_step"] + k["act"] + k["fold_store"] + self.utd * (k["sample"] + k["update"])
+
+
 def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
             weight_sync_period: int = 10) -> Prediction:
-    """Predicted env steps/s of `design` at `workers` workers on `cores` cores (see module doc).
-    `costs` holds microseconds per call: env_step, act, fold, store, sample, update, and for the
-    parallel designs diagnostics, ring_write, ring_drain, weight_publish, act_batch {N: us},
-    vector_send {N: us}, vector_recv {N: us}, vector_round_trip {N: us}."""
-    c, n = costs, workers
+    """Predicted env steps/s of `design` at `workers` workers on `cores` cores (see module doc),
+    from its entry in ENTRIES (a design names its entry in architectures/registry.py; high_utd
+    runs single_env's loop). `costs` holds microseconds per call: env_step, act, fold, store,
+    sample, update, and for the parallel designs diagnostics, ring_write, ring_drain,
+    weight_publish, act_batch {N: us}, vector_send {N: us}, vector_recv {N: us}, vector_round_trip
+    {N: us}."""
+    c = costs
     wait = float(c.get("env_wait", 0.0)) - float(c.get("env_wait_cpu", 0.0))  # wall time per env step, no CPU
     waits = _idle_factor(c, 0.0) > 0
     k = _loop(c, waiting_duty(c) if waits else 1.0)  # a process that steps a waiting env idles as single_env's
-    loop = k["env_step"] + k["act"] + k["fold_store"] + utd * (k["sample"] + k["update"])
-    if design == "single_env":
-        return Prediction(design, 1, 1e6 / (wait + loop), "process", False, {"process": 1e6 / (wait + loop)})
-    if design == "hogwild":  # each worker's CPU slowed by the others on a CPU at once; its wait is its own
-        if c.get("hogwild_in_loop") and c.get("hogwild_at_cores") and cores > 1 and _loops_apply(c, utd):
-            # One worker's CPU per own env step, measured alone and with `cores` workers sharing
-            # the parameters; linear in the workers on a CPU at once, and the cores' bound beyond.
-            wait_cpu = float(c.get("env_wait_cpu", 0.0))  # the loops were measured with the wait off
-            idling = _idling(c, k, utd)
-            alone, crowded = c["hogwild_in_loop"] + wait_cpu + idling, c["hogwild_at_cores"] * cores + wait_cpu + idling
-            per_worker = alone
-            for _ in range(3):  # the workers on a CPU at once depend on how long each one's CPU takes
-                busy = min(n, cores, n * per_worker / (wait + per_worker))
-                per_worker = alone + (crowded - alone) * (max(busy, 1.0) - 1) / (cores - 1)
-            rates = {"workers": n * 1e6 / (wait + per_worker), "cores": cores * 1e6 / per_worker}
-            return _bounded(design, n, rates, n * per_worker / (wait + per_worker) > cores)
-        worker = loop
-        if c.get("hogwild_in_loop") and _loops_apply(c, utd):  # one worker's loop as it ran: bookkeeping included
-            worker = c["hogwild_in_loop"] + float(c.get("env_wait_cpu", 0.0)) + _idling(c, k, utd)  # as single_env idles
-        slow = _contention(c, min(n, cores, n * worker / (wait + worker)), cores)
-        rates = {"workers": n * 1e6 / (wait + worker * slow), "cores": cores * 1e6 / (worker * slow)}
-        return _bounded(design, n, rates, n * worker / (wait + worker) > cores)
-    if design == "actor_learner":
-        if waits:  # the learner idles while its actors are few; the actors wait on every env step, as k's loop
-            return _settled(c, lambda kl: _actor_learner(n, c, kl, wait, utd, cores, weight_sync_period, actors=k),
-                            "learner")
-        return _actor_learner(n, c, k, wait, utd, cores, weight_sync_period)
-    if design == "vector_env":
-        if waits:  # the main process idles while the envs are few
-            return _settled(c, lambda km: _vector_env(n, c, km, wait, utd, cores), "main")
-        return _vector_env(n, c, k, wait, utd, cores)
-    raise ValueError(f"design: unknown {design!r} (valid: {', '.join(DESIGNS)})")
+    names = {d.name: d.cost_model for d in REGISTRY}
+    if names.get(design) not in ENTRIES:
+        raise ValueError(f"design: unknown {design!r} (valid: {', '.join(DESIGNS)})")
+    return ENTRIES[names[design]](design, Setting(c, workers, wait, waits, k, utd, cores, weight_sync_period))
+
+
+def _single_env(design: str, s: Setting) -> Prediction:
+    return Prediction(design, 1, 1e6 / (s.wait + s.loop), "process", False, {"process": 1e6 / (s.wait + s.loop)})
+
+
+def _hogwild(design: str, s: Setting) -> Prediction:
+    """Each worker's CPU slowed by the others on a CPU at once; its wait is its own."""
+    c, n, k, wait, utd, cores = s.c, s.n, s.k, s.wait, s.utd, s.cores
+    if c.get("hogwild_in_loop") and c.get("hogwild_at_cores") and cores > 1 and _loops_apply(c, utd):
+        # One worker's CPU per own env step, measured alone and with `cores` workers sharing
+        # the parameters; linear in the workers on a CPU at once, and the cores' bound beyond.
+        wait_cpu = float(c.get("env_wait_cpu", 0.0))  # the loops were measured with the wait off
+        idling = _idling(c, k, utd)
+        alone, crowded = c["hogwild_in_loop"] + wait_cpu + idling, c["hogwild_at_cores"] * cores + wait_cpu + idling
+        per_worker = alone
+        for _ in range(3):  # the workers on a CPU at once depend on how long each one's CPU takes
+            busy = min(n, cores, n * per_worker / (wait + per_worker))
+            per_worker = alone + (crowded - alone) * (max(busy, 1.0) - 1) / (cores - 1)
+        rates = {"workers": n * 1e6 / (wait + per_worker), "cores": cores * 1e6 / per_worker}
+        return _bounded(design, n, rates, n * per_worker / (wait + per_worker) > cores)
+    worker = s.loop
+    if c.get("hogwild_in_loop") and _loops_apply(c, utd):  # one worker's loop as it ran: bookkeeping included
+        worker = c["hogwild_in_loop"] + float(c.get("env_wait_cpu", 0.0)) + _idling(c, k, utd)  # as single_env idles
+    slow = _contention(c, min(n, cores, n * worker / (wait + worker)), cores)
+    rates = {"workers": n * 1e6 / (wait + worker * slow), "cores": cores * 1e6 / (worker * slow)}
+    return _bounded(design, n, rates, n * worker / (wait + worker) > cores)
+
+
+def _actor_learner_entry(design: str, s: Setting) -> Prediction:
+    c, n, k, wait, utd, cores, period = s.c, s.n, s.k, s.wait, s.utd, s.cores, s.weight_sync_period
+    if s.waits:  # the learner idles while its actors are few; the actors wait on every env step, as k's loop
+        return _settled(c, lambda kl: _actor_learner(n, c, kl, wait, utd, cores, period, actors=k), "learner")
+    return _actor_learner(n, c, k, wait, utd, cores, period)
+
+
+def _vector_env_entry(design: str, s: Setting) -> Prediction:
+    c, n, k, wait, utd, cores = s.c, s.n, s.k, s.wait, s.utd, s.cores
+    if s.waits:  # the main process idles while the envs are few
+        return _settled(c, lambda km: _vector_env(n, c, km, wait, utd, cores), "main")
+    return _vector_env(n, c, k, wait, utd, cores)
 
 
 def _settled(c: dict, build, role: str) -> Prediction:
@@ -386,7 +424,7 @@ def _bounded(design: str, n: int, rates: dict, oversubscribed: bool) -> Predicti
 
 WAITING_WORKERS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 """Worker counts explored where the env waits: past the cores, up to the suite's limit of 64 on
-a small machine (architectures/limits.py)."""
+a small machine (architectures/core/limits.py)."""
 
 
 def worker_counts(costs: dict, cores: int) -> list[int]:
@@ -396,6 +434,14 @@ def worker_counts(costs: dict, cores: int) -> list[int]:
     if float(costs.get("env_wait", 0.0)) > 0:
         counts |= set(WAITING_WORKERS)
     return sorted(counts)
+
+
+ENTRIES = {"single_env": _single_env, "actor_learner": _actor_learner_entry, "vector_env": _vector_env_entry,
+           "hogwild": _hogwild}
+"""A design's cost-model entry (architectures/registry.py `cost_model`) -> the function that predicts it."""
+DESIGNS = tuple(d.name for d in REGISTRY if d.cost_model == d.name and d.cost_model in ENTRIES)
+"""The designs predicted, in the registry's order; high_utd runs single_env's loop (its entry is
+single_env's): at the same utd its speed is single_env's."""
 
 
 def predict_all(costs: dict, *, utd: float, cores: int, weight_sync_period: int = 10,

@@ -1,10 +1,15 @@
-"""Parallel DQN architectures sharing one env factory, Q-network, replay, update and evaluation.
+"""Parallel DQN designs sharing one env factory, Q-network, replay, update and evaluation.
 
-`ARCHITECTURES` maps a name to the module that implements it; each module has
-`train(cfg: DQNConfig, reporter: Reporter | None) -> dict`. Modules are imported on demand so
-that naming an architecture costs nothing until it runs. `get_train_fn(name, backend)` is the
-one place a backend is chosen: actor_learner on Ray is its own module (`BACKENDS`), so neither
-actor_learner file imports the other (tests/test_imports.py).
+The package by layer (tests/test_imports.py holds it): core/ (config, envs, networks, replay, the
+DQN update, evaluation, metrics), transport/ (shared memory, worker processes, Ray support), run/
+(the run's bookkeeping, learning from a replay, acting, parking points, checkpoints), designs/
+(one module per design). registry.py is the one list of designs.
+
+`ARCHITECTURES` maps a design's name to its module; each module has `train(cfg: DQNConfig,
+reporter: Reporter | None) -> dict`. Modules are imported on demand, so naming a design costs
+nothing until it runs. `get_train_fn(name, backend)` is the one place a backend is chosen:
+actor_learner on Ray is its own module (`BACKENDS`), so neither actor_learner file imports the
+other.
 """
 
 from __future__ import annotations
@@ -12,17 +17,12 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
-ARCHITECTURES: dict[str, str] = {
-    "single_env": "architectures.single_env",
-    "actor_learner": "architectures.actor_learner",
-    "vector_env": "architectures.vector_env",
-    "hogwild": "architectures.hogwild",
-    "high_utd": "architectures.high_utd",
-}
+from architectures.registry import DESIGNS
 
-
-BACKENDS: dict[tuple[str, str], str] = {("actor_learner", "ray"): "architectures.actor_learner_ray"}
-"""(architecture, backend) -> module, for backends other than `local`."""
+ARCHITECTURES: dict[str, str] = {d.name: d.module for d in DESIGNS}
+BACKENDS: dict[tuple[str, str], str] = {(d.name, backend): module for d in DESIGNS
+                                        for backend, module in d.backends.items()}
+"""(design, backend) -> module, for backends other than `local`."""
 
 
 def _module(name: str, backend: str):
@@ -40,8 +40,8 @@ def preflight(name: str, cfg) -> None:
     run fits this machine (limits.check_machine: cores, memory, CUDA, the env's episode cap),
     and the design's own (shared memory that must fit, settings it refuses); a ConfigError names
     the problem in one line (tests/test_config_limits.py)."""
-    from architectures.envs import env_spec
-    from architectures.limits import check_machine
+    from architectures.core.envs import env_spec
+    from architectures.core.limits import check_machine
 
     module = _module(name, cfg.backend)
     check_machine(name, cfg, env_spec(cfg.env_id))  # a probe env: its action and observation spaces

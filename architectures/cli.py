@@ -1,4 +1,4 @@
-"""`python -m architectures.<name> --key value ...`: run one architecture without Sacred."""
+"""`python -m architectures <design> --key value ...`: run one design without Sacred (architectures/__main__.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import argparse
 import ast
 import json
 import sys
-from architectures.config import ConfigError, DQNConfig, describe
+
+from architectures.core.config import ConfigError, DQNConfig, describe
 
 
 def parse_config(argv: list[str] | None = None) -> DQNConfig:
@@ -33,7 +34,7 @@ def parse_config(argv: list[str] | None = None) -> DQNConfig:
 
 def main(architecture: str, argv: list[str] | None = None) -> None:
     from architectures import get_train_fn
-    from architectures.metrics import PrintReporter
+    from architectures.core.metrics import PrintReporter
 
     cfg = parse_config(argv)
     try:

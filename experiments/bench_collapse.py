@@ -20,6 +20,8 @@ import os
 import subprocess
 import sys
 
+from experiments.bench_parallel import design_command
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENVS = os.path.join(ROOT, "experiments", "bench_waits")
 SHAPE = dict(env_id="shape_envs:Waits2ms-v0", hidden_sizes=[256, 256], batch_size=128, utd=0.25, buffer_size=50_000,
@@ -28,7 +30,7 @@ SHAPE = dict(env_id="shape_envs:Waits2ms-v0", hidden_sizes=[256, 256], batch_siz
 
 def run(root: str, actors: int, steps: int) -> dict:
     values = {**SHAPE, "total_env_steps": steps, "eval_every": steps, "log_every": steps, "num_workers": actors}
-    cmd = [sys.executable, "-m", "architectures.actor_learner"]
+    cmd = design_command("actor_learner", root)
     for key, value in values.items():
         cmd += [f"--{key}", json.dumps(value) if not isinstance(value, str) else value]
     env = {**os.environ, "PYTHONPATH": ENVS}

@@ -4,7 +4,7 @@
     python -m experiments.bench_parallel --costs 1000 --rounds 5 --steps 30000
     python -m experiments.bench_parallel --costs 0 --archs single_env actor_learner --baseline ../old-checkout
 
-Every run is a fresh process (`python -m architectures.<name>`), the contenders alternate
+Every run is a fresh process (`python -m architectures <name>`), the contenders alternate
 within each round so drifting machine load hits all of them alike, and the speed-ups are
 ratios taken within a round. Throughput is env steps per second of training time (start-up
 and evaluation excluded; evaluation is off). Each parallel run also reports where its time
@@ -30,10 +30,19 @@ COMMON = dict(env_id="CartPole-v1", hidden_sizes=[128, 128], batch_size=128, buf
               learning_starts=1_000, utd=0.25, n_step=3, eval_episodes=0, log_every=5_000)
 
 
+def design_command(arch: str, root: str = ROOT) -> list[str]:
+    """The command that runs design `arch` without Sacred in the checkout at `root`: `python -m
+    architectures <arch>`, or, in a checkout from before the package was laid out by role (a
+    --baseline), `python -m architectures.<arch>`."""
+    if os.path.isfile(os.path.join(root, "architectures", "__main__.py")):
+        return [sys.executable, "-m", "architectures", arch]
+    return [sys.executable, "-m", f"architectures.{arch}"]
+
+
 def run(arch: str, steps: int, cost: float, workers: int, seed: int, root: str = ROOT) -> dict:
     values = {**COMMON, "total_env_steps": steps, "eval_every": steps, "env_step_cost_us": cost,
               "num_workers": workers, "seed": seed}
-    cmd = [sys.executable, "-m", f"architectures.{arch}"]
+    cmd = design_command(arch, root)
     for key, value in values.items():
         cmd += [f"--{key}", json.dumps(value) if not isinstance(value, str) else value]
     out = subprocess.run(cmd, cwd=root, capture_output=True, text=True)

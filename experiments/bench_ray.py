@@ -5,7 +5,7 @@
 
 Both backends run the `cartpole` named config with the `actor_learner` one (2 actors) at equal
 env steps, seed by seed, alternating which goes first, each in a fresh process
-(`python -m architectures.actor_learner --backend ...`; the Ray runs start a local Ray instance
+(`python -m architectures actor_learner --backend ...`; the Ray runs start a local Ray instance
 with this machine's cores and shut it down after). Printed: the final holdout return per seed,
 the mean holdout return at every checkpoint, env steps per second of training time (start-up,
 including Ray's, and evaluation excluded), and the hand-off cost per transition on each side.
@@ -30,7 +30,7 @@ def run(backend: str, steps: int, seed: int, workers: int) -> dict:
     values = {**NAMED_CONFIGS["cartpole"], **NAMED_CONFIGS["actor_learner"], "total_env_steps": steps,
               "num_workers": workers, "seed": seed, "backend": backend, "log_every": 5_000}
     values.pop("architecture")
-    cmd = [sys.executable, "-m", "architectures.actor_learner"]
+    cmd = [sys.executable, "-m", "architectures", "actor_learner"]
     for key, value in values.items():
         cmd += [f"--{key}", value if isinstance(value, str) else json.dumps(value)]
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)

@@ -34,7 +34,7 @@ def _command(design: str, seed: int, checkpoint: str, steps: int) -> list[str]:
               "checkpoint_every": NAMED_CONFIGS["cartpole"]["eval_every"], "checkpoint_path": checkpoint}
     values.pop("architecture")
     args = [item for k, v in values.items() for item in (f"--{k}", json.dumps(v) if not isinstance(v, str) else v)]
-    return [sys.executable, "-m", f"architectures.{design}", *args]
+    return [sys.executable, "-m", "architectures", design, *args]
 
 
 def _run(cmd: list[str], kill_after_saves: int | None) -> dict:

@@ -35,8 +35,8 @@ SETTINGS = dict(env_id="CartPole-v1", hidden_sizes=(120, 84), batch_size=128, ut
 
 
 def run_ours(steps: int, seed: int) -> dict:
-    from architectures.config import DQNConfig
-    from architectures.single_env import train
+    from architectures.core.config import DQNConfig
+    from architectures.designs.single_env import train
 
     s = SETTINGS
     cfg = DQNConfig(env_id=s["env_id"], seed=seed, total_env_steps=steps, hidden_sizes=s["hidden_sizes"],
@@ -56,11 +56,11 @@ def run_components(steps: int, seed: int) -> dict:
     import numpy as np
     import torch
 
-    from architectures.config import DQNConfig
-    from architectures.dqn import DQNLearner
-    from architectures.envs import make_env
-    from architectures.networks import GreedyPolicy, build_q_network
-    from architectures.replay import ReplayBuffer, Transition
+    from architectures.core.config import DQNConfig
+    from architectures.core.dqn import DQNLearner
+    from architectures.core.envs import make_env
+    from architectures.core.networks import GreedyPolicy, build_q_network
+    from architectures.core.replay import ReplayBuffer, Transition
 
     torch.set_num_threads(1)
     s = SETTINGS

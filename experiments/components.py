@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from architectures.config import DQNConfig
+from architectures.core.config import DQNConfig
 
 BLOCKS = 9
 """Timed blocks per component: the median is reported, with p10 and p90 as the spread."""
@@ -58,7 +58,7 @@ def env_wait(env_id: str, wait_us: float, step_us: float, steps: int = 400) -> d
     """The wall time an env step with `env_step_wait_us` adds over the plain step (`step_us`),
     and the CPU it takes: the achieved wait the cost model adds to the roles that step envs, as
     wall time only (a sleep overshoots; the wrapper's correction is what is measured here)."""
-    from architectures.envs import make_env
+    from architectures.core.envs import make_env
 
     env = make_env(env_id, 0.0, wait_us)
     env.reset(seed=0)
@@ -82,12 +82,13 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
     """Every component's cost for `cfg` (us per call, with spread). `budget_s` paces the blocks."""
     import torch
 
-    from architectures.diagnostics import PolicyLag
-    from architectures.dqn import DQNLearner
-    from architectures.envs import make_env
-    from architectures.networks import GreedyPolicy, build_q_network
-    from architectures.replay import NStepAdder, make_replay
-    from architectures.shared import SharedBlocks, TransitionRing, WeightChannel
+    from architectures.core.diagnostics import PolicyLag
+    from architectures.core.dqn import DQNLearner
+    from architectures.core.envs import make_env
+    from architectures.core.networks import GreedyPolicy, build_q_network
+    from architectures.core.replay import NStepAdder, make_replay
+    from architectures.transport.channels import TransitionRing, WeightChannel
+    from architectures.transport.shared import SharedBlocks
 
     torch.set_num_threads(cfg.torch_threads)
     rng = np.random.default_rng(cfg.seed)
@@ -272,7 +273,7 @@ def in_loop(cfg: DQNConfig, seconds: float) -> dict:
     evaluation): alone, a component is warm in the cache; in the loop the env step and the store
     between two updates evict it. The scaling sweep measured the update 9% and the sample 125%
     dearer in the loop than alone (CartPole, 2 cores), so the cost model takes these."""
-    from architectures.single_env import train
+    from architectures.designs.single_env import train
 
     probe = cfg.replace(total_env_steps=400, learning_starts=100, eval_episodes=0, log_every=400, eval_every=400,
                         checkpoint_every=0, checkpoint_path="")
@@ -361,7 +362,7 @@ def waiting_roles(cfg: DQNConfig, counts: list[int], steps: int = 12_000) -> dic
     shape_check missed actor_learner at 16 and 24 actors by -25% and -35% without this term)."""
     import warnings
 
-    from architectures.actor_learner import train
+    from architectures.designs.actor_learner.local import train
 
     actors, learner = {}, {}
     for n in counts:
@@ -380,7 +381,7 @@ def waiting_roles(cfg: DQNConfig, counts: list[int], steps: int = 12_000) -> dic
 
 def _short_loop(cfg: DQNConfig, steps: int) -> float:
     """single_env's loop for `steps` env steps (no evaluation): its env steps per second."""
-    from architectures.single_env import train
+    from architectures.designs.single_env import train
 
     return train(cfg.replace(total_env_steps=steps, learning_starts=steps // 5, eval_episodes=0, log_every=steps,
                              eval_every=steps, checkpoint_every=0, checkpoint_path=""))["env_steps_per_sec"]
@@ -460,8 +461,8 @@ def _vector_costs(cfg: DQNConfig, cores: int, learner, policy, replay, rng) -> d
 
     from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 
-    from architectures import janitor
-    from architectures.envs import make_env
+    from architectures.core.envs import make_env
+    from architectures.transport import janitor
 
     janitor.install()
     out: dict = {name: {} for name in ("vector_round_trip", "vector_send", "vector_recv", "vector_act_in_loop",
@@ -527,7 +528,7 @@ def _experiment():
 
     @ex.main
     def main(_config: dict) -> dict:
-        from architectures.workers import available_cores
+        from architectures.core.limits import available_cores
 
         _, cfg = build_config(_config)
         cores = available_cores()

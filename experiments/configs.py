@@ -60,3 +60,18 @@ NAMED_CONFIGS["practitioner_shape"] = {**NAMED_CONFIGS["cartpole"], "batch_size"
 # MinAtar Breakout as calibrated (minatar_breakout_cpu), its env step waiting 2 ms without CPU:
 # the practitioner's question, learning per hour, on an env whose work happens elsewhere (issue 21).
 NAMED_CONFIGS["minatar_breakout_wait"] = {**NAMED_CONFIGS["minatar_breakout_cpu"], "env_step_wait_us": 2_000.0}
+
+
+def resolve(named, updates: dict) -> dict:
+    """A run's config values as Sacred resolves them, the one place they are (sweeps, plans and
+    predictions read it): DQNConfig's defaults, then each named config in turn, then `updates`.
+    The result keeps a named design's `architecture` key beside DQNConfig's."""
+    from architectures.core.config import DQNConfig
+
+    values = DQNConfig().to_dict()
+    for name in named:
+        if name not in NAMED_CONFIGS:
+            raise ValueError(f"with {name}: unknown named config (valid: {', '.join(NAMED_CONFIGS)})")
+        values.update(NAMED_CONFIGS[name])
+    values.update(updates)
+    return values

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(args.out, exist_ok=True)
     import torch
 
-    from architectures.workers import available_cores
+    from architectures.core.limits import available_cores
 
     cores, cuda = available_cores(), torch.cuda.is_available()
     deadline = time.monotonic() + 60 * args.minutes

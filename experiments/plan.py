@@ -38,17 +38,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _config(tokens: list[str]):
-    from architectures.config import DQNConfig
-    from experiments.configs import NAMED_CONFIGS
+    from architectures.core.config import DQNConfig
+    from experiments.configs import resolve
     from experiments.sweep import Overrides
 
     overrides = Overrides.parse(tokens)
-    values = DQNConfig().to_dict()
-    for name in overrides.named:
-        if name not in NAMED_CONFIGS:
-            raise ValueError(f"with {name}: unknown named config (valid: {', '.join(NAMED_CONFIGS)})")
-        values.update({k: v for k, v in NAMED_CONFIGS[name].items() if k != "architecture"})
-    values.update(overrides.updates)
+    values = resolve(overrides.named, overrides.updates)
+    values.pop("architecture", None)  # the plan weighs every design
     return DQNConfig.from_dict(values), overrides
 
 
@@ -75,17 +71,15 @@ def _update_us(config: dict, threads: int) -> float:
     import numpy as np
     import torch
 
-    from architectures.config import DQNConfig
-    from architectures.dqn import DQNLearner
-    from architectures.envs import env_spec
-    from architectures.networks import build_q_network
+    from architectures.core.config import DQNConfig
+    from architectures.core.dqn import build_learner
+    from architectures.core.envs import env_spec
     from experiments.components import _timed
 
     torch.set_num_threads(threads)
     cfg = DQNConfig.from_dict(config)
     spec = env_spec(cfg.env_id)
-    learner = DQNLearner(build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm,
-                                         cfg.seed), cfg)
+    learner = build_learner(spec, cfg)
     rng, b = np.random.default_rng(0), cfg.batch_size
     obs = rng.random((b, *spec.obs_shape)).astype(spec.obs_dtype)
     batch = {"obs": obs, "next_obs": obs.copy(), "action": rng.integers(0, spec.num_actions, b),
@@ -107,7 +101,7 @@ def confirm(cfg, design: str, workers: int, predicted: float, seconds: float, co
                           learning_starts=run_cfg.learning_starts, weight_sync_period=cfg.weight_sync_period)
     args = [item for k, v in run_cfg.to_dict().items()
             for item in (f"--{k}", json.dumps(v) if not isinstance(v, str) else v) if v != ""]
-    proc = subprocess.run([sys.executable, "-m", f"architectures.{design}", *args], cwd=ROOT, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "architectures", design, *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=max(600, 20 * seconds))
     if proc.returncode != 0:
         raise RuntimeError(f"{design} ({workers}) failed: {_last_line(proc)}")
@@ -124,12 +118,13 @@ def _figure(path: str, predictions, confirmed: list[dict], title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from analysis.cost_model import DESIGNS
     from analysis.report import PALETTE
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
     base = next(p for p in predictions if p.design == "single_env").env_steps_per_sec
     ax.axhline(base, color=PALETTE["single_env"], lw=1, label="single_env (predicted)")
-    for design in ("actor_learner", "vector_env", "hogwild"):
+    for design in DESIGNS[1:]:  # the parallel designs the cost model predicts
         points = sorted((p.workers, p.env_steps_per_sec, p.oversubscribed) for p in predictions if p.design == design)
         ax.plot([w for w, _, _ in points], [v for _, v, _ in points], marker="o", ms=3, color=PALETTE[design],
                 label=f"{design} (predicted)")
@@ -161,9 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         argv, tokens = argv[:argv.index("with")], argv[argv.index("with") + 1:]
     args = parser.parse_args(argv)
     from analysis.cost_model import medians, predict_all, recommend
-    from architectures.config import ConfigError
-    from architectures.envs import env_spec
-    from architectures.workers import available_cores
+    from architectures.core.config import ConfigError
+    from architectures.core.envs import env_spec
+    from architectures.core.limits import available_cores
     from experiments.components import measure
 
     try:

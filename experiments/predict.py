@@ -28,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def predictions(sweep_name: str, costs: dict, cores: int, scale: str = "small") -> list[dict]:
     """One row per cell of the sweep (seeds share their cell's prediction)."""
     from analysis.cost_model import medians, over_a_run, predict
+    from architectures.registry import design
     from experiments.sweep import expand
     from experiments.sweeps import SWEEPS
 
@@ -37,7 +38,7 @@ def predictions(sweep_name: str, costs: dict, cores: int, scale: str = "small") 
         if run.experiment != "train":
             continue
         cfg = run.config()
-        n = int(cfg["num_workers"]) if run.architecture != "single_env" else 1
+        n = int(cfg["num_workers"]) if design(run.architecture).workers else 1
         key = (run.architecture, n)
         if key in seen:
             continue

@@ -28,7 +28,7 @@ import tempfile
 from sacred.observers import FileStorageObserver, MongoObserver
 from sacred.serializer import flatten
 
-from architectures.config import ConfigError, DQNConfig
+from architectures.core.config import ConfigError, DQNConfig
 
 EVENTS = ("started_event", "heartbeat_event", "completed_event", "interrupted_event", "failed_event",
           "log_metrics", "artifact_event", "resource_event")

@@ -45,12 +45,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from architectures.registry import NAMES, PARALLEL
 from experiments.run_records import ABSENT, DIVERGED, RunRecord, after_run, classify, read_run_folder, tally
 from experiments.sweeps import RUNS_AT_ONCE_ENV, SCALES, SEED_SETS, SWEEPS, Sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ARCHITECTURE_CONFIGS = ("single_env", "actor_learner", "vector_env", "hogwild", "high_utd")
-PARALLEL_ARCHITECTURES = ("actor_learner", "vector_env", "hogwild")  # a main process plus num_workers
+ARCHITECTURE_CONFIGS = NAMES  # every design has a named config of its own name (experiments/configs.py)
+PARALLEL_ARCHITECTURES = PARALLEL  # a main process plus num_workers
 
 
 @dataclass(frozen=True)
@@ -94,14 +95,9 @@ class RunSpec:
 
     def config(self) -> dict:
         """The run's config as Sacred resolves it: defaults, then each named config, then overrides."""
-        from architectures.config import DQNConfig
-        from experiments.configs import NAMED_CONFIGS
+        from experiments.configs import resolve
 
-        values = DQNConfig().to_dict()
-        for name in self.named:
-            values.update(NAMED_CONFIGS.get(name, {}))
-        values.update(self.updates, seed=self.seed)
-        return values
+        return resolve(self.named, {**self.updates, "seed": self.seed})
 
     def processes(self) -> int:
         """Processes the run keeps busy: the CPUs a Ray task reserves for it."""
@@ -231,8 +227,8 @@ TIMING_KEYS = ("network", "batch_size", "torch_threads", "device", "updates", "w
 
 def check_runs(runs: list[RunSpec], overrides: Overrides) -> None:
     """Build every run's config before any run starts: a bad key or value is one ConfigError."""
-    from architectures.config import ConfigError, DQNConfig
-    from architectures.envs import env_spec
+    from architectures.core.config import ConfigError, DQNConfig
+    from architectures.core.envs import env_spec
     from experiments.configs import NAMED_CONFIGS
 
     for name in overrides.named:
@@ -366,8 +362,8 @@ class RayRunner:
     biggest node's), running the same command as `launch`."""
 
     def __init__(self, address: str):
-        from architectures.ray_support import check_ray_address, import_ray
-        from architectures.config import ConfigError
+        from architectures.core.config import ConfigError
+        from architectures.transport.ray_support import check_ray_address, import_ray
 
         try:
             self.ray = import_ray()
@@ -377,9 +373,9 @@ class RayRunner:
         self.address, self.owns = address, False
 
     def start(self) -> None:
-        from architectures.ray_support import connect
-        from architectures.config import ConfigError
-        from architectures.workers import available_cores
+        from architectures.core.config import ConfigError
+        from architectures.core.limits import available_cores
+        from architectures.transport.ray_support import connect
 
         try:
             self.owns = connect(self.ray, "" if self.address == "local" else self.address, available_cores())
@@ -496,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
             runs = pick_cells(runs, args.cells)
         except ValueError as err:
             parser.exit(2, f"error: {err}\n")
-    from architectures.config import ConfigError
+    from architectures.core.config import ConfigError
 
     try:
         check_runs(runs, overrides)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from architectures.config import DQNConfig
+from architectures.core.config import DQNConfig
+from architectures.registry import NAMES, PARALLEL
 from experiments.configs import NAMED_CONFIGS
 
 SCALES = ("small", "paper")
@@ -72,7 +73,7 @@ _TINY = dict(total_env_steps=5_000, eval_every=2_500, eval_episodes=3, learning_
              eps_decay_steps=2_000, buffer_size=5_000)
 _SLOW = dict(num_workers=2, slow_worker_cost_us=1_000.0)
 """Uneven workers: worker 0's env steps cost 1 ms more (CartPole's own step is ~15 us)."""
-_ARCHS = ("single_env", "actor_learner", "vector_env", "hogwild", "high_utd")
+_ARCHS = NAMES  # every design: the smoke sweep and the headlines run each one
 _NO_EVAL = dict(eval_episodes=0, log_every=5_000)
 
 
@@ -92,7 +93,7 @@ def _scaling(steps_by_cost: dict[float, int], workers: list[int], env: str = "ca
             short = max(steps // 3, 2 * warm_up)
             cells.append(Cell((env, "high_utd"), dict(budget, **high_utd, total_env_steps=short, eval_every=short)))
         cells.append(Cell((env,), dict(budget), experiment="components"))  # the cost model's inputs
-        for arch in ("actor_learner", "vector_env", "hogwild"):
+        for arch in PARALLEL:
             cells += [Cell((env, arch), dict(budget, num_workers=n)) for n in workers]
     return cells
 
@@ -229,8 +230,9 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           seeds={"small": 5, "paper": 10}),
     Sweep("minatar_suite", "the MinAtar suite beside Breakout: Asterix, Freeway, Space Invaders and Seaquest at "
           "500k env steps, single_env, actor_learner, vector_env and hogwild, one hyperparameter set for every game "
-          "(minatar_cpu: Breakout's calibrated values), learning only (two at a time: --jobs 2 --nice; about 5 hours)",
-          minutes={"small": 300, "paper": 600},
+          "(minatar_cpu: Breakout's calibrated values), learning only (two at a time: --jobs 2 --nice; about 7.5 hours)",
+          # small: its first 8 runs took ~11.5 min each two at a time on this 2-core machine (80 runs ~ 460 min)
+          minutes={"small": 460, "paper": 920},
           cells={"small": _minatar_suite(MINATAR_HEADLINE_STEPS), "paper": _minatar_suite(1_000_000)},
           seeds={"small": 5, "paper": 10}),
     Sweep("scaling", "env steps/s and updates/s against workers at utd 0.25, cheap and 1 ms env steps (and "

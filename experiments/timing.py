@@ -66,10 +66,10 @@ def main(network: str, batch_size: int, torch_threads: int, device: str, updates
     import numpy as np
     import torch
 
-    from architectures.config import DQNConfig
-    from architectures.dqn import DQNLearner
-    from architectures.networks import build_q_network
-    from architectures.replay import ReplayBuffer, Transition
+    from architectures.core.config import DQNConfig
+    from architectures.core.dqn import DQNLearner
+    from architectures.core.networks import build_q_network
+    from architectures.core.replay import ReplayBuffer, Transition
 
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit(f"error: device: {device!r} requested but torch.cuda.is_available() is False")

@@ -24,14 +24,20 @@ from sacred.host_info import host_info_gatherer
 from sacred.utils import apply_backspaces_and_linefeeds
 
 from architectures import ARCHITECTURES, get_train_fn, preflight
-from architectures.checkpoint import check_before_run, remove_checkpoint
-from architectures.config import ConfigError, DQNConfig
-from architectures.errors import RunDiverged, RunError
-from architectures.envs import env_spec
-from architectures.limits import checkpoint_bytes
+from architectures.core.config import ConfigError, DQNConfig
+from architectures.core.envs import env_spec
+from architectures.core.errors import RunDiverged, RunError
+from architectures.core.limits import checkpoint_bytes
+from architectures.run.checkpoint import check_before_run, remove_checkpoint
 from experiments.configs import NAMED_CONFIGS
-from experiments.store import (AtomicFileStorageObserver, RecordingMongoObserver, StoreWriteFailed, check_free_space,
-                               expected_record_bytes, store_failure)
+from experiments.store import (
+    AtomicFileStorageObserver,
+    RecordingMongoObserver,
+    StoreWriteFailed,
+    check_free_space,
+    expected_record_bytes,
+    store_failure,
+)
 from experiments.sweeps import RUNS_AT_ONCE_ENV
 
 # Sacred's default "fd" capture tees the file descriptors through a subprocess and can deadlock

@@ -8,7 +8,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from architectures.config import DQNConfig  # noqa: E402
+from architectures.core.config import DQNConfig  # noqa: E402
 
 
 @pytest.fixture

@@ -13,10 +13,14 @@ import warnings
 
 import pytest
 
-from architectures import actor_learner, actors, vector_env, workers
-from architectures.config import DQNConfig
-from architectures.shared import leaked_segments
-from architectures.workers import FAULT_ENV, WorkerFailed
+from architectures.core import limits
+from architectures.core.config import DQNConfig
+from architectures.designs import vector_env
+from architectures.designs.actor_learner import local as actor_learner
+from architectures.run import acting, parking
+from architectures.transport import workers
+from architectures.transport.shared import leaked_segments
+from architectures.transport.workers import FAULT_ENV, WorkerFailed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -60,7 +64,7 @@ def alive(pids: list[int]) -> list[int]:
     return out
 
 
-SERVICES = ("resource_tracker", "architectures.janitor")
+SERVICES = ("resource_tracker", "architectures.transport.janitor")
 """Helper processes that live as long as the test process itself, by design."""
 
 
@@ -154,10 +158,10 @@ def test_apex_epsilons_and_prioritized_replay_run():
 
 def test_apex_epsilons_spread_over_actors():
     cfg = small_cfg(num_workers=4, actor_epsilons="apex")
-    eps = [actors.actor_epsilon(cfg, i)(0) for i in range(4)]
+    eps = [acting.actor_epsilon(cfg, i)(0) for i in range(4)]
     assert eps[0] == pytest.approx(0.4) and eps[-1] == pytest.approx(0.4 ** 8)
     assert eps == sorted(eps, reverse=True)
-    sched = actors.actor_epsilon(small_cfg(num_workers=4), 2)
+    sched = acting.actor_epsilon(small_cfg(num_workers=4), 2)
     assert sched(500) == pytest.approx(DQNConfig().eps_start + (0.02 - 1.0) * 2_000 / 2_000)  # global = 4 x 500
 
 
@@ -189,7 +193,7 @@ def _as_from_a_terminal() -> None:
 
 
 def _start_cli(extra: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "architectures.actor_learner", "--num_workers", "2",
+    return subprocess.Popen([sys.executable, "-m", "architectures", "actor_learner", "--num_workers", "2",
                              "--total_env_steps", "2000000", "--eval_episodes", "0", "--hidden_sizes", "[16]",
                              *extra], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True, text=True, preexec_fn=_as_from_a_terminal)
@@ -236,7 +240,7 @@ def test_a_killed_learner_leaves_no_orphans_and_no_shared_memory():
 
 
 def test_too_many_workers_warns_naming_the_cores(monkeypatch):
-    monkeypatch.setattr(workers, "available_cores", lambda: 2)
+    monkeypatch.setattr(limits, "available_cores", lambda: 2)
     with pytest.warns(RuntimeWarning, match="num_workers=3 .* on 2 CPU cores"):
         workers.warn_if_oversubscribed(3, "actor processes plus one learner")
     with warnings.catch_warnings():
@@ -246,7 +250,7 @@ def test_too_many_workers_warns_naming_the_cores(monkeypatch):
 
 @pytest.mark.parametrize("total, workers", [(10, 3), (6_000, 2), (7, 7), (5, 8)])
 def test_worker_quotas_sum_to_the_total(total, workers):
-    quotas = [actors.worker_quota(total, workers, i) for i in range(workers)]
+    quotas = [parking.worker_quota(total, workers, i) for i in range(workers)]
     assert sum(quotas) == total and max(quotas) - min(quotas) <= 1
 
 
@@ -263,7 +267,7 @@ def test_vector_env_paces_updates_and_shares_evenly():
 
 
 def test_vector_env_overshoots_a_checkpoint_by_less_than_one_vector_step():
-    with pytest.warns(RuntimeWarning, match="CPU cores") if workers.available_cores() < 3 else (
+    with pytest.warns(RuntimeWarning, match="CPU cores") if limits.available_cores() < 3 else (
             warnings.catch_warnings()):
         result = vector_env.train(small_cfg(num_workers=3, total_env_steps=2_000, eval_every=1_000))
     steps = [c["env_steps"] for c in result["holdout_curve"]]

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from architectures import get_train_fn
-from architectures.config import DQNConfig
+from architectures.core.config import DQNConfig
 from tests.fault_envs import SlowClose
 
 SHORT = dict(env_id="tests.fault_envs:SlowClose-v0", total_env_steps=600, eval_every=600, eval_episodes=1,

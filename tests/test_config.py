@@ -1,6 +1,6 @@
 import pytest
 
-from architectures.config import ConfigError, DQNConfig, describe
+from architectures.core.config import ConfigError, DQNConfig, describe
 
 BAD_VALUES = [
     # (key, value, words the message must contain)

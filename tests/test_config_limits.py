@@ -17,11 +17,13 @@ import numpy as np
 import pytest
 import torch
 
-from architectures import actors, limits, preflight, workers
-from architectures.config import ConfigError, DQNConfig
-from architectures.envs import env_spec
-from architectures.networks import build_q_network
-from architectures.replay import make_replay
+from architectures import preflight
+from architectures.core import limits
+from architectures.core.config import ConfigError, DQNConfig
+from architectures.core.envs import env_spec
+from architectures.core.networks import build_q_network
+from architectures.core.replay import make_replay
+from architectures.run import worker_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORES, MEMORY = 2, 16 * 10**9
@@ -30,7 +32,7 @@ CORES, MEMORY = 2, 16 * 10**9
 @pytest.fixture
 def small_machine(monkeypatch):
     """2 cores, 16 GB available, no CUDA: the machine every row below is judged on."""
-    monkeypatch.setattr(workers, "available_cores", lambda: CORES)
+    monkeypatch.setattr(limits, "available_cores", lambda: CORES)
     monkeypatch.setattr(limits, "available_memory_bytes", lambda: MEMORY)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
 
@@ -80,7 +82,7 @@ def test_a_config_beyond_the_machine_or_meaning_is_refused_naming_its_key(small_
 def test_a_refusal_says_the_need_and_the_limit(small_machine, monkeypatch):
     with pytest.raises(ConfigError, match=r"^num_workers: 1,000 actor processes on 2 core\(s\); at most 64 "):
         preflight("actor_learner", DQNConfig(num_workers=1000))
-    monkeypatch.setattr(workers, "available_cores", lambda: 64)  # enough cores: memory is the limit
+    monkeypatch.setattr(limits, "available_cores", lambda: 64)  # enough cores: memory is the limit
     with pytest.raises(ConfigError, match=r"^num_workers: 1,000 actor processes need ~157.3 GB, 16.0 GB is available$"):
         preflight("actor_learner", DQNConfig(num_workers=1000))
     with pytest.raises(ConfigError, match=r"^buffer_size: a replay of 10,000,000,000 transitions of 64 B needs "
@@ -156,16 +158,16 @@ def test_replay_bytes_are_the_replays_own(env_id, prioritized):
 
 def test_the_shared_memory_check_builds_no_network(monkeypatch):
     """A 16 GB network is refused by counting its shapes, not by allocating it first."""
-    import architectures.networks
+    import architectures.core.networks
 
     def refuse(*args, **kwargs):
         raise AssertionError("built a network")
 
-    monkeypatch.setattr(architectures.networks, "build_q_network", refuse)
-    monkeypatch.setattr(actors, "check_shared_memory", lambda needs, what: needs)
+    monkeypatch.setattr(architectures.core.networks, "build_q_network", refuse)
+    monkeypatch.setattr(worker_rows, "check_shared_memory", lambda needs, what: needs)
     spec = env_spec("CartPole-v1")
     seen = []
-    actors.check_design_memory(DQNConfig(hidden_sizes=(10**9,)), lambda c, s, shapes: seen.append(shapes), "test")
+    worker_rows.check_design_memory(DQNConfig(hidden_sizes=(10**9,)), lambda c, s, shapes: seen.append(shapes), "test")
     assert math.prod(seen[0][0]) == 10**9 * int(np.prod(spec.obs_shape))
 
 
@@ -175,7 +177,7 @@ def test_available_memory_reads_the_machine():
 
 
 def test_the_command_line_refuses_a_thousand_workers_and_records_nothing(tmp_path):
-    cores = workers.available_cores()
+    cores = limits.available_cores()
     memory = limits.available_memory_bytes()
     if limits.worker_limit(cores) >= 1000 and (memory is None or memory > 1000 * limits.WORKER_PROCESS_BYTES):
         pytest.skip(f"this machine ({cores} cores, {memory} bytes free) could hold 1,000 actors")

@@ -11,9 +11,10 @@ import time
 
 import pytest
 
-from architectures import actor_learner, hogwild, single_env, vector_env
-from architectures.config import DQNConfig
-from architectures.metrics import CpuMeter, Stopwatch, process_cpu_seconds
+from architectures.core.config import DQNConfig
+from architectures.core.metrics import CpuMeter, Stopwatch, process_cpu_seconds
+from architectures.designs import hogwild, single_env, vector_env
+from architectures.designs.actor_learner import local as actor_learner
 
 BUSY_US, WAIT_US = 500.0, 2000.0
 

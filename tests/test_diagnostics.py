@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from architectures.diagnostics import PolicyLag, name_bottleneck, shares
+from architectures.core.diagnostics import PolicyLag, name_bottleneck, shares
 
 
 def test_policy_lag_summary_on_known_lags():

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from architectures.config import DQNConfig
-from architectures.dqn import DQNLearner, EpsilonSchedule, FusedAdam, UpdateRatio, clip_grad_norm
-from architectures.networks import build_q_network
+from architectures.core.config import DQNConfig
+from architectures.core.dqn import DQNLearner, FusedAdam, clip_grad_norm
+from architectures.core.networks import build_q_network
+from architectures.core.schedules import EpsilonSchedule, UpdateRatio
 
 
 def _net(seed=0, hidden=(8, 8), layer_norm=False):

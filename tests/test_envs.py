@@ -4,8 +4,14 @@ import time
 import numpy as np
 import pytest
 
-from architectures.envs import (HOLDOUT_SEED_BASE, TRAIN_SEED_LIMIT, CPUCostWrapper, holdout_seeds, make_env,
-                                training_episode_seeds)
+from architectures.core.envs import (
+    HOLDOUT_SEED_BASE,
+    TRAIN_SEED_LIMIT,
+    CPUCostWrapper,
+    holdout_seeds,
+    make_env,
+    training_episode_seeds,
+)
 
 
 def test_holdout_and_training_seeds_are_disjoint():
@@ -60,7 +66,7 @@ def test_cpu_cost_wrapper_burns_at_least_the_requested_cpu_time():
 def test_a_waiting_step_blocks_for_its_wait_without_cpu(wait_us):
     """env_step_wait_us: the step blocks for its wait on average (a plain sleep overshoots by tens
     of microseconds on Linux; the wrapper corrects for it) and takes almost no CPU doing so."""
-    from architectures.envs import WaitCostWrapper
+    from architectures.core.envs import WaitCostWrapper
 
     env = make_env("CartPole-v1", env_step_wait_us=wait_us)
     assert isinstance(env, WaitCostWrapper)

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from architectures.config import DQNConfig
-from architectures.envs import holdout_seeds
-from architectures.evaluation import HoldoutEvaluator, checkpoint_steps
-from architectures.networks import build_q_network
+from architectures.core.config import DQNConfig
+from architectures.core.envs import holdout_seeds
+from architectures.core.evaluation import HoldoutEvaluator, checkpoint_steps
+from architectures.core.networks import build_q_network
 
 
 @pytest.mark.parametrize("total,every,expected", [
@@ -44,7 +44,7 @@ def test_evaluation_disabled_with_zero_episodes():
 def test_evaluation_is_off_the_training_clock_and_timed_as_eval(monkeypatch):
     import time
 
-    from architectures.metrics import Stopwatch, Timers
+    from architectures.core.metrics import Stopwatch, Timers
 
     evaluator = HoldoutEvaluator(DQNConfig(eval_episodes=0), net=None)
     seen = {}

@@ -82,10 +82,9 @@ def test_bad_input_fails_fast_with_one_line_and_records_nothing(tmp_path, args, 
 
 
 def test_named_configs_are_valid():
-    from architectures.config import DQNConfig
-    from experiments.configs import NAMED_CONFIGS
-
     from architectures import ARCHITECTURES
+    from architectures.core.config import DQNConfig
+    from experiments.configs import NAMED_CONFIGS
 
     for name, values in NAMED_CONFIGS.items():
         DQNConfig.from_dict({k: v for k, v in values.items() if k != "architecture"})  # raises on a bad value

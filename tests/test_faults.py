@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from architectures import get_train_fn
-from architectures.checkpoint import CHECKPOINT_FORMAT, save_checkpoint
-from architectures.config import DQNConfig
-from architectures.errors import CheckpointSaveFailed, NonFiniteEnvValue, RunDiverged
+from architectures.core.config import DQNConfig
+from architectures.core.errors import CheckpointSaveFailed, NonFiniteEnvValue, RunDiverged
+from architectures.run.checkpoint import CHECKPOINT_FORMAT, save_checkpoint
 from experiments.store import atomic_write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -209,7 +209,7 @@ def test_a_checkpoint_the_run_cannot_use_is_one_line_exit_2_and_kept(tmp_path, c
 
 def test_a_second_run_on_a_held_checkpoint_stops_naming_the_holder(tmp_path):
     path, store = tmp_path / "run.pt", tmp_path / "runs"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from architectures.checkpoint import hold_lock; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from architectures.run.checkpoint import hold_lock; "
                                "hold_lock(sys.argv[1]); print('held', flush=True); time.sleep(600)", str(path)],
                               cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": ROOT})
     try:

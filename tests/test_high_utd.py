@@ -4,7 +4,7 @@ import warnings
 
 import pytest
 
-from architectures import high_utd, single_env
+from architectures.designs import high_utd, single_env
 from tests.test_single_env import Recorder, untimed
 
 

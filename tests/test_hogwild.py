@@ -10,11 +10,12 @@ import time
 
 import pytest
 
-from architectures import hogwild, workers
-from architectures.config import ConfigError
-from architectures.metrics import NullReporter
-from architectures.shared import leaked_segments
-from architectures.workers import FAULT_ENV, WorkerFailed
+from architectures.core import limits
+from architectures.core.config import ConfigError
+from architectures.core.metrics import NullReporter
+from architectures.designs import hogwild
+from architectures.transport.shared import leaked_segments
+from architectures.transport.workers import FAULT_ENV, WorkerFailed
 from tests.test_actor_learner import ROOT, alive, assert_clean, descendants, small_cfg
 
 
@@ -25,7 +26,7 @@ def test_lock_free_workers_share_one_network_and_their_writes_overlap():
     assert r["realised_utd"] == pytest.approx(0.25, rel=0.02)
     assert sum(r["worker_updates"]) == r["updates"] and min(r["worker_updates"]) > 0
     assert [c["env_steps"] for c in r["holdout_curve"]] == [4_000, 8_000]
-    if workers.available_cores() >= 2:  # two workers really run at once only with two cores
+    if limits.available_cores() >= 2:  # two workers really run at once only with two cores
         assert r["overlap_fraction"] > 0
     assert r["mean_version_gap"] > 0  # the other worker's updates land while one computes
     # One shared Adam state: it counted every worker's steps (a racy counter may lose a few), and
@@ -88,7 +89,7 @@ def test_a_crashing_worker_fails_the_run_naming_it(monkeypatch, replay):
 
 
 def test_a_killed_main_process_leaves_no_workers_and_no_shared_replay():
-    proc = subprocess.Popen([sys.executable, "-m", "architectures.hogwild", "--num_workers", "2",
+    proc = subprocess.Popen([sys.executable, "-m", "architectures", "hogwild", "--num_workers", "2",
                              "--total_env_steps", "2000000", "--eval_episodes", "0", "--hidden_sizes", "[16]",
                              "--hogwild_replay", "shared", "--log_every", "2000"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, text=True)

@@ -1,7 +1,11 @@
-"""The architecture files form no import cycle, and each design's module pulls in no other design.
+"""The package's layers show in its imports (issue 23): core < transport < run < designs < the
+package's own entry points, with no import cycle anywhere, function-local imports counted; no
+design module pulls in another design; and no module is over the length a reader takes in at once.
 
-Shared mechanics live in their own modules (loop, actors, workers, shared, ray_support), so
-`diff` between two architecture files shows their data flow and nothing imports sideways.
+    core/       config, errors, envs, networks, replay, dqn, evaluation, metrics, limits, diagnostics
+    transport/  shared memory, worker processes, the janitor, Ray support
+    run/        Run (bookkeeping), ReplayLearning, acting, parking, checkpoints, results, worker rows
+    designs/    one module per design (actor_learner: its local and Ray backends and its books)
 """
 
 import ast
@@ -15,7 +19,11 @@ import pytest
 from architectures import ARCHITECTURES, BACKENDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = os.path.join(ROOT, "architectures")
 DESIGN_MODULES = sorted(set(ARCHITECTURES.values()) | set(BACKENDS.values()))
+LAYERS = ["core", "transport", "run", "designs", ""]
+"""Lowest first; "" is the package's top level (__init__, __main__, cli), above every layer."""
+MAX_LINES = 300
 
 
 @pytest.mark.parametrize("module", DESIGN_MODULES)
@@ -26,24 +34,52 @@ def test_importing_one_design_loads_no_other(module):
     assert json.loads(out.stdout) == [module]
 
 
-def _imports(path: str) -> set[str]:
-    """The architectures.* modules a file imports at module level (imports inside functions are
-    deferred on purpose and cannot form a load-time cycle)."""
-    found = set()
-    for node in ast.parse(open(path).read()).body:
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("architectures"):
-            found.add(node.module)
-            found.update(f"architectures.{a.name}" for a in node.names if node.module == "architectures")
-        elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("architectures."))
+def _modules() -> dict[str, str]:
+    """Dotted name -> path of every module in the package."""
+    found = {}
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            if name.endswith(".py"):
+                rel = os.path.relpath(os.path.join(folder, name), ROOT)[:-3].replace(os.sep, ".")
+                found[rel[:-len(".__init__")] if rel.endswith(".__init__") else rel] = os.path.join(folder, name)
     return found
 
 
-def test_the_architectures_package_has_no_import_cycle():
-    folder = os.path.join(ROOT, "architectures")
-    graph = {f"architectures.{name[:-3]}": _imports(os.path.join(folder, name))
-             for name in os.listdir(folder) if name.endswith(".py") and name != "__init__.py"}
-    graph = {module: {d for d in deps if d in graph and d != module} for module, deps in graph.items()}
+def _imports(path: str, modules: dict[str, str]) -> set[str]:
+    """The package's modules a file imports anywhere in it, function-local imports included
+    (`from architectures.run import acting` names the module architectures.run.acting)."""
+    found = set()
+    for node in ast.walk(ast.parse(open(path).read())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "architectures":
+            submodules = {f"{node.module}.{a.name}" for a in node.names} & set(modules)
+            found.update(submodules or {node.module})  # `from package import module` names the module
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "architectures")
+    return {m for m in found if m in modules}
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS.index(parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS) else "")
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {m: {d for d in _imports(path, modules) if d != m} for m, path in modules.items()}
+
+
+def test_every_import_points_down_the_layers_or_within_one():
+    upward = [f"{m} ({LAYERS[_layer(m)] or 'top'}) imports {d} ({LAYERS[_layer(d)] or 'top'})"
+              for m, deps in _graph().items() for d in sorted(deps)
+              if _layer(d) > _layer(m) and not d.endswith("__init__") and d != "architectures"]
+    # The package's own __init__ is its registry, read by the entry points only.
+    assert not upward, "imports that climb a layer:\n" + "\n".join(upward)
+
+
+def test_the_package_has_no_import_cycle_counting_function_local_imports():
+    graph = _graph()
+    # A package's __init__ is imported with each of its modules; count only real dependencies.
+    graph = {m: {d for d in deps if not (m.startswith(d + ".") and d in graph)} for m, deps in graph.items()}
     visiting, done = set(), set()
 
     def visit(module, path):
@@ -58,3 +94,31 @@ def test_the_architectures_package_has_no_import_cycle():
 
     for module in sorted(graph):
         visit(module, [])
+
+
+def _design(module: str) -> str | None:
+    """designs/<name>.py, designs/<name>_books.py and designs/<name>/* belong to design <name>."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[1] != "designs":
+        return None
+    return parts[2].removesuffix("_books")
+
+
+def test_a_design_imports_no_other_design():
+    sideways = [f"{m} imports {d}" for m, deps in _graph().items() for d in sorted(deps)
+                if _design(m) and _design(d) and _design(d) != _design(m)]
+    assert not sideways, "\n".join(sideways)
+
+
+def test_the_layer_check_would_catch_a_climbing_import(tmp_path):
+    """The checks above can fail: a core module importing from run, and a cycle, are both found."""
+    assert _layer("architectures.core.config") < _layer("architectures.run.base") < _layer("architectures.designs.hogwild")
+    assert _layer("architectures.cli") == len(LAYERS) - 1
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    from architectures.run import base\n")
+    assert _imports(str(probe), _modules()) == {"architectures.run.base"}
+
+
+def test_no_module_is_over_the_length_a_reader_takes_in_at_once():
+    long = {m: n for m, path in _modules().items() if (n := sum(1 for _ in open(path))) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from architectures.dqn import DQNLearner
-from architectures.config import DQNConfig
-from architectures.networks import GreedyPolicy, build_q_network
+from architectures.core.config import DQNConfig
+from architectures.core.dqn import DQNLearner
+from architectures.core.networks import GreedyPolicy, build_q_network
 
 
 @pytest.mark.parametrize("layer_norm", [False, True])

@@ -139,7 +139,7 @@ def test_the_median_pass_is_kept_whole_per_cost_and_per_count():
 
 
 def test_components_are_measured_with_spread_for_every_model_input():
-    from architectures.config import DQNConfig
+    from architectures.core.config import DQNConfig
     from experiments.components import measure
 
     costs = measure(DQNConfig(hidden_sizes=(16,), batch_size=16, buffer_size=2_000), cores=2, budget_s=2.0,
@@ -224,7 +224,7 @@ def test_a_killed_contention_measurement_leaves_no_co_runner_behind():
     from tests.test_actor_learner import _cmdline, alive, descendants
 
     code = ("import time\n"
-            "from architectures.config import DQNConfig\n"
+            "from architectures.core.config import DQNConfig\n"
             "import experiments.components as components\n"
             "calls = []\n"
             "def measuring_loop(cfg, steps):  # the parent's own loops: instant, then stuck while co-runners run\n"

@@ -13,12 +13,12 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="ray is not installed (optional extra): pip install -e '.[ray]'")
 
-from architectures import ray_support  # noqa: E402
-from architectures.actor_learner_ray import train as train_on_ray  # noqa: E402
-from architectures.config import ConfigError, DQNConfig  # noqa: E402
-from architectures.evaluation import checkpoint_steps  # noqa: E402
-from architectures.metrics import NullReporter  # noqa: E402
-from architectures.workers import FAULT_ENV, WorkerFailed  # noqa: E402
+from architectures.core.config import ConfigError, DQNConfig  # noqa: E402
+from architectures.core.evaluation import checkpoint_steps  # noqa: E402
+from architectures.core.metrics import NullReporter  # noqa: E402
+from architectures.designs.actor_learner.ray_backend import train as train_on_ray  # noqa: E402
+from architectures.transport import ray_support  # noqa: E402
+from architectures.transport.workers import FAULT_ENV, WorkerFailed  # noqa: E402
 from tests.test_sweep import _statuses  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

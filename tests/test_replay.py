@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from architectures.replay import NStepAdder, ReplayBuffer, Transition
+from architectures.core.replay import NStepAdder, ReplayBuffer, Transition
 
 
 def _t(i: float, source: int = 0, version: int = 0) -> Transition:
@@ -92,7 +92,7 @@ def test_n_step_adder_emits_nothing_until_n_steps():
 
 
 # ---------------------------------------------------------------------- prioritized replay
-from architectures.replay import PrioritizedReplayBuffer, SumTree  # noqa: E402
+from architectures.core.replay import PrioritizedReplayBuffer, SumTree  # noqa: E402
 
 
 @pytest.mark.parametrize("capacity", [1, 5, 8, 13])

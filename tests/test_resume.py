@@ -16,12 +16,13 @@ import time
 
 import pytest
 
-from architectures import actor_learner, high_utd, hogwild
-from architectures.actors import actor_epsilon, worker_quota
-from architectures.config import ConfigError, DQNConfig
-from architectures.dqn import EpsilonSchedule, UpdateRatio
-from architectures.envs import env_spec
-from architectures.loop import stops
+from architectures.core.config import ConfigError, DQNConfig
+from architectures.core.envs import env_spec
+from architectures.core.schedules import EpsilonSchedule, UpdateRatio
+from architectures.designs import high_utd, hogwild
+from architectures.designs.actor_learner import local as actor_learner
+from architectures.run.acting import actor_epsilon
+from architectures.run.parking import stops, worker_quota
 from tests.test_actor_learner import alive, descendants
 from tests.test_single_env import KillAt, Recorder, _Killed, untimed
 from tests.test_sweep import _statuses
@@ -187,7 +188,7 @@ def test_high_utd_resumes_bit_for_bit(tiny_cfg, tmp_path):
 
 
 def test_a_checkpoint_of_another_run_is_refused_naming_the_key(tiny_cfg, tmp_path):
-    from architectures.single_env import train
+    from architectures.designs.single_env import train
 
     cfg = tiny_cfg.replace(total_env_steps=2_000, checkpoint_every=300, checkpoint_path=str(tmp_path / "run.pt"))
     with pytest.raises(_Killed):
@@ -249,7 +250,7 @@ def test_a_killed_sweep_resumes_its_parallel_run_from_the_checkpoint(tmp_path):
 ])
 def test_the_predicted_need_is_what_the_blocks_take(monkeypatch, module, overrides, parts):
     """The need checked before the run is computed from the same layouts the run allocates."""
-    from architectures import shared
+    from architectures.transport import shared
 
     cfg = DQNConfig(hidden_sizes=(32, 32), buffer_size=3_000, total_env_steps=500, learning_starts=100,
                     eval_episodes=0, **overrides)
@@ -271,7 +272,7 @@ def test_the_predicted_need_is_what_the_blocks_take(monkeypatch, module, overrid
 
 
 def test_a_need_above_the_free_space_is_one_line_naming_need_space_and_ways_out(monkeypatch):
-    from architectures import shared
+    from architectures.transport import shared
 
     monkeypatch.setattr(shared, "shm_free_bytes", lambda path=shared.SHM_DIR: 64 * 2**20)
     cfg = DQNConfig(env_id="MinAtar/Breakout-v1", hidden_sizes=(128,), buffer_size=100_000, num_workers=2,
@@ -303,8 +304,8 @@ MINATAR = "--env_id MinAtar/Breakout-v1 --hidden_sizes [128] --total_env_steps 2
 
 
 @pytest.mark.parametrize("command", [
-    f"-m architectures.hogwild {MINATAR} --hogwild_replay shared --buffer_size 100000",  # the replay: 83 MB
-    f"-m architectures.actor_learner {MINATAR} --num_workers 12",  # twelve 3.4 MB rings
+    f"-m architectures hogwild {MINATAR} --hogwild_replay shared --buffer_size 100000",  # the replay: 83 MB
+    f"-m architectures actor_learner {MINATAR} --num_workers 12",  # twelve 3.4 MB rings
     "-m experiments.train with minatar_breakout hogwild hogwild_replay=shared -F {out}",  # Sacred records nothing
 ])
 def test_in_a_32mb_shm_a_minatar_run_that_cannot_fit_stops_before_any_work(tmp_path, command):

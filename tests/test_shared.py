@@ -11,10 +11,10 @@ import threading
 import numpy as np
 import pytest
 
-from architectures.diagnostics import shares
-from architectures.replay import ReplayBuffer, Transition, transition_dtype
-from architectures.shared import (STATUS_DTYPE, SharedBlocks, SharedReplay, TransitionRing, WeightChannel, attach,
-                                  leaked_segments)
+from architectures.core.diagnostics import shares
+from architectures.core.replay import ReplayBuffer, Transition, transition_dtype
+from architectures.transport.channels import SharedReplay, TransitionRing, WeightChannel
+from architectures.transport.shared import STATUS_DTYPE, SharedBlocks, attach, leaked_segments
 
 OBS_SHAPE = (4,)
 RECORD = transition_dtype(OBS_SHAPE, np.dtype(np.float32))
@@ -304,8 +304,8 @@ def _bell_waiter(index: int, specs, semaphores, ready, out) -> None:
     """Block on the bell until the control's GO flag is set; report the CPU the wait took."""
     import time
 
-    from architectures.shared import Control
-    from architectures.workers import Bell
+    from architectures.transport.bells import Bell
+    from architectures.transport.shared import Control
 
     arrays, segments = attach(specs)
     control = Control(arrays["control"])
@@ -318,13 +318,13 @@ def _bell_waiter(index: int, specs, semaphores, ready, out) -> None:
 
 
 def test_a_bell_wakes_a_blocked_waiter_without_polling():
-    """workers.Bell: a waiter blocks without CPU (polling in 0.2 ms sleeps took the learner's core
+    """bells.Bell: a waiter blocks without CPU (polling in 0.2 ms sleeps took the learner's core
     once 16 actors waited, issue 21) and wakes within milliseconds of a ring, not at its beat;
     the ringer posts only the waiters that wait, and clears their flags."""
     import time
 
-    from architectures.shared import Control
-    from architectures.workers import BEAT_S, Bell
+    from architectures.transport.bells import BEAT_S, Bell
+    from architectures.transport.shared import Control
 
     ctx = mp.get_context("spawn")
     blocks = SharedBlocks()

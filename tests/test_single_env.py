@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from architectures import ARCHITECTURES, get_train_fn
-from architectures.single_env import train
+from architectures.designs.single_env import train
 
 
 class Recorder:

@@ -422,7 +422,7 @@ def test_values_reach_sacred_as_python_literals(value, text):
 
 def test_every_cell_of_every_sweep_is_a_valid_config():
     """Catches a sweep that would fail run after run (a JSON `true`, a misspelt key) before it starts."""
-    from architectures.config import DQNConfig
+    from architectures.core.config import DQNConfig
     from experiments.configs import NAMED_CONFIGS
 
     for sweep in SWEEPS.values():

@@ -4,8 +4,9 @@ actors as in Ape-X. The run's totals stay exact either way; what changes is who 
 
 import pytest
 
-from architectures import actor_learner, hogwild, vector_env
-from architectures.loop import worker_env_cost
+from architectures.designs import hogwild, vector_env
+from architectures.designs.actor_learner import local as actor_learner
+from architectures.run.acting import worker_env_cost
 from tests.test_actor_learner import assert_clean, small_cfg
 
 SLOW = dict(total_env_steps=6_000, eval_every=3_000, slow_worker_cost_us=1_500.0)

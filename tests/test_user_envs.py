@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from architectures import get_train_fn
-from architectures.config import ConfigError, DQNConfig
+from architectures.core.config import ConfigError, DQNConfig
 from tests.test_sweep import _statuses
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

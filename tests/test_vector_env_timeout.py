@@ -17,9 +17,9 @@ import time
 import gymnasium as gym
 import pytest
 
-from architectures import vector_env
-from architectures.config import DQNConfig
-from architectures.workers import WorkerFailed
+from architectures.core.config import DQNConfig
+from architectures.designs import vector_env
+from architectures.transport.workers import WorkerFailed
 from tests.test_actor_learner import assert_clean
 
 STALL_ENVS = '''

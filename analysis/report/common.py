@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import LEARNING_RATE, TRAINING_EXPERIMENTS
+from architectures.registry import NAMES
 
-ARCH_ORDER = ["single_env", "actor_learner", "vector_env", "hogwild", "high_utd"]
+ARCH_ORDER = list(NAMES)  # the registry's order: tables list designs, and figures colour them, by it
 FLOAT_FORMAT = "%.6g"
 TIMING_EXPERIMENT = "update_timing"
 DEFAULT_RUNS = os.path.join("results", "reference")

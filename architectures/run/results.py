@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from architectures.config import DQNConfig
-from architectures.dqn import UpdateRatio
-from architectures.evaluation import HoldoutEvaluator
-from architectures.metrics import Timers
+from architectures.core.config import DQNConfig
+from architectures.core.evaluation import HoldoutEvaluator
+from architectures.core.metrics import Timers
+from architectures.core.schedules import UpdateRatio
 
 
 def run_result(cfg: DQNConfig, *, env_steps: int, updates: int, episodes: int, train_seconds: float,

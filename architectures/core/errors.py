@@ -3,10 +3,15 @@
 `RunError`s are expected failures of a run, not bugs: their message is the whole story, so the
 command line prints `error: <message>` and no traceback (experiments/train.py), and a worker
 that raises one sends its message alone to the main process (workers.run_worker).
-`ConfigError` (architectures.config) is the same promise for a config, raised before any work.
+`ConfigError` is the same promise for a config, raised before any work (core/config.py re-exports
+it, where its users have always found it).
 """
 
 from __future__ import annotations
+
+
+class ConfigError(ValueError):
+    """A config value is out of range; the message names the key and the valid range."""
 
 
 class RunError(RuntimeError):
@@ -15,7 +20,7 @@ class RunError(RuntimeError):
 
 class NonFiniteEnvValue(RunError):
     """An env returned a NaN or infinite observation or reward: it never enters the replay
-    (loop.EpisodeStream.record; tests/test_faults.py::test_a_non_finite_env_value_stops_the_run)."""
+    (run.acting.EpisodeStream.record; tests/test_faults.py::test_a_non_finite_env_value_stops_the_run)."""
 
 
 class CheckpointSaveFailed(RunError):

@@ -29,7 +29,7 @@ def _send(line: str) -> None:
     global _proc
     with _lock:
         if _proc is None or _proc.poll() is not None:
-            _proc = subprocess.Popen([sys.executable, "-m", "architectures.janitor"], stdin=subprocess.PIPE,
+            _proc = subprocess.Popen([sys.executable, "-m", "architectures.transport.janitor"], stdin=subprocess.PIPE,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
                                      start_new_session=True, text=True, bufsize=1)
         try:

@@ -26,13 +26,16 @@ import signal
 import time
 import traceback
 import warnings
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import numpy as np
 
-from architectures import janitor
-from architectures.errors import RunError
-from architectures.shared import DONE, FAILED, RUNNING, Control, attach
+from architectures.core import limits
+from architectures.core.errors import RunError
+from architectures.transport import janitor
+from architectures.transport.bells import Bell, Stopped, Waiter, main_flag
+from architectures.transport.shared import DONE, FAILED, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks, attach
 
 FAULT_ENV = "PDQN_FAULT"
 """Test hook: "<worker>:<kind>:<env_step>" makes one worker misbehave on purpose
@@ -57,10 +60,6 @@ class WorkerFailed(RuntimeError):
     """A worker process died, raised, hung, or stopped receiving weights."""
 
 
-class Stopped(Exception):
-    """Raised inside a worker when the main process asked it to stop, or disappeared."""
-
-
 def worker_fault(index: int) -> tuple[str, int] | None:
     spec = os.environ.get(FAULT_ENV, "")
     if not spec:
@@ -69,9 +68,10 @@ def worker_fault(index: int) -> tuple[str, int] | None:
     return (kind, int(step)) if int(worker) == index else None
 
 
-def run_worker(role: str, index: int, specs: dict, errors, bells: tuple, body: Callable, *args) -> None:
+def run_worker(role: str, index: int, specs: dict, errors, bells: tuple, body: Callable, args) -> None:
     """A worker process's target: map the run's shared blocks, call `body(index, arrays, waiter,
-    *args)` with the signal and error handling described above, and unmap them again. `bells` are
+    args)` with the signal and error handling described above, and unmap them again (`args`: the
+    design's dataclass of what its worker needs, named, never a positional tuple). `bells` are
     the pool's semaphores (one per worker, one for the main process): the Waiter blocks on its
     own and posts the main process's."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -82,7 +82,7 @@ def run_worker(role: str, index: int, specs: dict, errors, bells: tuple, body: C
     waiter = Waiter(control, status_row, os.getppid(), index, Bell(bells[0], arrays["status"]["waiting"]),
                     Bell(bells[1], main_flag(control)))
     try:
-        body(index, arrays, waiter, *args)
+        body(index, arrays, waiter, args)
     except Stopped:
         pass
     except RunError as err:  # an expected fault, named in one line: no traceback, the error itself
@@ -100,102 +100,13 @@ def run_worker(role: str, index: int, specs: dict, errors, bells: tuple, body: C
             segment.close()
 
 
-BEAT_S = 0.05
-"""The longest a blocked process sleeps between its checks (heartbeat, STOP, a vanished parent,
-a dead worker): far below worker_timeout_s and the 0.2 s health check."""
-
-
-class Bell:
-    """Doorbells, one per waiter: a waiter sets its flag (in shared memory), re-checks what it
-    waits for and blocks on its own semaphore, using no CPU, until a ringer posts it or BEAT_S
-    passes; a ringer posts (a non-blocking sem_post) only the waiters whose flag is set and
-    clears the flag, so nobody waiting costs it one read of the flags.
-
-    Polling in 0.2 ms sleeps made 16 waiting actors take the learner's core (issue 21: 2,078 env
-    steps/s at 8 actors fell to 923 at 16). A shared condition variable was tried first: its
-    notify waits for every woken process to acknowledge, which stalled the learner on each
-    update while the actors it woke were scheduled. A wake-up lost to a stale read costs the
-    waiter at most BEAT_S, never a hang, since every wait re-checks its condition after each
-    beat (tests/test_shared.py::test_a_bell_wakes_a_blocked_waiter_without_polling)."""
-
-    ANY, RATE, ROOM = 1, 2, 3
-    """What a waiter waits for (its flag's value): anything the ringer changes (start, release,
-    stop), the rate limiter, or room in its ring. A ringer that knows which changed posts only
-    those waiters: woken on every update to find the rate limiter still shut, 12 actors took the
-    learner's core in turns."""
-
-    def __init__(self, semaphores: list, flags: np.ndarray):
-        self.semaphores, self.flags = semaphores, flags  # flags: (waiters,) int64, shared
-
-    def waiting(self, reason: int) -> bool:
-        return bool((self.flags == reason).any())
-
-    def ring(self, reason: int | None = None) -> None:
-        """Post every flagged waiter (a start, a release, a stop), or those waiting for `reason`."""
-        # A comparison first: it snapshots the flags, which waiters set while we read them
-        # (np.flatnonzero on the live array raised "number of non-zero array elements changed").
-        for index in np.flatnonzero(self.flags != 0 if reason is None else self.flags == reason):
-            self.flags[index] = 0
-            self.semaphores[index].release()
-
-    def wait_until(self, index: int, condition: Callable[[], bool], beat: Callable[[], None] = lambda: None,
-                   timeout_s: float | None = None, reason: int = ANY) -> float:
-        """Block waiter `index` until condition() holds (or `timeout_s` passes), calling beat()
-        every BEAT_S; returns the seconds waited."""
-        if condition():
-            return 0.0
-        began = time.perf_counter()
-        semaphore = self.semaphores[index]
-        while True:
-            beat()
-            self.flags[index] = reason
-            if condition():  # checked after the flag is up: a ring from now on posts the semaphore
-                self.flags[index] = 0
-                break
-            left = None if timeout_s is None else timeout_s - (time.perf_counter() - began)
-            if left is not None and left <= 0:
-                self.flags[index] = 0
-                break
-            semaphore.acquire(timeout=BEAT_S if left is None else min(BEAT_S, left))
-            self.flags[index] = 0
-            if condition():
-                break
-        return time.perf_counter() - began
-
-
-def main_flag(control: Control) -> np.ndarray:
-    """The main process's doorbell flag: a (1,) view of its Control slot."""
-    return control.array[Control.MAIN_WAITING:Control.MAIN_WAITING + 1, 0]
-
-
-class Waiter:
-    """A worker's polite wait: blocks on the workers' doorbell (rung by the main process when a
-    condition a worker may wait for changes), beats its heartbeat, and gives up when the main
-    process sets STOP or is gone."""
-
-    def __init__(self, control: Control, status_row, parent_pid: int, index: int, bell: Bell, main_bell: Bell):
-        self.control, self.status_row, self.parent_pid, self.bell = control, status_row, parent_pid, bell
-        self.index = index
-        self.main_bell = main_bell  # rung when this worker brings the main process work or parks
-
-    def check(self) -> None:
-        if self.control[Control.STOP] or os.getppid() != self.parent_pid:
-            raise Stopped
-
-    def _beat(self) -> None:
-        self.status_row["heartbeat"] += 1
-        self.check()
-
-    def until(self, condition: Callable[[], bool], reason: int = Bell.ANY) -> float:
-        """Block until condition() holds; returns the seconds spent waiting."""
-        return self.bell.wait_until(self.index, condition, self._beat, reason=reason)
-
-
 class WorkerPool:
-    """Starts `count` spawn processes running `target(index, *args)` and supervises them."""
+    """Starts one spawn process per row of `status`, running `body(index, arrays, waiter, args)`,
+    and supervises them; `blocks` are the run's shared arrays, `status` and `control` among them
+    (`worker_pool` makes all three and always stops and frees them)."""
 
-    def __init__(self, role: str, status: np.ndarray, control: Control, timeout_s: float):
-        self.role, self.status, self.control, self.timeout_s = role, status, control, timeout_s
+    def __init__(self, role: str, blocks: SharedBlocks, status: np.ndarray, control: Control, timeout_s: float):
+        self.role, self.blocks, self.status, self.control, self.timeout_s = role, blocks, status, control, timeout_s
         janitor.install()  # the pool's semaphores are unlinked even after a group kill
         self.ctx = mp.get_context("spawn")
         self.errors = self.ctx.SimpleQueue()
@@ -210,11 +121,12 @@ class WorkerPool:
         self._state_readers = [reader for reader, _ in pipes]
         self.state_writers = [writer for _, writer in pipes]  # worker i sends its state on state_writers[i]
 
-    def start(self, body: Callable, specs: dict, args_for: Callable[[int], tuple]) -> None:
-        """Start worker i running `body(i, arrays, *args_for(i))` (run_worker) over the blocks `specs`."""
+    def start(self, body: Callable, args_for: Callable[[int], object]) -> None:
+        """Start worker i running `body(i, arrays, waiter, args_for(i))` (run_worker) over every
+        block allocated so far."""
         for index in range(len(self.status)):
             bells = (self.workers_bell.semaphores, self.main_bell.semaphores)
-            args = (self.role, index, specs, self.errors, bells, body, *args_for(index))
+            args = (self.role, index, self.blocks.specs, self.errors, bells, body, args_for(index))
             proc = self.ctx.Process(target=run_worker, args=args, name=f"{self.role}-{index}", daemon=True)
             proc.start()
             self.procs.append(proc)
@@ -234,6 +146,19 @@ class WorkerPool:
                 self.check()  # it died: raise naming it
                 raise WorkerFailed(f"{self.role} {index} closed its state pipe without sending its state") from None
         return states
+
+    def go(self, start_timeout_s: float) -> None:
+        """The main process's half of the start handshake (bells.Waiter.ready): wait until every
+        worker is READY, then say GO and wake them."""
+        self.wait_until(lambda: bool((self.status["state"] >= READY).all()), f"the {self.role}s to start",
+                        start_timeout_s)
+        self.control[Control.GO] = 1
+        self.workers_bell.ring()
+
+    def finish(self, timeout_s: float = 30.0) -> np.ndarray:
+        """Wait until every worker is DONE; returns a copy of their status rows (the blocks go next)."""
+        self.wait_until(lambda: bool((self.status["state"] == DONE).all()), f"the {self.role}s to finish", timeout_s)
+        return self.status.copy()
 
     def wait_until(self, condition: Callable[[], bool], what: str, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -299,6 +224,24 @@ class WorkerPool:
         self._state_readers = []
 
 
+@contextmanager
+def worker_pool(role: str, workers: int, timeout_s: float) -> Iterator[WorkerPool]:
+    """The scaffold every multi-process design runs in: shared blocks with the run's `control`
+    flags and one `status` row per worker, a pool over them, and, however the run ends (a
+    result, an exception, Ctrl-C), every worker stopped and every block freed
+    (tests/test_resume.py::test_every_block_is_freed_whatever_the_run_does)."""
+    blocks, pool = SharedBlocks(), None
+    try:
+        control = Control.allocate(blocks)
+        status = blocks.allocate("status", (workers,), STATUS_DTYPE)
+        pool = WorkerPool(role, blocks, status, control, timeout_s)
+        yield pool
+    finally:
+        if pool is not None:
+            pool.stop()
+        blocks.close()
+
+
 def yield_to_learner(niceness: int) -> None:
     """In a worker that feeds a learner: lower this process's priority by `niceness` (cfg.actor_nice)
     and, on Linux, mark it SCHED_BATCH, whose wake-ups do not preempt the running learner. The
@@ -315,12 +258,8 @@ def yield_to_learner(niceness: int) -> None:
             pass
 
 
-def available_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def warn_if_oversubscribed(num_workers: int, what: str) -> None:
-    cores = available_cores()
+    cores = limits.available_cores()  # read at call time: tests stand in a machine's core count
     if num_workers > cores:
         warnings.warn(f"num_workers={num_workers} {what} on {cores} CPU cores: they will time-share the "
                       f"cores, so throughput cannot scale past {cores}", RuntimeWarning, stacklevel=3)

@@ -5,7 +5,7 @@ with the suite's replay and update. Same section order as single_env.py; what di
 - `num_workers` spawned processes each run their own env and compute DQN gradients against
   the SHARED online network (torch shared memory), sampling from a replay of their own, or
   from one replay in shared memory that every worker writes to (`hogwild_replay=shared`:
-  shared.SharedReplay, lock-free reads that never see a half-written row);
+  channels.SharedReplay, lock-free reads that never see a half-written row);
 - each applies its Adam step straight into the shared parameters, with no lock, or inside one
   cross-process lock with `hogwild_lock=true`, the comparison for "are updates overwritten?";
 - Adam's state is shared (created and moved to shared memory before any worker starts: lazily
@@ -16,12 +16,12 @@ with the suite's replay and update. Same section order as single_env.py; what di
   its own optimizer step at the same time (per-worker in-flight flags), and the "version gap"
   counts the updates other workers applied while this one computed its gradient.
 The main process only supervises, logs, evaluates the shared weights and saves checkpoints at
-the parking points (`loop.stops`), where the workers park exactly on their share of the env
+the parking points (`run.parking.stops`), where the workers park exactly on their share of the env
 steps. A save holds the shared networks and Adam state, the shared replay or every worker's
 own, and every worker's stream, RNGs and (per_worker) Adam moments; a resumed worker starts a
 fresh episode.
 
-Run it without Sacred:  python -m architectures.hogwild --num_workers 2 --total_env_steps 20000
+Run it without Sacred:  python -m architectures hogwild --num_workers 2 --total_env_steps 20000
 """
 
 from __future__ import annotations
@@ -29,25 +29,36 @@ from __future__ import annotations
 import copy
 import math
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 import torch.multiprocessing  # noqa: F401 - registers the reductions that pass shared tensors to workers
 
-from architectures.actors import (actor_epsilon, all_parked, check_design_memory, hogwild_summary, park,
-                                  publish_times, restore_status, resume_epsilons, status_episodes, worker_quota,
-                                  worker_stops, write_episodes)
-from architectures.config import ConfigError, DQNConfig
-from architectures.dqn import DQNLearner, FusedAdam, UpdateRatio
-from architectures.envs import EnvSpec, env_spec
-from architectures.errors import RunDiverged
-from architectures.loop import EnvLoop, LearnerLoop, rng_seeds, stops
-from architectures.metrics import NullReporter, Reporter
-from architectures.networks import GreedyPolicy, build_q_network
-from architectures.replay import make_replay, transition_dtype
-from architectures.shared import (DONE, LOCK_BYTES, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks,
-                                  SharedReplay, block_bytes)
-from architectures.workers import Waiter, WorkerPool, misbehave, warn_if_oversubscribed, worker_fault
+from architectures.core.config import ConfigError, DQNConfig
+from architectures.core.dqn import DQNLearner, FusedAdam
+from architectures.core.envs import EnvSpec, env_spec, rng_seeds
+from architectures.core.errors import RunDiverged
+from architectures.core.metrics import NullReporter, Reporter
+from architectures.core.networks import GreedyPolicy, build_q_network
+from architectures.core.replay import make_replay, transition_dtype
+from architectures.core.schedules import UpdateRatio
+from architectures.designs.hogwild_books import hogwild_summary
+from architectures.run.acting import EnvLoop, actor_epsilon, resume_epsilons
+from architectures.run.base import LearningLog, Run
+from architectures.run.parking import all_parked, park, stops, worker_quota, worker_stops
+from architectures.run.worker_rows import (
+    check_design_memory,
+    publish_times,
+    restore_status,
+    status_episodes,
+    write_episodes,
+)
+from architectures.transport.bells import Waiter
+from architectures.transport.channels import SharedReplay
+from architectures.transport.shared import DONE, LOCK_BYTES, STATUS_DTYPE, Control, block_bytes
+from architectures.transport.workers import misbehave, warn_if_oversubscribed, worker_fault, worker_pool
 
 ADAM_KEYS = ("exp_avgs", "exp_avg_sqs", "steps")
 
@@ -80,20 +91,34 @@ LOG_WAIT_S = 0.02
 """The main process's longest block between looks at the workers' counters (logging, health)."""
 
 
+@dataclass
+class WorkerArgs:
+    """What worker process `index` is given beside the shared blocks (transport.workers.run_worker)."""
+
+    cfg: DQNConfig
+    online: Any  # the shared networks (torch shared memory)
+    target: Any
+    optimizer_state: dict | None  # Adam's shared moments, or None: per_worker
+    lock: Any  # hogwild_lock: the one update lock
+    replay_lock: Any  # hogwild_replay=shared: its slot-reserving lock
+    state_pipe: Any  # its checkpoint state goes to the main process on this
+    resume: dict | None  # its saved state and the parking point of a resumed run
+
+
 # ============================================================================== a worker: acting and learning
-def _act_and_learn(index: int, arrays: dict, waiter: Waiter, cfg: DQNConfig, online, target, optimizer_state, lock,
-                   replay_lock, state_pipe, resume: dict | None) -> None:
+def _act_and_learn(index: int, arrays: dict, waiter: Waiter, args: WorkerArgs) -> None:
     # ------------------------------------------------------------------ setup
+    cfg, online, optimizer_state, lock, resume = args.cfg, args.online, args.optimizer_state, args.lock, args.resume
     torch.set_num_threads(1)
     status, control = arrays["status"][index], Control(arrays["control"])
     all_status, in_flight = arrays["status"], arrays["in_flight"][:, 0]  # (N,) flags, one cache line each
     target_epoch = arrays["target_epoch"]
-    learner = DQNLearner(online, cfg, target=target, optimizer_state=optimizer_state)  # per_worker: state is None
-    act_seed, replay_seed = rng_seeds(cfg)
+    learner = DQNLearner(online, cfg, target=args.target, optimizer_state=optimizer_state)  # per_worker: state is None
+    act_seed, replay_seed = rng_seeds(cfg.seed)
     loop = EnvLoop(cfg, index, GreedyPolicy(online, np.random.default_rng(act_seed.spawn(cfg.num_workers)[index])),
                    actor_epsilon(cfg, index))  # the policy reads the shared weights as they are now
     if cfg.hogwild_replay == "shared":  # one ring, every worker's rows, in shared memory
-        replay = SharedReplay(arrays["replay_data"], arrays["replay_seq"], arrays["replay_counters"], replay_lock)
+        replay = SharedReplay(arrays["replay_data"], arrays["replay_seq"], arrays["replay_counters"], args.replay_lock)
     else:  # this worker's own
         space = loop.env.observation_space
         replay = make_replay(cfg.replace(buffer_size=max(1, cfg.buffer_size // cfg.num_workers)), space.shape,
@@ -111,9 +136,7 @@ def _act_and_learn(index: int, arrays: dict, waiter: Waiter, cfg: DQNConfig, onl
         first_stop = resume["next_stop"]
     stop_at = worker_stops(run_stops, cfg.num_workers, index)
     fault = worker_fault(index)
-    status["state"] = READY
-    waiter.until(lambda: control[Control.GO] == 1)
-    status["state"] = RUNNING
+    waiter.ready()
     perf = time.perf_counter
     times = {name: float(status[f"t_{name}"]) for name in ("sample", "gradient", "apply")}
     updates = int(status["updates"])
@@ -171,7 +194,7 @@ def _act_and_learn(index: int, arrays: dict, waiter: Waiter, cfg: DQNConfig, onl
             status["replay_write_waits"] = counted[1] + replay.write_waits
         status["env_steps"] = loop.steps
         status["adam_steps"] = float(learner.optimizer.steps[0])  # what this worker's Adam state has counted
-        park(k, run_stops, status, control, waiter, state_pipe, lambda: {
+        park(k, run_stops, status, control, waiter, args.state_pipe, lambda: {
             "actor": loop.state(), "replay_rng": replay_rng.bit_generator.state,
             "replay": replay.state_dict() if cfg.hogwild_replay == "local" and cfg.checkpoint_replay else None,
             "adam": learner.optimizer.state_dict() if optimizer_state is None else None})
@@ -195,22 +218,20 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     if cfg.optimizer_state == "shared":  # created and shared (in place) BEFORE any worker exists
         adam = FusedAdam(list(online.parameters()), lr=cfg.lr, eps=cfg.adam_eps)
         optimizer_state = {key: [t.share_memory_() for t in getattr(adam, key)] for key in ADAM_KEYS}
-    driver = LearnerLoop("hogwild", cfg, reporter, None, net=online)
-    blocks, pool = SharedBlocks(), None
-    try:
-        control = Control.allocate(blocks)
-        status = blocks.allocate("status", (n,), STATUS_DTYPE)
+    run = Run("hogwild", cfg, reporter, online)  # the workers learn: no ReplayLearning here
+    with worker_pool("worker", n, cfg.worker_timeout_s) as pool:
+        blocks, status, control = pool.blocks, pool.status, pool.control
         blocks.allocate("in_flight", (n, 8), np.int64)
         target_epoch = blocks.allocate("target_epoch", (8,), np.int64)
-        pool = WorkerPool("worker", status, control, cfg.worker_timeout_s)
         lock, replay = pool.ctx.Lock(), None
         if cfg.hogwild_replay == "shared":  # one ring for every worker, its lock only for reserving slots
             replay = SharedReplay(**SharedReplay.allocate(blocks, "replay", cfg.buffer_size,
                                                           transition_dtype(spec.obs_shape, spec.obs_dtype)),
                                   lock=pool.ctx.Lock())
-        saved = driver.resume()
+        resumed = run.resume()
         worker_states = [None] * n
-        if saved is not None:  # the shared state as it was; each worker gets its own part back
+        if resumed is not None:  # the shared state as it was; each worker gets its own part back
+            saved = resumed.extras
             shared = saved["shared"]
             online.load_state_dict(shared["online"])  # copies into the shared storage
             target.load_state_dict(shared["target"])
@@ -220,25 +241,21 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             if shared["replay"] is not None:
                 replay.load_state_dict(shared["replay"])
             restore_status(status, saved["status"])
-            worker_states = [{**state, "next_stop": driver.next_stop} for state in saved["workers"]]
-            driver.dropped_on_resume = sum(state["actor"]["pending"] for state in saved["workers"])
-            driver.epsilon_at_resume = resume_epsilons(cfg, [state["actor"] for state in saved["workers"]])
-            control[Control.RELEASED] = driver.next_stop
+            worker_states = [{**state, "next_stop": run.next_stop} for state in saved["workers"]]
+            run.resumed_with(dropped=sum(state["actor"]["pending"] for state in saved["workers"]),
+                             epsilons=resume_epsilons(cfg, [state["actor"] for state in saved["workers"]]))
+            control[Control.RELEASED] = run.next_stop
 
         def shared_state() -> dict:
             return {"online": online.state_dict(), "target": target.state_dict(), "target_epoch": target_epoch.copy(),
                     "adam": adam.state_dict() if adam is not None else None,
                     "replay": replay.state_dict() if replay is not None and cfg.checkpoint_replay else None}
 
-        pool.start(_act_and_learn, blocks.specs, lambda i: (cfg, online, target, optimizer_state, lock,
-                                                            replay and replay.lock, pool.state_writers[i],
-                                                            worker_states[i]))
-        pool.wait_until(lambda: bool((status["state"] >= READY).all()), "the workers to start",
-                        max(120.0, cfg.worker_timeout_s))
+        pool.start(_act_and_learn, lambda i: WorkerArgs(cfg, online, target, optimizer_state, lock,
+                                                        replay and replay.lock, pool.state_writers[i], worker_states[i]))
+        pool.go(max(120.0, cfg.worker_timeout_s))
         startup_seconds = time.perf_counter() - started
-        control[Control.GO] = 1
-        pool.workers_bell.ring()
-        driver.start_clock(workers=lambda: status["pid"].tolist())
+        run.start_clock(workers=lambda: status["pid"].tolist())
         logged_loss = float(status["loss_sum"].sum())  # the losses summed up to the previous log
         while True:
             # Blocks (no CPU) until a worker parks, or for LOG_WAIT_S: the log's cadence, and the
@@ -248,33 +265,22 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             try:
                 pool.check()
             except RunDiverged as err:  # a worker saw it; the run's holdout and clock are here
-                raise driver.diverged(err.reason, err.update, err.env_steps, err.max_abs_q) from None
+                raise run.diverged(err.reason, err.update, err.env_steps, err.max_abs_q) from None
             global_steps = int(status["env_steps"].sum())
             # -------------------------------------------------------------- logging / evaluation / checkpoint
-            if driver.log_due(global_steps):
+            if run.log_due(global_steps):
                 updates, loss_total = int(status["updates"].sum()), float(status["loss_sum"].sum())
-                driver.log(global_steps, status_episodes(status), updates=updates, loss_sum=loss_total - logged_loss,
-                           overlap_fraction=float(status["overlaps"].sum()) / max(1, updates))
+                run.log(global_steps, status_episodes(status), LearningLog(updates, loss_total - logged_loss),
+                        overlap_fraction=float(status["overlaps"].sum()) / max(1, updates))
                 logged_loss = loss_total
-            if all_parked(driver, status, global_steps):
-                if driver.at_stop(global_steps, lambda: {"workers": pool.collect(), "status": status.copy(),
-                                                         "shared": shared_state()}):
+            if all_parked(run, status, global_steps):
+                if run.at_stop(global_steps, lambda: {"workers": pool.collect(), "status": status.copy(),
+                                                      "shared": shared_state()}):
                     break  # the shared weights were evaluated with the workers parked
-                control[Control.RELEASED] = driver.next_stop
+                control[Control.RELEASED] = run.next_stop
                 pool.workers_bell.ring()
-        pool.wait_until(lambda: bool((status["state"] == DONE).all()), "the workers to finish", 30.0)
-        final = status.copy()
+        final = pool.finish()  # a copy: the blocks go next
         replay_sources = replay.data["source"][:replay.size].copy() if replay else None  # whose rows it holds
         adam_steps = float(optimizer_state["steps"][0]) if optimizer_state is not None else None
-    finally:
-        if pool is not None:
-            pool.stop()
-        blocks.close()
-    return hogwild_summary(driver, final, env_steps=global_steps, startup_seconds=startup_seconds,
+    return hogwild_summary(run, final, env_steps=global_steps, startup_seconds=startup_seconds,
                            shared_adam_steps=adam_steps, replay_sources=replay_sources)
-
-
-if __name__ == "__main__":
-    from architectures.cli import main
-
-    main("hogwild")

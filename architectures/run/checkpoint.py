@@ -24,8 +24,8 @@ import os
 
 import torch
 
-from architectures.config import ConfigError, DQNConfig
-from architectures.errors import CheckpointSaveFailed
+from architectures.core.config import ConfigError, DQNConfig
+from architectures.core.errors import CheckpointSaveFailed
 
 CHECKPOINT_FORMAT = 2
 """Bumped when the layout changes; a file of another format is refused, not misread."""

@@ -11,18 +11,19 @@ run is one that could not have fitted.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
-from architectures.config import ConfigError, DQNConfig
-from architectures.envs import EnvSpec
-from architectures.replay import transition_dtype
+from architectures.core.config import ConfigError, DQNConfig
+from architectures.core.envs import EnvSpec
+from architectures.core.replay import transition_dtype
 
 WORKER_PROCESS_BYTES = 150 * 2**20
 """Private memory of one spawned worker process (python, numpy, torch, gymnasium, this package, an
 env and a small net): actor_learner's actors and hogwild's workers. Measured on this 2-core host
 from /proc/<pid>/smaps_rollup of the two actors of a running
-`python -m architectures.actor_learner --num_workers 2` (CartPole, hidden [128, 128]): Rss 235 MB,
+`python -m architectures actor_learner --num_workers 2` (CartPole, hidden [128, 128]): Rss 235 MB,
 of which Pss_Anon 152 MB is the process's own; the other ~83 MB are torch's shared libraries,
 page cache that every process of the run shares, so each extra worker costs its private part."""
 ENV_PROCESS_BYTES = 20 * 2**20
@@ -161,11 +162,14 @@ def episode_cap(env_id: str) -> int | None:
         return None
 
 
+def available_cores() -> int:
+    """The cores this process may run on (os.sched_getaffinity; a container's cpuset counts)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def check_machine(name: str, cfg: DQNConfig, spec: EnvSpec) -> None:
     """The checks that need the env spec or this machine: cores, memory, CUDA, the episode cap."""
-    from architectures import workers  # read at call time: tests stand in a machine's core count
-
-    cores = workers.available_cores()
+    cores = available_cores()
     for key in ("torch_threads", "learner_threads"):
         if getattr(cfg, key) > cores:
             raise ConfigError(f"{key}: {getattr(cfg, key):,} threads per process, but this process may run on "

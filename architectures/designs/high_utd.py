@@ -10,11 +10,11 @@ mitigations as independent switches:
 Instability is detected, not just suffered: at every log the largest |Q| of the latest batch is
 compared with the return scale max|r| / (1 - gamma) seen so far, and the gradient norm before
 clipping is logged; `diverged` is set when |Q| exceeds DIVERGENCE_FACTOR x that scale (a loss
-that is not finite stops the run at once, as in every design: loop.LearnerLoop.learn_owed).
+that is not finite stops the run at once, as in every design: run.learning.ReplayLearning.learn_owed).
 With `utd` at the baseline's and no mitigation, this file reproduces single_env bit for bit
 (tests/test_high_utd.py), and like single_env it resumes bit for bit (tests/test_resume.py).
 
-Run it without Sacred:  python -m architectures.high_utd --utd 4 --layer_norm true --reset_period 2000
+Run it without Sacred:  python -m architectures high_utd --utd 4 --layer_norm true --reset_period 2000
 """
 
 from __future__ import annotations
@@ -25,13 +25,16 @@ import warnings
 import numpy as np
 import torch
 
-from architectures.config import DQNConfig
-from architectures.dqn import DQNLearner, EpsilonSchedule
-from architectures.envs import env_spec
-from architectures.loop import EnvLoop, LearnerLoop, rng_seeds
-from architectures.metrics import NullReporter, Reporter
-from architectures.networks import GreedyPolicy, build_q_network
-from architectures.replay import make_replay
+from architectures.core.config import DQNConfig
+from architectures.core.dqn import build_learner
+from architectures.core.envs import env_spec, rng_seeds
+from architectures.core.metrics import NullReporter, Reporter
+from architectures.core.networks import GreedyPolicy
+from architectures.core.replay import make_replay
+from architectures.core.schedules import EpsilonSchedule
+from architectures.run.acting import EnvLoop
+from architectures.run.base import Run
+from architectures.run.learning import ReplayLearning
 
 DIVERGENCE_FACTOR = 10.0
 """|Q| above this many times the return scale max|r| / (1 - gamma) counts as divergence."""
@@ -52,23 +55,25 @@ def _grad_norm(net: torch.nn.Module) -> torch.Tensor:
 
 class DivergenceWatch:
     """The divergence hook: at each log with fresh updates, the latest batch's largest |Q| and
-    gradient norm (before clipping) against the return scale max|r| / (1 - gamma) seen so far."""
+    gradient norm (before clipping) against the return scale max|r| / (1 - gamma) seen so far.
+    A run part: its state is saved and restored with the run."""
 
     def __init__(self, cfg: DQNConfig):
         self.gamma = cfg.gamma
         self.max_abs_q, self.max_grad_norm, self.diverged_at, self.return_scale = 0.0, 0.0, None, 0.0
+        self.checked_at_update = 0  # the learner's update count at the last check
 
-    def check(self, env_steps: int, driver: LearnerLoop, max_abs_reward: float) -> dict[str, float]:
-        learner = driver.learner
-        if learner.version == driver.logged["updates"]:
+    def check(self, env_steps: int, learner, max_abs_reward: float) -> dict[str, float]:
+        if learner.version == self.checked_at_update:  # no update since the last log
             return {}
+        self.checked_at_update = learner.version
         q_abs = float(learner.last_q_taken.abs().max())
         grad_norm = float(learner.last_grad_norm if learner.last_grad_norm is not None else _grad_norm(learner.online))
         # A plain max() drops a NaN (every comparison with it is false): NaN ranks above all here.
         self.max_abs_q = max(self.max_abs_q, q_abs, key=lambda v: (math.isnan(v), v))
         self.max_grad_norm = max(self.max_grad_norm, grad_norm)
         self.return_scale = max_abs_reward / max(1e-8, 1.0 - self.gamma)
-        # A non-finite loss never gets here: LearnerLoop.learn_owed stops the run at its update.
+        # A non-finite loss never gets here: ReplayLearning.learn_owed stops the run at its update.
         if self.diverged_at is None and q_abs > DIVERGENCE_FACTOR * self.return_scale:
             self.diverged_at = env_steps
         return {"q_max_abs": q_abs, "grad_norm": grad_norm}
@@ -91,53 +96,45 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     # ------------------------------------------------------------------ setup
     torch.set_num_threads(cfg.learner_thread_count)
     spec = env_spec(cfg.env_id)
-    learner = DQNLearner(build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm,
-                                         cfg.seed), cfg)
+    learner = build_learner(spec, cfg)
     replay = make_replay(cfg, spec.obs_shape, spec.obs_dtype)  # uniform, or prioritized
     def reset_hook() -> None:  # primacy-bias resets on their period, seeded by the reset count
         if cfg.reset_period and learner.version % cfg.reset_period == 0:
             learner.reset_parameters(cfg.reset_layers, seed=cfg.seed * 1_000_003 + learner.resets)
 
-    driver = LearnerLoop("high_utd", cfg, reporter, learner, replay, after_update=reset_hook)
-    watch = DivergenceWatch(cfg)
-    policy = GreedyPolicy(learner.online, np.random.default_rng(rng_seeds(cfg)[0]))
+    run = Run("high_utd", cfg, reporter, learner.online)
+    learning = ReplayLearning(run, learner, replay, after_update=reset_hook)
+    watch = run.attach("watch", DivergenceWatch(cfg))
+    policy = GreedyPolicy(learner.online, np.random.default_rng(rng_seeds(cfg.seed)[0]))
     actor = EnvLoop(cfg, 0, policy, EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps))
-    saved = driver.resume()  # None, or the state at the end of step saved["env_steps"]
-    if saved is not None:
-        actor.restore(saved["actor"])
-        driver.epsilon_at_resume = [actor.epsilon(actor.steps)]
-        watch.restore(saved["watch"])
-    driver.start_clock()
-    for env_steps in range(driver.resumed_from_env_steps + 1, cfg.total_env_steps + 1):
+    resumed = run.resume()  # None, or the state at the end of env step resumed.env_steps
+    if resumed is not None:
+        run.resumed_with(dropped=actor.restore(resumed.extras["actor"]), epsilons=[actor.epsilon(actor.steps)])
+    run.start_clock()
+    for env_steps in range(run.resumed_from_env_steps + 1, cfg.total_env_steps + 1):
         # ------------------------------------------------------------------ acting
         actor.step(learner.version, replay.add)
 
         # ------------------------------------------------------------------ learning: many updates, resets
-        driver.learn_owed(env_steps)
+        learning.learn_owed(env_steps)
 
         # ------------------------------------------------------------------ syncing
         # Nothing to do: `policy` reads the learner's parameters through shared numpy views.
 
         # ------------------------------------------------------------------ logging / evaluation
-        if driver.log_due(env_steps):
-            driver.log(env_steps, actor.stats, **watch.check(env_steps, driver, actor.max_abs_reward))
-        driver.maybe_evaluate(env_steps)
+        if run.log_due(env_steps):
+            run.log(env_steps, actor.stats, **watch.check(env_steps, learner, actor.max_abs_reward))
+        run.maybe_evaluate(env_steps)
 
         # ------------------------------------------------------------------ checkpointing
-        if actor.ended and driver.save_due(env_steps):  # on an episode end: nothing in flight
-            driver.save(env_steps, {"actor": actor.state(), "watch": watch.state()})
+        if actor.ended and run.save_due(env_steps):  # on an episode end: nothing in flight
+            run.save(env_steps, {"actor": actor.state()})
 
-    driver.end_clock()  # closing the env is not training
+    run.end_clock()  # closing the env is not training
     actor.close()
     steps = cfg.total_env_steps
-    return driver.result(env_steps=steps, episodes=actor.stats, components={
+    return run.result(env_steps=steps, episodes=actor.stats, components={
         "act": (actor.act_s, steps), "env_step": (actor.env_s, steps), "replay_add": (actor.fold_s, steps)},
         resets=learner.resets, **watch.result(actor.max_abs_reward),
         mitigations={"layer_norm": cfg.layer_norm, "reset_period": cfg.reset_period, "reset_layers": cfg.reset_layers,
                      "target_update_period": cfg.target_update_period, "n_step": cfg.n_step})
-
-
-if __name__ == "__main__":
-    from architectures.cli import main
-
-    main("high_utd")

@@ -6,7 +6,7 @@ with shared-memory observations. Same section order as single_env.py; what diffe
 - env stepping runs in the env subprocesses while this process does the learning it owes
   (step_async -> updates -> step_wait), so learning overlaps the simulator;
 - episodes are reset by hand (autoreset disabled) so every env keeps the per-episode
-  training seeds single_env uses (one `loop.EpisodeStream` per env);
+  training seeds single_env uses (one `run.acting.EpisodeStream` per env);
 - `utd` is updates per transition, as everywhere; a vector step adds `num_workers` env steps,
   so a checkpoint may be overshot by up to num_workers - 1 steps (the actual step is recorded);
 - a checkpoint is taken between vector steps (no env step in flight); on resume every env
@@ -15,7 +15,7 @@ with shared-memory observations. Same section order as single_env.py; what diffe
   process is named at once: the run fails with one line naming the env, as the other designs'
   supervision does, where gymnasium alone would wait forever for a hung env.
 
-Run it without Sacred:  python -m architectures.vector_env --num_workers 2 --total_env_steps 20000
+Run it without Sacred:  python -m architectures vector_env --num_workers 2 --total_env_steps 20000
 """
 
 from __future__ import annotations
@@ -30,17 +30,20 @@ import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 from gymnasium.vector.async_vector_env import AsyncState
 
-from architectures import janitor
-from architectures.actors import per_worker_summary
-from architectures.config import DQNConfig
-from architectures.diagnostics import name_bottleneck
-from architectures.dqn import DQNLearner, EpsilonSchedule
-from architectures.envs import make_env
-from architectures.loop import EpisodeStats, EpisodeStream, LearnerLoop, rng_seeds, worker_env_cost
-from architectures.metrics import NullReporter, Reporter
-from architectures.networks import GreedyPolicy, build_q_network
-from architectures.replay import make_replay
-from architectures.workers import WorkerFailed, warn_if_oversubscribed
+from architectures.core.config import DQNConfig
+from architectures.core.diagnostics import name_bottleneck
+from architectures.core.dqn import build_learner
+from architectures.core.envs import EnvSpec, make_env, rng_seeds
+from architectures.core.metrics import NullReporter, Reporter
+from architectures.core.networks import GreedyPolicy
+from architectures.core.replay import make_replay
+from architectures.core.schedules import EpsilonSchedule
+from architectures.run.acting import EpisodeStats, EpisodeStream, worker_env_cost
+from architectures.run.base import Run
+from architectures.run.learning import ReplayLearning
+from architectures.run.worker_rows import per_worker_summary
+from architectures.transport import janitor
+from architectures.transport.workers import WorkerFailed, warn_if_oversubscribed
 
 TIMES = ("act", "env_wait", "round_trip", "env_reset", "replay_add")
 
@@ -128,31 +131,32 @@ class SupervisedEnvs(AsyncVectorEnv):
 def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
     # ------------------------------------------------------------------ setup
     n, space = cfg.num_workers, envs.single_observation_space
-    learner = DQNLearner(build_q_network(space.shape, int(envs.single_action_space.n), cfg.hidden_sizes,
-                                         cfg.layer_norm, cfg.seed), cfg)
-    policy = GreedyPolicy(learner.online, np.random.default_rng(rng_seeds(cfg)[0]))
+    learner = build_learner(EnvSpec(space.shape, space.dtype, int(envs.single_action_space.n)), cfg)
+    policy = GreedyPolicy(learner.online, np.random.default_rng(rng_seeds(cfg.seed)[0]))
     replay = make_replay(cfg, space.shape, space.dtype)
     streams = [EpisodeStream(cfg, i) for i in range(n)]  # seeds, n-step adder, episode totals per env
     epsilon = EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
-    driver = LearnerLoop("vector_env", cfg, reporter, learner, replay, sources=n)
+    run = Run("vector_env", cfg, reporter, learner.online)
+    learning = ReplayLearning(run, learner, replay, sources=n)
     seconds, env_steps, vector_steps = dict.fromkeys(TIMES, 0.0), 0, 0
-    saved = driver.resume()
-    if saved is not None:  # every env starts a fresh episode with the seed its stream was on
-        driver.dropped_on_resume = sum(s.restore(state) for s, state in zip(streams, saved["streams"]))
+    resumed = run.resume()
+    if resumed is not None:  # every env starts a fresh episode with the seed its stream was on
+        saved = resumed.extras
+        dropped = sum(s.restore(state) for s, state in zip(streams, saved["streams"]))
         policy.rng.bit_generator.state = saved["policy_rng"]
-        env_steps, vector_steps, seconds = saved["env_steps"], saved["vector_steps"], saved["seconds"]
+        env_steps, vector_steps, seconds = resumed.env_steps, saved["vector_steps"], saved["seconds"]
         envs.vector_steps = vector_steps
-        driver.epsilon_at_resume = [epsilon(env_steps)] * n
+        run.resumed_with(dropped=dropped, epsilons=[epsilon(env_steps)] * n)
     obs, _ = envs.reset(seed=[s.episode_seed for s in streams])  # (N, *obs)
     perf = time.perf_counter
-    driver.start_clock(workers=lambda: [p.pid for p in envs.processes])
+    run.start_clock(workers=lambda: [p.pid for p in envs.processes])
     while env_steps < cfg.total_env_steps:
         # ------------------------------------------------------------------ acting
         t0 = perf()
         actions = policy.act_batch(obs, epsilon(env_steps))  # (N,)
         t1 = perf()
         envs.step_async(actions)
-        driver.learn_owed(env_steps)  # overlaps the envs' stepping; owed for the transitions already stored
+        learning.learn_owed(env_steps)  # overlaps the envs' stepping; owed for the transitions already stored
         t2 = perf()
         next_obs, rewards, terminated, truncated, _ = envs.step_wait()  # (N, *obs), (N,) x3
         t3 = perf()
@@ -182,26 +186,26 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
 
         # ------------------------------------------------------------------ logging / evaluation
         episodes = sum((s.stats for s in streams), EpisodeStats())
-        driver.log(env_steps, episodes)
-        if driver.evaluator.due(env_steps):
-            driver.learn_owed(env_steps)  # catch up first: evaluate at the same update count single_env would
-            driver.evaluate(env_steps)
+        run.log(env_steps, episodes)
+        if run.evaluation_due(env_steps):
+            learning.learn_owed(env_steps)  # catch up first: evaluate at the same update count single_env would
+            run.evaluate(env_steps)
 
         # ------------------------------------------------------------------ checkpointing (between vector steps)
-        if driver.save_due(env_steps):
-            driver.save(env_steps, {"streams": [s.state() for s in streams], "vector_steps": vector_steps,
+        if run.save_due(env_steps):
+            run.save(env_steps, {"streams": [s.state() for s in streams], "vector_steps": vector_steps,
                                     "policy_rng": policy.rng.bit_generator.state, "seconds": dict(seconds)})
 
-    driver.end_clock()  # closing the envs is not training
+    run.end_clock()  # closing the envs is not training
     resets = sum(s.stats.episodes for s in streams)
-    result = driver.result(
+    result = run.result(
         env_steps=env_steps, episodes=episodes, num_workers=n,
         components={"act": (seconds["act"], vector_steps), "env_wait": (seconds["env_wait"], vector_steps),
                     "env_reset": (seconds["env_reset"], resets), "replay_add": (seconds["replay_add"], env_steps)},
-        policy_lag=driver.lag.summary(),
-        **per_worker_summary(_stream_status(streams), replay.data["source"][:replay.size], driver.sampled))
+        policy_lag=learning.lag.summary(),
+        **per_worker_summary(_stream_status(streams), replay.data["source"][:replay.size], learning.sampled))
     main_parts = {"act": seconds["act"], "replay_add": seconds["replay_add"] + seconds["env_reset"],
-                  "sample": driver.sample_s, "update": driver.update_s, "wait": seconds["env_wait"]}
+                  "sample": learning.sample_s, "update": learning.update_s, "wait": seconds["env_wait"]}
     # Env-side busy time is bounded above by the step round trip (it includes the IPC).
     env_parts = {"env_step_round_trip": seconds["round_trip"],
                  "wait": result["train_seconds"] - seconds["round_trip"]}
@@ -218,9 +222,3 @@ def _stream_status(streams: list[EpisodeStream]) -> np.ndarray:
         row["env_steps"], row["episodes"] = s.steps, s.stats.episodes
         row["episode_length_sum"], row["episode_return_sum"] = s.stats.length_sum, s.stats.return_sum
     return rows
-
-
-if __name__ == "__main__":
-    from architectures.cli import main
-
-    main("vector_env")

@@ -4,43 +4,55 @@ Same section order as single_env.py; what differs is the data flow:
 - acting happens in `num_workers` spawned actor processes, each with its own env (seeded per
   worker) and a local copy of the Q-network;
 - transitions travel actor -> learner through per-actor shared-memory rings
-  (`shared.TransitionRing`) that the learner drains into the ONE replay buffer, which only the
+  (`channels.TransitionRing`) that the learner drains into the ONE replay buffer, which only the
   learner touches, so no sample can ever be half-written;
 - syncing is explicit: every `weight_sync_period` updates the learner publishes its weights
-  with a version number (`shared.WeightChannel`); actors pick them up between env steps
+  with a version number (`channels.WeightChannel`); actors pick them up between env steps
   without blocking the learner, and a watchdog fails the run if one stops picking them up;
 - `utd` is enforced on the GLOBAL env-step count as Acme's rate limiter does: the learner
   waits when it is ahead, actors wait when it owes more than `utd_slack_steps` worth of updates;
-- at every parking point (each holdout checkpoint, each checkpoint save: `loop.stops`) the
+- at every parking point (each holdout checkpoint, each checkpoint save: `run.parking.stops`) the
   actors park exactly on their share of its env steps, the learner drains the rings, catches up
   its owed updates, then evaluates and/or saves, off the clock. A save holds the learner's
   state and every actor's stream state; a resumed actor starts a fresh episode.
 
-The backend=ray variant is architectures/actor_learner_ray.py (chosen in architectures/__init__).
+The backend=ray variant is designs/actor_learner/ray_backend.py (chosen in architectures/__init__).
 
-Run it without Sacred:  python -m architectures.actor_learner --num_workers 2 --total_env_steps 20000
+Run it without Sacred:  python -m architectures actor_learner --num_workers 2 --total_env_steps 20000
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
-from architectures.actors import (ActorBooks, StepQuota, actor_epsilon, all_parked, check_design_memory,
-                                  initial_priority, park, publish_times, status_episodes, write_episodes)
-from architectures.config import DQNConfig
-from architectures.dqn import DQNLearner, UpdateRatio
-from architectures.envs import EnvSpec, env_spec
-from architectures.loop import EnvLoop, LearnerLoop, rng_seeds, stops
-from architectures.metrics import NullReporter, Reporter
-from architectures.networks import GreedyPolicy, build_q_network
-from architectures.replay import make_replay, transition_dtype
-from architectures.shared import (DONE, LOCK_BYTES, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks,
-                                  TransitionRing, WeightChannel, block_bytes)
-from architectures.workers import (Bell, Waiter, WorkerPool, misbehave, warn_if_oversubscribed, worker_fault,
-                                  yield_to_learner)
+from architectures.core.config import DQNConfig
+from architectures.core.dqn import build_learner
+from architectures.core.envs import EnvSpec, env_spec, rng_seeds
+from architectures.core.metrics import NullReporter, Reporter
+from architectures.core.networks import GreedyPolicy, build_q_network
+from architectures.core.replay import make_replay, transition_dtype
+from architectures.core.schedules import UpdateRatio
+from architectures.designs.actor_learner.books import ActorBooks, initial_priority
+from architectures.run.acting import EnvLoop, actor_epsilon
+from architectures.run.base import Run
+from architectures.run.learning import ReplayLearning
+from architectures.run.parking import StepQuota, all_parked, park, stops
+from architectures.run.worker_rows import check_design_memory, publish_times, status_episodes, write_episodes
+from architectures.transport.bells import Bell, Waiter
+from architectures.transport.channels import TransitionRing, WeightChannel
+from architectures.transport.shared import DONE, LOCK_BYTES, STATUS_DTYPE, Control, block_bytes
+from architectures.transport.workers import (
+    misbehave,
+    warn_if_oversubscribed,
+    worker_fault,
+    worker_pool,
+    yield_to_learner,
+)
 
 RING_CAPACITY = 4096
 """Transitions an actor may hand off before the learner drains them (then the actor waits)."""
@@ -61,37 +73,48 @@ def preflight(cfg: DQNConfig) -> None:
     check_design_memory(cfg, shared_memory_needs, f"actor_learner with {cfg.num_workers} actor(s)")
 
 
+@dataclass
+class ActorArgs:
+    """What actor process `index` is given beside the shared blocks (transport.workers.run_worker)."""
+
+    cfg: DQNConfig
+    ring_lock: Any
+    weight_lock: Any
+    claim_lock: Any  # actor_quotas=free: the run's claimed-steps count
+    state_pipe: Any  # its checkpoint state goes to the learner on this
+    param_shapes: list[tuple]
+    resume: dict | None  # {"actor": stream state, "next_stop": k} of a resumed run
+
+
 # ============================================================================== acting (actor process)
-def _act(index: int, arrays: dict, waiter: Waiter, cfg: DQNConfig, ring_lock, weight_lock, claim_lock, state_pipe,
-         param_shapes: list[tuple], resume: dict | None) -> None:
+def _act(index: int, arrays: dict, waiter: Waiter, args: ActorArgs) -> None:
     # ------------------------------------------------------------------ setup
+    cfg, resume = args.cfg, args.resume
     torch.set_num_threads(1)
     yield_to_learner(cfg.actor_nice)
     status, control = arrays["status"][index], Control(arrays["control"])
     ring = TransitionRing(arrays[f"ring{index}_records"], arrays[f"ring{index}_priorities"],
-                          arrays[f"ring{index}_counters"], ring_lock, status)
-    weights = WeightChannel(arrays["weights"], arrays["weights_header"], weight_lock, param_shapes)
+                          arrays[f"ring{index}_counters"], args.ring_lock, status)
+    weights = WeightChannel(arrays["weights"], arrays["weights_header"], args.weight_lock, args.param_shapes)
     all_steps = arrays["status"]["env_steps"]  # (N,) every actor's published env steps
     loop = EnvLoop(cfg, index, None, actor_epsilon(cfg, index, lambda: control[Control.CLAIMED]))
     space = loop.env.observation_space
     net = build_q_network(space.shape, int(loop.env.action_space.n), cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
     params = [p.detach().numpy() for p in net.parameters()]  # the policy acts through views of these
-    loop.policy = GreedyPolicy(net, np.random.default_rng(rng_seeds(cfg)[0].spawn(cfg.num_workers)[index]))
+    loop.policy = GreedyPolicy(net, np.random.default_rng(rng_seeds(cfg.seed)[0].spawn(cfg.num_workers)[index]))
     first_stop = 0
     if resume is not None:  # a fresh episode; steps, seeds, RNG and statistics as saved
         loop.restore(resume["actor"])
         first_stop = resume["next_stop"]
     run_stops = stops(cfg)
-    quota = StepQuota(cfg, index, run_stops, control, claim_lock)  # equal shares, or free-running
+    quota = StepQuota(cfg, index, run_stops, control, args.claim_lock)  # equal shares, or free-running
     ratio = UpdateRatio(cfg.utd, cfg.learning_starts)
     slack_updates = int(cfg.utd_slack_steps * ratio.ratio)
     fault = worker_fault(index)
     waiter.until(lambda: weights.latest_version() >= 0)  # published before the actors start
     version = weights.fetch(params, -1)
     status["weights_version"] = version
-    status["state"] = READY
-    waiter.until(lambda: control[Control.GO] == 1)
-    status["state"] = RUNNING
+    waiter.ready()
     perf = time.perf_counter
     handoff_s, sync_s, wait_s = float(status["t_handoff"]), float(status["t_weight_sync"]), float(status["t_wait"])
 
@@ -139,7 +162,7 @@ def _act(index: int, arrays: dict, waiter: Waiter, cfg: DQNConfig, ring_lock, we
                 publish_times(status, times())
         # ------------------------------------------------------------------ park at the stop
         publish_times(status, times())
-        park(k, run_stops, status, control, waiter, state_pipe, loop.state)
+        park(k, run_stops, status, control, waiter, args.state_pipe, loop.state)
     loop.close()
     status["state"] = DONE
 
@@ -153,19 +176,15 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     torch.set_num_threads(cfg.learner_thread_count)
     started = time.perf_counter()
     spec, n = env_spec(cfg.env_id), cfg.num_workers
-    learner = DQNLearner(build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm,
-                                         cfg.seed), cfg)
+    learner = build_learner(spec, cfg)
     params = [p.detach().numpy() for p in learner.online.parameters()]
     replay = make_replay(cfg, spec.obs_shape, spec.obs_dtype)
-    blocks, pool = SharedBlocks(), None
-    try:
-        control = Control.allocate(blocks)
-        status = blocks.allocate("status", (n,), STATUS_DTYPE)
+    with worker_pool("actor", n, cfg.worker_timeout_s) as pool:
+        blocks, status, control = pool.blocks, pool.status, pool.control
         ring_arrays = [TransitionRing.allocate(blocks, f"ring{i}", RING_CAPACITY,
                                                transition_dtype(spec.obs_shape, spec.obs_dtype)) for i in range(n)]
         shapes = [tuple(p.shape) for p in params]
         weight_arrays = WeightChannel.allocate(blocks, shapes)
-        pool = WorkerPool("actor", status, control, cfg.worker_timeout_s)
         ring_locks, weight_lock, claim_lock = [pool.ctx.Lock() for _ in range(n)], pool.ctx.Lock(), pool.ctx.Lock()
         weights = WeightChannel(weight_arrays["weights"], weight_arrays["weights_header"], weight_lock, shapes)
         books = ActorBooks(cfg, status)  # staleness at hand-off, publications, hand-off tally
@@ -176,7 +195,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             nonlocal publish_due
             control[Control.LEARNER_VERSION] = learner.version
             bell = pool.workers_bell  # actors held back by the rate limiter go on once it opens, not before
-            if bell.waiting(Bell.RATE) and driver.owed(int(status["env_steps"].sum())) <= slack_updates:
+            if bell.waiting(Bell.RATE) and learning.owed(int(status["env_steps"].sum())) <= slack_updates:
                 bell.ring(Bell.RATE)
             publish_due = publish_due or learner.version % cfg.weight_sync_period == 0
             if publish_due:  # never waits on an actor that is copying weights out: tries again next update
@@ -185,29 +204,27 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                     publish_due = False
                     books.publications.published(learner.version, time.perf_counter() - began)
 
-        driver = LearnerLoop("actor_learner", cfg, reporter, learner, replay, sources=n, after_update=publish)
-        slack_updates = int(cfg.utd_slack_steps * driver.ratio.ratio)  # the actors' rate limiter, read here
-        saved = driver.resume()
+        run = Run("actor_learner", cfg, reporter, learner.online)
+        learning = ReplayLearning(run, learner, replay, sources=n, after_update=publish)
+        slack_updates = int(cfg.utd_slack_steps * learning.ratio.ratio)  # the actors' rate limiter, read here
+        resumed = run.resume()
         actor_states = [None] * n
-        if saved is not None:  # actors continue their streams; the rings start empty
-            actor_states = [{"actor": state, "next_stop": driver.next_stop} for state in books.restore(saved, driver)]
-            control[Control.RELEASED] = driver.next_stop
+        if resumed is not None:  # actors continue their streams; the rings start empty
+            actor_states = [{"actor": state, "next_stop": run.next_stop} for state in books.restore(resumed.extras, run)]
+            control[Control.RELEASED] = run.next_stop
             control[Control.LEARNER_VERSION] = learner.version
-            control[Control.CLAIMED] = driver.resumed_from_env_steps
+            control[Control.CLAIMED] = run.resumed_from_env_steps
         weights.publish(params, learner.version)
 
         def sink(rows: np.ndarray, priorities: np.ndarray) -> None:
             books.store(rows, priorities, learner.version, replay)
 
         rings = [TransitionRing(**ring_arrays[i], lock=ring_locks[i], status_row=status[i]) for i in range(n)]
-        pool.start(_act, blocks.specs, lambda i: (cfg, ring_locks[i], weight_lock, claim_lock, pool.state_writers[i],
-                                                  shapes, actor_states[i]))
-        pool.wait_until(lambda: bool((status["state"] >= READY).all()), "the actors to start",
-                        max(120.0, cfg.worker_timeout_s))
+        pool.start(_act, lambda i: ActorArgs(cfg, ring_locks[i], weight_lock, claim_lock, pool.state_writers[i], shapes,
+                                             actor_states[i]))
+        pool.go(max(120.0, cfg.worker_timeout_s))
         startup_seconds = time.perf_counter() - started
-        control[Control.GO] = 1
-        pool.workers_bell.ring()
-        driver.start_clock(workers=lambda: status["pid"].tolist())
+        run.start_clock(workers=lambda: status["pid"].tolist())
         perf = time.perf_counter
         last_check = time.monotonic()
 
@@ -219,7 +236,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 books.publications.check(weights.latest_version())
 
         def news() -> bool:  # an update is owed on what the actors published, or one parked
-            return (driver.owed(int(status["env_steps"].sum())) > 0
+            return (learning.owed(int(status["env_steps"].sum())) > 0
                     or int(status["parked"].sum()) != parked_before)
 
         while True:
@@ -230,13 +247,13 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             books.tally.seconds += perf() - t0
             pool.workers_bell.ring(Bell.ROOM)  # actors waiting for room in their rings may go on
             # -------------------------------------------------------------- learning
-            if driver.owed(global_steps) > 0 and replay.size > 0:
-                driver.learn_owed(global_steps, limit=8)  # then drain again, so the rings never fill up
-            elif all_parked(driver, status, global_steps):
+            if learning.owed(global_steps) > 0 and replay.size > 0:
+                learning.learn_owed(global_steps, limit=8)  # then drain again, so the rings never fill up
+            elif all_parked(run, status, global_steps):
                 # ---------------------------------------------------------- evaluation / checkpoint (actors parked)
-                if driver.at_stop(global_steps, lambda: books.parts(pool.collect())):
+                if run.at_stop(global_steps, lambda: books.parts(pool.collect())):
                     break
-                control[Control.RELEASED] = driver.next_stop
+                control[Control.RELEASED] = run.next_stop
                 pool.workers_bell.ring()
             else:
                 # the learner is ahead of the data: block (no CPU) until an actor brings an owed
@@ -246,21 +263,10 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 books.tally.waits += 1
             # -------------------------------------------------------------- health and logging
             health()
-            if driver.log_due(global_steps):
-                driver.log(global_steps, status_episodes(status),
-                           actor_weights_staleness_max=float(learner.version - status["weights_version"].min()))
+            if run.log_due(global_steps):
+                run.log(global_steps, status_episodes(status),
+                        actor_weights_staleness_max=float(learner.version - status["weights_version"].min()))
 
         # ------------------------------------------------------------------ summary
-        pool.wait_until(lambda: bool((status["state"] == DONE).all()), "the actors to finish", 30.0)
-        books.status = status.copy()  # the blocks go next
-    finally:
-        if pool is not None:
-            pool.stop()
-        blocks.close()
-    return books.result(driver, env_steps=global_steps, startup_seconds=startup_seconds)
-
-
-if __name__ == "__main__":
-    from architectures.cli import main
-
-    main("actor_learner")
+        books.status = pool.finish()  # a copy: the blocks go next
+    return books.result(run, env_steps=global_steps, startup_seconds=startup_seconds)

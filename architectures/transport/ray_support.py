@@ -12,8 +12,8 @@ import time
 
 import numpy as np
 
-from architectures.config import ConfigError
-from architectures.workers import WorkerFailed
+from architectures.core.config import ConfigError
+from architectures.transport.workers import WorkerFailed
 
 INSTALL_HINT = "pip install -e '.[ray]' (or ./setup.sh)"
 

@@ -1,7 +1,7 @@
 """actor_learner on Ray (`backend=ray`): the same architecture, with actors spread over a cluster.
 
 Same section order and the same pieces as actor_learner.py (env loop, Q-network, replay, DQN
-update, holdout harness, loop driver, diagnostics); only the transport differs:
+update, holdout harness, run bookkeeping, diagnostics); only the transport differs:
 - acting happens in `num_workers` Ray actors (one CPU each, placed by Ray on any node). The
   learner is the driver (the main process, the only one that talks to Sacred) and owns the
   replay. It asks each actor for `BATCH_STEPS` env steps at a time, `IN_FLIGHT` requests
@@ -37,18 +37,22 @@ from collections import deque
 import numpy as np
 import torch
 
-from architectures.actors import (ACTOR_ROLES, ActorBooks, actor_epsilon, initial_priority, status_episodes,
-                                  worker_stops, write_episodes)
-from architectures.config import DQNConfig
-from architectures.dqn import DQNLearner
-from architectures.envs import env_spec
-from architectures.loop import EnvLoop, LearnerLoop, rng_seeds
-from architectures.metrics import NullReporter, Reporter
-from architectures.networks import GreedyPolicy, build_q_network
-from architectures.ray_support import check_hung, connect, fetch, flat, import_ray, wait_ready
-from architectures.replay import make_replay, transition_dtype
-from architectures.shared import DONE, RUNNING, STATUS_DTYPE
-from architectures.workers import available_cores, misbehave, warn_if_oversubscribed, worker_fault
+from architectures.core.config import DQNConfig
+from architectures.core.dqn import build_learner
+from architectures.core.envs import env_spec, rng_seeds
+from architectures.core.limits import available_cores
+from architectures.core.metrics import NullReporter, Reporter
+from architectures.core.networks import GreedyPolicy, build_q_network
+from architectures.core.replay import make_replay, transition_dtype
+from architectures.designs.actor_learner.books import ACTOR_ROLES, ActorBooks, initial_priority
+from architectures.run.acting import EnvLoop, actor_epsilon
+from architectures.run.base import Run
+from architectures.run.learning import ReplayLearning
+from architectures.run.parking import worker_stops
+from architectures.run.worker_rows import status_episodes, write_episodes
+from architectures.transport.ray_support import check_hung, connect, fetch, flat, import_ray, wait_ready
+from architectures.transport.shared import DONE, RUNNING, STATUS_DTYPE
+from architectures.transport.workers import misbehave, warn_if_oversubscribed, worker_fault
 
 BATCH_STEPS = 128
 """Env steps per request: one object-store hand-off carries this many transitions."""
@@ -69,7 +73,7 @@ class RayActor:
         net = build_q_network(space.shape, int(self.loop.env.action_space.n), cfg.hidden_sizes, cfg.layer_norm,
                               cfg.seed)
         self.params = [p.detach().numpy() for p in net.parameters()]  # the policy acts through views of these
-        self.loop.policy = GreedyPolicy(net, np.random.default_rng(rng_seeds(cfg)[0].spawn(cfg.num_workers)[index]))
+        self.loop.policy = GreedyPolicy(net, np.random.default_rng(rng_seeds(cfg.seed)[0].spawn(cfg.num_workers)[index]))
         self.record = transition_dtype(tuple(space.shape), np.dtype(space.dtype))
         self.stats = np.zeros((), STATUS_DTYPE)
         if resume is not None:  # a fresh episode; its stream, counters and clocks as saved
@@ -147,8 +151,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         warn_if_oversubscribed(cfg.num_workers, "Ray actors plus one learner")
     torch.set_num_threads(cfg.learner_thread_count)
     spec, n = env_spec(cfg.env_id), cfg.num_workers
-    learner = DQNLearner(build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm,
-                                         cfg.seed), cfg)
+    learner = build_learner(spec, cfg)
     params = [p.detach().numpy() for p in learner.online.parameters()]
     replay = make_replay(cfg, spec.obs_shape, spec.obs_dtype)
     status = np.zeros(n, STATUS_DTYPE)  # the learner's copy of each actor's counters, as of its last batch
@@ -162,17 +165,19 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             weights[:] = [learner.version, ray.put(flat(params))]
             books.publications.published(learner.version, time.perf_counter() - began)
 
-    driver = LearnerLoop("actor_learner", cfg, reporter, learner, replay, sources=n, after_update=publish)
-    saved = driver.resume()
+    run = Run("actor_learner", cfg, reporter, learner.online)
+    learning = ReplayLearning(run, learner, replay, sources=n, after_update=publish)
+    resumed = run.resume()
     resume = [None] * n
-    if saved is not None:  # actors continue their streams from the saved counters
-        resume = [{"actor": state, "row": saved["status"][i]} for i, state in enumerate(books.restore(saved, driver))]
+    if resumed is not None:  # actors continue their streams from the saved counters
+        saved = resumed.extras
+        resume = [{"actor": state, "row": saved["status"][i]} for i, state in enumerate(books.restore(saved, run))]
         received[:] = saved["received"]
-    quotas = [worker_stops(driver.stops, n, i) for i in range(n)]  # per actor, per parking point (equal)
+    quotas = [worker_stops(run.stops, n, i) for i in range(n)]  # per actor, per parking point (equal)
 
     def room(i: int, k: int) -> int:  # env steps actor i may still be asked for before parking point k
         if cfg.actor_quotas == "free":  # whoever asks first: fast actors get more requests
-            return driver.stops[k].env_steps - int(requested.sum())
+            return run.stops[k].env_steps - int(requested.sum())
         return quotas[i][k] - int(requested[i])
 
     tag = f"pdqn_actor_{os.getpid()}_{secrets.token_hex(3)}"
@@ -191,14 +196,14 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         requested = status["env_steps"].astype(np.int64)  # env steps asked of each actor so far
         after_stop = np.zeros(n, dtype=bool)
         global_steps = int(status["env_steps"].sum())
-        driver.start_clock()
+        run.start_clock()
         while True:
             # -------------------------------------------------------------- hand-off: request and fetch batches
             t0 = perf()
-            k = driver.next_stop
+            k = run.next_stop
             for i in range(n):  # the rate limiter: no new steps while the learner owes more than the slack
                 while (len(pending[i]) < IN_FLIGHT and room(i, k) > 0
-                       and driver.owed(int(requested.sum())) <= int(cfg.utd_slack_steps * driver.ratio.ratio)):
+                       and learning.owed(int(requested.sum())) <= int(cfg.utd_slack_steps * learning.ratio.ratio)):
                     steps = int(min(BATCH_STEPS, room(i, k)))
                     if not pending[i]:
                         busy_since[i] = time.monotonic()
@@ -223,11 +228,11 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             global_steps = int(status["env_steps"].sum())
             books.tally.seconds += perf() - t1
             # -------------------------------------------------------------- learning
-            if driver.owed(global_steps) > 0 and replay.size > 0:
-                driver.learn_owed(global_steps, limit=8)  # then fetch again, so the actors never wait long
-            elif (not any(pending) and int(requested.sum()) == global_steps == driver.stops[k].env_steps):
+            if learning.owed(global_steps) > 0 and replay.size > 0:
+                learning.learn_owed(global_steps, limit=8)  # then fetch again, so the actors never wait long
+            elif (not any(pending) and int(requested.sum()) == global_steps == run.stops[k].env_steps):
                 # ---------------------------------------------------------- evaluation / checkpoint (actors idle)
-                if driver.at_stop(global_steps, lambda: {**books.parts(
+                if run.at_stop(global_steps, lambda: {**books.parts(
                         [fetch(ray, ref, i, status[i]) for i, ref in enumerate([a.state.remote() for a in actors])]),
                                                          "received": received.copy()}):
                     break
@@ -244,8 +249,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 last_check = time.monotonic()
                 check_hung(status, pending, busy_since, cfg.worker_timeout_s)
                 books.publications.check(weights[0])
-            if driver.log_due(global_steps):
-                driver.log(global_steps, status_episodes(status),
+            if run.log_due(global_steps):
+                run.log(global_steps, status_episodes(status),
                            actor_weights_staleness_max=float(learner.version - status["weights_version"].min()))
         status["state"] = DONE
     finally:
@@ -253,13 +258,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             ray.kill(actor, no_restart=True)
         if owns_connection:
             ray.shutdown()
-    result = books.result(driver, env_steps=global_steps, startup_seconds=startup_seconds)
+    result = books.result(run, env_steps=global_steps, startup_seconds=startup_seconds)
     result.update(backend="ray", batch_steps=BATCH_STEPS, worker_transitions=status["transitions"].tolist(),
                   worker_transitions_received=received.tolist(), actor_hosts=[host for _, host in where])
     return result
-
-
-if __name__ == "__main__":
-    from architectures.cli import main
-
-    main("actor_learner")

@@ -12,9 +12,9 @@ import time
 
 import numpy as np
 
-from architectures.config import DQNConfig
-from architectures.envs import HOLDOUT_SEED_BASE, holdout_seeds, make_env
-from architectures.networks import GreedyPolicy, QNetwork
+from architectures.core.config import DQNConfig
+from architectures.core.envs import HOLDOUT_SEED_BASE, holdout_seeds, make_env
+from architectures.core.networks import GreedyPolicy, QNetwork
 
 
 def checkpoint_steps(total_env_steps: int, eval_every: int) -> list[int]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
-from architectures.config import ConfigError
+from architectures.core.errors import ConfigError
 
 TRAIN_SEED_LIMIT = 2**31
 """Training-episode seeds are drawn from [0, TRAIN_SEED_LIMIT)."""
@@ -206,6 +206,12 @@ class EpisodeSeeds:
 def training_episode_seeds(run_seed: int, env_index: int) -> EpisodeSeeds:
     """The reset seeds of training env `env_index` in run `run_seed`."""
     return EpisodeSeeds(run_seed, env_index)
+
+
+def rng_seeds(run_seed: int) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+    """(acting, replay) seed sequences of run `run_seed`; worker i of N acts on acting.spawn(N)[i]."""
+    act, replay = np.random.SeedSequence(run_seed).spawn(2)
+    return act, replay
 
 
 def holdout_seeds(episodes: int) -> list[int]:

@@ -1,0 +1,155 @@
+"""actor_learner's books, on either backend: what its learner keeps of its actors.
+
+Their counters (one status row per actor), the acting weights' staleness at hand-off, the weight
+publications that the watchdog checks, the hand-off tally, Ape-X's initial priorities, and the
+run's result with the bottleneck role named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from architectures.core.config import DQNConfig
+from architectures.core.diagnostics import PolicyLag, name_bottleneck
+from architectures.core.networks import GreedyPolicy
+from architectures.core.replay import Transition
+from architectures.run.acting import resume_epsilons
+from architectures.run.base import Run
+from architectures.run.worker_rows import per_worker_summary, restore_status, status_episodes
+from architectures.transport.workers import check_weights_flow
+
+ACTOR_ROLES = ("env_step", "act", "n_step", "handoff", "weight_sync", "wait")
+"""What an actor's time goes to; `wait` is idle (rate limiter, a full ring)."""
+
+
+def initial_priority(policy: GreedyPolicy, t: Transition) -> float:
+    """Ape-X's initial priority: |n-step TD error| under the actor's local network."""
+    bootstrap = float(policy.q_values(t.next_obs).max()) if t.discount > 0 else 0.0
+    return abs(t.reward + t.discount * bootstrap - float(policy.q_values(t.obs)[t.action]))
+
+
+@dataclass
+class HandoffTally:
+    """The learner's side of the hand-off: transitions moved into the replay and the time it took,
+    its idle waits for data, and (Ray) the requests it made."""
+
+    transitions: int = 0
+    seconds: float = 0.0
+    waits: int = 0
+    wait_seconds: float = 0.0
+    requests: int = 0
+    request_seconds: float = 0.0
+
+
+class Publications:
+    """The learner's weight publications, and which actors have yet to pick one up: the state of
+    the watchdog that fails a run whose actor stops receiving weights (workers.check_weights_flow)."""
+
+    def __init__(self, status: np.ndarray):
+        self.status = status
+        self.count, self.seconds = 0, 0.0
+        self.pending = np.full(len(status), -1, dtype=np.int64)  # per actor: version not yet picked up
+        self.since = np.zeros(len(status), dtype=np.int64)  # ... and that actor's env steps when published
+
+    def published(self, version: int, seconds: float) -> None:
+        self.count += 1
+        self.seconds += seconds
+        fresh = self.pending < 0
+        self.pending[fresh] = version
+        self.since[fresh] = self.status["env_steps"][fresh]
+
+    def check(self, latest: int) -> None:
+        check_weights_flow(self.status, self.pending, self.since, latest)
+
+    def state(self) -> dict:
+        return {"count": self.count, "seconds": self.seconds}
+
+    def restore(self, state: dict) -> None:
+        self.count, self.seconds = state["count"], state["seconds"]
+
+
+class ActorBooks:
+    """What the learner of an actor_learner run keeps of its actors, on either backend: their
+    counters (`status`, one row per actor), the acting weights' staleness at hand-off, the weight
+    publications and the hand-off tally. `parts` is what a checkpoint saves of them, `restore`
+    puts it back, `result` is the run's result."""
+
+    def __init__(self, cfg: DQNConfig, status: np.ndarray):
+        self.cfg, self.status = cfg, status
+        self.staleness = PolicyLag(seed=cfg.seed + 1)  # learner version at hand-off minus the acting version
+        self.worker_staleness = np.zeros((len(status), 2))  # per actor: summed staleness, transitions
+        self.publications = Publications(status)
+        self.tally = HandoffTally()
+
+    def store(self, rows: np.ndarray, priorities: np.ndarray, learner_version: int, replay) -> None:
+        """Hand-off into the replay: record how stale the rows' acting weights were, then store them."""
+        self.staleness.record(learner_version, rows["version"])
+        n = len(self.status)
+        self.worker_staleness[:, 0] += np.bincount(rows["source"], weights=learner_version - rows["version"],
+                                                   minlength=n)[:n]
+        self.worker_staleness[:, 1] += np.bincount(rows["source"], minlength=n)[:n]
+        if self.cfg.prioritized:
+            replay.extend(rows, priorities)  # the actors' initial priorities travel with the rows
+        else:
+            replay.extend(rows)
+
+    def parts(self, actor_states: list[dict]) -> dict:
+        return {"actors": actor_states, "status": self.status.copy(), "staleness": self.staleness.state_dict(),
+                "worker_staleness": self.worker_staleness.copy(), "publications": self.publications.state(),
+                "tally": vars(self.tally).copy()}
+
+    def restore(self, saved: dict, run: Run) -> list[dict]:
+        """Put the saved books back; returns each actor's saved stream state."""
+        restore_status(self.status, saved["status"])
+        self.staleness.load_state_dict(saved["staleness"])
+        self.worker_staleness[:] = saved["worker_staleness"]
+        self.publications.restore(saved["publications"])
+        self.tally = HandoffTally(**saved["tally"])
+        run.resumed_with(dropped=sum(state["pending"] for state in saved["actors"]),
+                         epsilons=resume_epsilons(self.cfg, saved["actors"]))
+        return saved["actors"]
+
+    def result(self, run: Run, *, env_steps: int, startup_seconds: float) -> dict:
+        """The run's result: the learner's numbers and each actor's, the hand-off cost per
+        transition, and the bottleneck role."""
+        status = self.status
+        n = len(status)
+        tally, publications = self.tally, self.publications
+        components = {"handoff_drain": (tally.seconds, tally.transitions),
+                      "weight_publish": (publications.seconds, publications.count),
+                      "wait": (tally.wait_seconds, tally.waits)}
+        if tally.requests:  # Ray: the learner's requests for batches
+            components["handoff_request"] = (tally.request_seconds, tally.requests)
+        actor_seconds = {role: float(status[f"t_{role}"].mean()) for role in ACTOR_ROLES}
+        learning = run.learning
+        result = run.result(
+            env_steps=env_steps, episodes=status_episodes(status), components=components,
+            num_workers=n, startup_seconds=startup_seconds, weight_publishes=publications.count,
+            worker_weights_versions=status["weights_version"].tolist(),
+            worker_weight_fetches=status["weight_fetches"].tolist(),
+            policy_lag=learning.lag.summary(),
+            # How stale the acting weights were when a transition reached the learner (no replay age).
+            acting_staleness=self.staleness.summary(),
+            # ... and per actor: does a slow actor hand off staler transitions?
+            worker_acting_staleness_mean=(self.worker_staleness[:, 0] / np.maximum(1, self.worker_staleness[:, 1])
+                                          ).tolist(),
+            actor_quotas=self.cfg.actor_quotas,
+            **per_worker_summary(status, learning.replay.data["source"][:learning.replay.size], learning.sampled),
+            actor_time_breakdown={role: {"seconds_per_actor": s, "us_per_env_step": 1e6 * s * n / max(1, env_steps)}
+                                  for role, s in actor_seconds.items()},
+        )
+        breakdown = result["time_breakdown"]
+        handoff_write = 1e6 * float(status["t_handoff"].sum()) / max(1, tally.transitions)
+        handoff_drain = breakdown["handoff_drain"]["us_per_call"]
+        handoff = {"actor_write": handoff_write, "learner_drain": handoff_drain}
+        if tally.requests:
+            handoff["learner_request"] = 1e6 * tally.request_seconds / max(1, tally.transitions)
+        result["handoff_us_per_transition"] = {**handoff, "total": sum(handoff.values())}
+        learner_parts = {name: row["seconds"] for name, row in breakdown.items() if name not in ("eval", "checkpoint")}
+        result["bottleneck"] = name_bottleneck(result["train_seconds"],
+                                               {"learner": learner_parts, "actors": actor_seconds}, result.get("cpu"))
+        for role in ("env_step", "act", "n_step", "handoff", "weight_sync"):
+            result["component_costs_us"][f"actor_{role}"] = result["actor_time_breakdown"][role]["us_per_env_step"] / n
+        return result

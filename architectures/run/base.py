@@ -1,0 +1,279 @@
+"""A run's bookkeeping, the same for every design: the clock, the parking points, logging,
+evaluation, checkpoints and the result.
+
+After Sample Factory's runner and Acme's environment loop: a design builds one `Run` and hands it
+what it learns and acts with; it never writes the Run's fields. What differs between designs
+(how they act, how they learn, what they save) reaches the Run through three doors:
+- parts: `attach(name, part)` registers an object with `state()` / `restore(state)`; a save
+  writes every part's state under its name, a resume restores them (ReplayLearning, high_utd's
+  divergence watch);
+- extras: `save(env_steps, extras)` / `at_stop(env_steps, extras)` carry state only known at the
+  save (workers' streams collected from their pipes); `resume()` returns them in `Resumed`;
+- `resumed_with(dropped, epsilons)`: what the design's own restore found, for the result.
+A design without replay (hogwild's main process) attaches no ReplayLearning; the Run keeps its
+clock, log, evaluator and checkpoints all the same.
+
+Checkpoints of every design hold the Run's state, its parts' and the design's extras. A design
+that checkpoints mid-episode drops the n-step starts still pending in its adders on resume and
+counts them (`resumed_with`); single_env and high_utd checkpoint at episode ends, where nothing
+is pending, and resume bit for bit (tests/test_resume.py).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from architectures.core.config import DQNConfig
+from architectures.core.errors import RunDiverged
+from architectures.core.evaluation import HoldoutEvaluator
+from architectures.core.metrics import CpuMeter, Reporter, Stopwatch, Timers, cpu_summary
+from architectures.core.schedules import UpdateRatio
+from architectures.run.acting import EpisodeStats
+from architectures.run.checkpoint import (
+    check_owner,
+    hold_lock,
+    load_checkpoint,
+    remove_checkpoint,
+    save_checkpoint,
+    stamp,
+)
+from architectures.run.parking import Stop, stops
+from architectures.run.results import run_result
+
+
+class Part(Protocol):
+    """What a run saves and restores of a design's component."""
+
+    def state(self) -> dict: ...
+
+    def restore(self, state: dict) -> Any: ...
+
+
+@dataclass
+class LearningLog:
+    """What the learning side reports at a log: its update count, the TD losses summed since the
+    last log, the latest batch's Q-values taken, and its policy-lag diagnostics (designs that
+    learn from several sources), whose window is read only where fresh updates are logged."""
+
+    updates: int
+    loss_sum: float
+    q_taken: Any = None
+    lag: Any = None
+
+
+@dataclass
+class Resumed:
+    """A resumed run: the env steps it had done and the design's extras saved with them."""
+
+    env_steps: int
+    extras: dict = field(default_factory=dict)
+
+
+class Run:
+    """The bookkeeping of one run (see the module docstring). `net` is what the holdout evaluator
+    plays: the learner's online network, or hogwild's shared one."""
+
+    def __init__(self, architecture: str, cfg: DQNConfig, reporter: Reporter, net):
+        self.architecture, self.cfg, self.reporter = architecture, cfg, reporter
+        self.evaluator = HoldoutEvaluator(cfg, net)
+        self.stops: list[Stop] = stops(cfg)
+        self._parts: dict[str, Part] = {}
+        self._next_stop = 0  # index into stops
+        self.clock, self.timers = Stopwatch(), Timers()
+        self._logged = {"updates": 0, "episodes": 0, "length_sum": 0, "return_sum": 0.0}
+        self._next_log = cfg.log_every
+        self._next_save = cfg.checkpoint_every  # single_env, vector_env: the first save at or after this
+        self._last_holdout: float | None = None
+        self._resumed_from, self._dropped, self._saves = 0, 0, 0
+        self._clock_before = 0.0  # training seconds before a resume
+        self._epsilons: list[float] | None = None  # each env stream's epsilon when it resumed
+
+    # ------------------------------------------------------------------ parts
+    def attach(self, name: str, part: Part) -> Part:
+        """Save and restore `part` with the run, under `name`."""
+        if name in self._parts:
+            raise ValueError(f"run part {name!r} attached twice")
+        self._parts[name] = part
+        return part
+
+    @property
+    def learning(self):
+        """The attached ReplayLearning, or None (a design whose workers learn)."""
+        return self._parts.get("learning")
+
+    @property
+    def next_stop(self) -> int:
+        return self._next_stop
+
+    @property
+    def resumed_from_env_steps(self) -> int:
+        return self._resumed_from
+
+    # ------------------------------------------------------------------ the clock
+    def start_clock(self, workers: Callable[[], list[int]] | None = None) -> None:
+        """(Re)start the training clock when the loop proper starts, so set-up (spawning workers,
+        making envs, loading a checkpoint) is never throughput time; a resumed run continues
+        its saved clock. `workers` lists the worker processes' pids: their CPU and this
+        process's over the clock's time make the result's `cpu` (`cpu_summary`)."""
+        self.clock = Stopwatch(already=self._clock_before, cpu=CpuMeter(workers))
+
+    def end_clock(self) -> None:
+        """The run's last env step is learned from: stop the training clock here, so what follows
+        (waiting for the workers to finish, joining them, closing envs and shared memory) is not
+        training time. Counted, the teardown of 24 actor processes on 2 cores took 5-6 s of a 13 s
+        run and read as a collapse past 8 actors (issue 21;
+        tests/test_clock.py::test_the_training_clock_stops_before_teardown)."""
+        if self.clock.running:
+            self.clock.pause()
+
+    def diverged(self, reason: str, update: int, env_steps: int, max_abs_q: float) -> RunDiverged:
+        """The stop of a run whose loss or Q went non-finite at `update`, with the holdout so far
+        and the largest |Q| of the batch that showed it (NaN or inf: what it saw)."""
+        return RunDiverged(reason, update=update, env_steps=env_steps, max_abs_q=max_abs_q,
+                           holdout_curve=[{"env_steps": r["env_steps"], "return_mean": r["return_mean"]}
+                                          for r in self.evaluator.results], train_seconds=self.clock.elapsed())
+
+    # ------------------------------------------------------------------ logging / evaluation
+    def log_due(self, env_steps: int) -> bool:
+        return env_steps >= self._next_log
+
+    def log(self, env_steps: int, episodes: EpisodeStats, learned: LearningLog | None = None, **scalars: float) -> None:
+        """Log once, if due: throughput, the mean TD loss and episode return and length since the
+        last log, q_mean of the latest batch, the policy-lag window, and `scalars`. `learned`
+        defaults to the attached ReplayLearning's (`LearningLog`)."""
+        if env_steps < self._next_log:
+            return
+        self._next_log = (env_steps // self.cfg.log_every + 1) * self.cfg.log_every
+        report, logged = self.reporter.scalar, self._logged
+        steps_per_sec = env_steps / self.clock.elapsed()
+        report("env_steps_per_sec", steps_per_sec, env_steps)
+        if learned is None:
+            learned = self.learning.log_stats()
+        if learned.updates > logged["updates"]:
+            report("td_loss", learned.loss_sum / (learned.updates - logged["updates"]), env_steps)  # mean since the last log
+            if learned.q_taken is not None:
+                report("q_mean", float(learned.q_taken.mean()), env_steps)  # latest batch
+            if learned.lag is not None:
+                window = learned.lag.window()
+                report("policy_lag_mean", window["mean"], env_steps)
+                report("policy_lag_p95", window["p95"], env_steps)
+            logged["updates"] = learned.updates
+        if episodes.episodes > logged["episodes"]:  # means over the episodes finished since the last log
+            finished = episodes.episodes - logged["episodes"]
+            report("train_episode_return", (episodes.return_sum - logged["return_sum"]) / finished, env_steps)
+            report("train_episode_length", (episodes.length_sum - logged["length_sum"]) / finished, env_steps)
+            logged.update(episodes=episodes.episodes, return_sum=episodes.return_sum, length_sum=episodes.length_sum)
+        for name, value in scalars.items():
+            report(name, value, env_steps)
+        self.reporter.progress(env_steps, self.cfg.total_env_steps, steps_per_sec, self._last_holdout)
+
+    def evaluate(self, env_steps: int) -> dict:
+        result = self.evaluator.evaluate_off_clock(env_steps, self.clock, self.timers)
+        self._last_holdout = result["return_mean"]
+        self.reporter.holdout(result)
+        return result
+
+    def evaluation_due(self, env_steps: int) -> bool:
+        return self.evaluator.due(env_steps)
+
+    def maybe_evaluate(self, env_steps: int) -> dict | None:
+        return self.evaluate(env_steps) if self.evaluator.due(env_steps) else None
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_due(self, env_steps: int) -> bool:
+        """For designs without parking (single_env, vector_env): the first chance at or after
+        checkpoint_every env steps since the last save, short of the end."""
+        return bool(self.cfg.checkpoint_every) and self._next_save <= env_steps < self.cfg.total_env_steps
+
+    def save(self, env_steps: int, extras: dict | None = None) -> None:
+        """Write the run's state, its parts' and the design's `extras` atomically, off the clock."""
+        self.clock.pause()
+        began = time.perf_counter()
+        self._next_save = env_steps + self.cfg.checkpoint_every
+        self._saves += 1
+        save_checkpoint(self.cfg.checkpoint_path, {
+            **stamp(self.architecture, self.cfg), "env_steps": env_steps, "train_seconds": self.clock.elapsed(),
+            "run": self._state(), "parts": {name: part.state() for name, part in self._parts.items()},
+            "extras": dict(extras or {})})
+        self.timers.add("checkpoint", time.perf_counter() - began)
+        self.clock.resume()
+
+    def at_stop(self, env_steps: int, extras: Callable[[], dict]) -> bool:
+        """Workers are parked at the next stop: evaluate and/or save there (`extras()` gives the
+        design's own state); returns whether it was the last stop."""
+        stop = self.stops[self._next_stop]
+        assert env_steps == stop.env_steps, (env_steps, stop)
+        if stop.evaluate:
+            self.evaluate(env_steps)
+        self._next_stop += 1
+        if stop.save:
+            self.save(env_steps, extras())
+        if self._next_stop == len(self.stops):
+            self.end_clock()
+            return True
+        return False
+
+    def resume(self) -> Resumed | None:
+        """Restore the run and its parts from the checkpoint and return what the design saved
+        (`Resumed`), or None: a fresh start. The holdout results saved so far are reported again,
+        so the run's record is whole."""
+        hold_lock(self.cfg.checkpoint_path)  # taken already where experiments.train checked the path first
+        saved = load_checkpoint(self.cfg.checkpoint_path)
+        if saved is None:
+            return None
+        check_owner(saved, self.architecture, self.cfg)
+        self._load_state(saved["run"])
+        for name, part in self._parts.items():
+            part.restore(saved["parts"][name])
+        # The parking points are rebuilt from this config, whose checkpoint_every may differ from
+        # the saved run's: the next one is the first past the saved env steps, never a saved index
+        # (tests/test_resume.py::test_a_resume_with_another_checkpoint_period_parks_at_the_new_schedule).
+        self._next_stop = next((i for i, stop in enumerate(self.stops) if stop.env_steps > saved["env_steps"]),
+                               len(self.stops))
+        self._clock_before = saved["train_seconds"]
+        self._resumed_from = saved["env_steps"]
+        self._next_log = (saved["env_steps"] // self.cfg.log_every + 1) * self.cfg.log_every
+        for result in self.evaluator.results:
+            self.reporter.holdout(result)
+        self._last_holdout = self.evaluator.results[-1]["return_mean"] if self.evaluator.results else None
+        return Resumed(saved["env_steps"], saved["extras"])
+
+    def resumed_with(self, *, dropped: int, epsilons: list[float]) -> None:
+        """What the design's restore found, for the result: the n-step starts pending at the save
+        and dropped, and the epsilon each env stream resumed with."""
+        self._dropped, self._epsilons = int(dropped), list(epsilons)
+
+    def _state(self) -> dict:
+        return {"holdout": self.evaluator.results, "next_stop": self._next_stop, "next_save": self._next_save,
+                "timers": self.timers.state_dict(), "logged": dict(self._logged), "saves": self._saves}
+
+    def _load_state(self, state: dict) -> None:
+        self.evaluator.results = state["holdout"]
+        self._next_stop, self._next_save = state["next_stop"], state["next_save"]
+        self.timers.load_state_dict(state["timers"])
+        self._logged, self._saves = dict(state["logged"]), state["saves"]
+
+    # ------------------------------------------------------------------ the result
+    def result(self, *, env_steps: int, episodes: EpisodeStats, updates: int | None = None,
+               components: dict[str, tuple[float, int]] | None = None, **extra) -> dict:
+        """The run's result (run/results.py: run_result); `components` adds name -> (seconds,
+        calls) to the time breakdown, before the attached learning's own. A finished run deletes
+        its checkpoint: a rerun starts afresh."""
+        train_seconds = self.clock.elapsed()
+        extra.setdefault("cpu", cpu_summary(self.clock, env_steps - self._resumed_from))
+        learning = self.learning
+        updates = learning.updates if updates is None else updates
+        parts = dict(components or {})
+        if learning is not None:
+            parts.update(learning.components(updates))
+        for name, (seconds, calls) in parts.items():
+            self.timers.add(name, seconds, calls)
+        self.evaluator.close()
+        remove_checkpoint(self.cfg.checkpoint_path)
+        return run_result(self.cfg, env_steps=env_steps, updates=updates, episodes=episodes.episodes,
+                          train_seconds=train_seconds, ratio=UpdateRatio(self.cfg.utd, self.cfg.learning_starts),
+                          timers=self.timers, evaluator=self.evaluator, resumed_from_env_steps=self._resumed_from,
+                          dropped_on_resume=self._dropped, epsilon_at_resume=self._epsilons,
+                          checkpoints_written=self._saves, **extra)
