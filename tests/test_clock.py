@@ -14,6 +14,7 @@ import pytest
 
 from architectures import get_train_fn
 from architectures.core.config import DQNConfig
+from architectures.registry import NAMES
 from tests.fault_envs import SlowClose
 
 SHORT = dict(env_id="tests.fault_envs:SlowClose-v0", total_env_steps=600, eval_every=600, eval_episodes=1,
@@ -21,7 +22,7 @@ SHORT = dict(env_id="tests.fault_envs:SlowClose-v0", total_env_steps=600, eval_e
              worker_timeout_s=30.0)
 
 
-@pytest.mark.parametrize("design", ["single_env", "actor_learner", "hogwild", "vector_env", "high_utd"])
+@pytest.mark.parametrize("design", NAMES)
 def test_the_training_clock_stops_before_teardown(design):
     began = time.perf_counter()
     result = get_train_fn(design)(DQNConfig(**SHORT), None)

@@ -17,11 +17,12 @@ import torch
 from architectures import get_train_fn
 from architectures.core.config import DQNConfig
 from architectures.core.errors import CheckpointSaveFailed, NonFiniteEnvValue, RunDiverged
+from architectures.registry import NAMES
 from architectures.run.checkpoint import CHECKPOINT_FORMAT, save_checkpoint
 from experiments.store import atomic_write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DESIGNS = ["single_env", "actor_learner", "vector_env", "hogwild", "high_utd"]
+DESIGNS = list(NAMES)  # every design in the registry: a new one is tested here without a line of its own
 TINY = dict(total_env_steps=1_500, eval_every=1_000, eval_episodes=2, learning_starts=200, hidden_sizes=(16,),
             buffer_size=1_500, batch_size=16, log_every=250, num_workers=2, worker_timeout_s=30.0)
 CLI_TINY = ["total_env_steps=600", "learning_starts=100", "eval_every=300", "eval_episodes=2", "hidden_sizes=[16]",
@@ -76,7 +77,7 @@ def _fill(folder) -> None:
 # ---------------------------------------------------------------------- non-finite values
 NON_FINITE = [(design, "NanObs-v0") for design in DESIGNS] + [("single_env", "NanReward-v0")]
 """Every design's observations; the reward through one (every design checks both in one place,
-loop.EpisodeStream.record)."""
+run.acting.EpisodeStream.record)."""
 
 
 @pytest.mark.parametrize("design, env", NON_FINITE)

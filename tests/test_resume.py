@@ -21,6 +21,7 @@ from architectures.core.envs import env_spec
 from architectures.core.schedules import EpsilonSchedule, UpdateRatio
 from architectures.designs import high_utd, hogwild
 from architectures.designs.actor_learner import local as actor_learner
+from architectures.registry import NAMES
 from architectures.run.acting import actor_epsilon
 from architectures.run.parking import stops, worker_quota
 from tests.test_actor_learner import alive, descendants
@@ -32,12 +33,8 @@ TOTAL, EVAL_EVERY, SAVE_EVERY = 12_000, 4_000, 2_000
 RUN = dict(total_env_steps=TOTAL, eval_every=EVAL_EVERY, eval_episodes=2, checkpoint_every=SAVE_EVERY,
            learning_starts=500, eps_decay_steps=20_000, buffer_size=6_000, batch_size=32, hidden_sizes=[32, 32],
            log_every=1_000, target_update_period=50, num_workers=2, worker_timeout_s=30.0)
-DESIGNS = {  # name: (named configs, overrides)
-    "single_env": (("cartpole", "single_env"), {}),
-    "high_utd": (("cartpole", "high_utd"), {"utd": 1.0, "reset_period": 3_000}),
-    "actor_learner": (("cartpole", "actor_learner"), {}),
-    "vector_env": (("cartpole", "vector_env"), {}),
-    "hogwild": (("cartpole", "hogwild"), {}),
+DESIGNS = {  # name: (named configs, overrides): every design in the registry, and variants of two
+    **{name: (("cartpole", name), {"utd": 1.0, "reset_period": 3_000} if name == "high_utd" else {}) for name in NAMES},
     "hogwild_shared_replay": (("cartpole", "hogwild"), {"hogwild_replay": "shared", "optimizer_state": "per_worker"}),
     "actor_learner_free": (("cartpole", "actor_learner"), {"actor_quotas": "free", "slow_worker_cost_us": 200.0}),
 }

@@ -11,6 +11,7 @@ import pytest
 
 from architectures import get_train_fn
 from architectures.core.config import ConfigError, DQNConfig
+from architectures.registry import NAMES
 from tests.test_sweep import _statuses
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -59,10 +60,8 @@ def _env(folder) -> dict:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
 
 
-@pytest.mark.parametrize("architecture, extra", [
-    ("single_env", {}), ("high_utd", {"utd": 1.0}), ("actor_learner", {}), ("vector_env", {}), ("hogwild", {}),
-    ("hogwild", {"hogwild_replay": "shared"}),
-])
+@pytest.mark.parametrize("architecture, extra", [(name, {"utd": 1.0} if name == "high_utd" else {}) for name in NAMES]
+                         + [("hogwild", {"hogwild_replay": "shared"})])
 def test_every_design_trains_on_a_users_env(env_dir, architecture, extra):
     result = get_train_fn(architecture)(DQNConfig(**{**TINY, **extra}))
     assert result["env_steps"] == 2_000 and [c["env_steps"] for c in result["holdout_curve"]] == [1_000, 2_000]

@@ -133,6 +133,18 @@ class DQNConfig:
     optimizer_state: str = "shared"
     """hogwild: `shared` (one Adam state in shared memory, created before the workers start) or
     `per_worker` (each worker keeps its own Adam moments for the shared parameters)."""
+    rollout_steps: int = 128
+    """Designs that learn from rollouts, not a replay (pqn): vector steps per rollout, each of
+    num_workers env steps; the rollout is learned from once and dropped."""
+    rollout_epochs: int = 4
+    """Rollout designs: passes over each rollout."""
+    rollout_minibatches: int = 4
+    """Rollout designs: minibatches each pass over a rollout is split into (one update each)."""
+    q_lambda: float = 0.65
+    """Rollout designs: lambda of the Q(lambda) targets (0: one-step TD; 1: Monte Carlo returns
+    bootstrapped at the rollout's end)."""
+    lr_anneal: bool = False
+    """Anneal the learning rate linearly to 0 over the run (rollout designs, as CleanRL's pqn)."""
     hogwild_replay: str = "local"
     """hogwild: `local` (each worker keeps its own replay of its own transitions) or `shared`
     (one replay in shared memory that every worker writes to and samples from)."""
@@ -213,8 +225,10 @@ def describe() -> dict[str, str]:
 _INT_FIELDS = {"seed", "total_env_steps", "buffer_size", "batch_size", "learning_starts", "n_step",
                "target_update_period", "eps_decay_steps", "eval_every", "eval_episodes",
                "torch_threads", "learner_threads", "num_workers", "log_every", "weight_sync_period",
-               "utd_slack_steps", "checkpoint_every", "reset_period", "actor_nice"}
-_BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad", "prioritized", "checkpoint_replay", "hogwild_lock"}
+               "utd_slack_steps", "checkpoint_every", "reset_period", "actor_nice", "rollout_steps",
+               "rollout_epochs", "rollout_minibatches"}
+_BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad", "prioritized", "checkpoint_replay", "hogwild_lock",
+                "lr_anneal"}
 
 
 def _coerce(key: str, annotation: Any, value: Any) -> Any:

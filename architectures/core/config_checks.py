@@ -30,7 +30,8 @@ def validate(c) -> None:
             raise ConfigError(f"{key}: must be {valid} (got {getattr(c, key)!r})")
 
     for key in ("total_env_steps", "buffer_size", "batch_size", "n_step", "target_update_period",
-                "eval_every", "torch_threads", "num_workers", "log_every", "weight_sync_period"):
+                "eval_every", "torch_threads", "num_workers", "log_every", "weight_sync_period", "rollout_steps",
+                "rollout_epochs", "rollout_minibatches"):
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 1, key, "an integer >= 1")
     for key in ("learning_starts", "eps_decay_steps", "eval_episodes", "seed", "utd_slack_steps", "checkpoint_every",
@@ -76,7 +77,9 @@ def validate(c) -> None:
     need(math.isfinite(c.worker_timeout_s) and c.worker_timeout_s > 0, "worker_timeout_s", "a number of seconds > 0")
     step_s = (c.env_step_cost_us + c.slow_worker_cost_us + c.env_step_wait_us) / 1e6  # slower reads as hung
     need(step_s < c.worker_timeout_s, "worker_timeout_s", f"longer than an env step's added cost ({step_s:g} s)")
-    for key in ("priority_alpha", "priority_beta"):
+    need(c.rollout_minibatches <= c.rollout_steps * c.num_workers, "rollout_minibatches",
+         f"<= rollout_steps x num_workers ({c.rollout_steps * c.num_workers:,}): a minibatch of no samples")
+    for key in ("priority_alpha", "priority_beta", "q_lambda"):
         need(0.0 <= getattr(c, key) <= 1.0, key, "in [0, 1]")
     need(c.device == "cpu" or re.fullmatch(r"cuda(:\d+)?", c.device) is not None, "device", "'cpu' or 'cuda[:N]'")
     need(isinstance(c.env_id, str) and bool(c.env_id), "env_id", "a gymnasium id")
