@@ -40,6 +40,10 @@ DESIGNS: tuple[Design, ...] = (
     Design("high_utd", "architectures.designs.high_utd",
            "single_env's loop at many updates per env step, with LayerNorm, resets and divergence detection",
            None, True, "single_env"),
+    Design("pqn", "architectures.designs.pqn",
+           "one process, num_workers envs in subprocesses, batched acting; each rollout learned from once with "
+           "Q(lambda) targets and LayerNorm, no replay and no target network (Gallici et al. 2024)",
+           "envs", False, "pqn"),
 )
 """In the order figures and tables list them; a design's colour is its place in this order."""
 

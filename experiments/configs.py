@@ -48,6 +48,11 @@ NAMED_CONFIGS["actor_learner"] = dict(architecture="actor_learner", num_workers=
 NAMED_CONFIGS["vector_env"] = dict(architecture="vector_env", num_workers=2)
 NAMED_CONFIGS["high_utd"] = dict(architecture="high_utd", num_workers=1)
 NAMED_CONFIGS["hogwild"] = dict(architecture="hogwild", num_workers=2, hogwild_lock=False, optimizer_state="shared")
+# PQN with CleanRL's pqn.py settings (RAdam at 2.5e-4 annealed to 0, 4 envs x 128 steps a rollout, 4 epochs
+# of 4 minibatches, lambda 0.65, squared TD error, LayerNorm, epsilon down to 0.05); no replay, no target network.
+NAMED_CONFIGS["pqn"] = dict(architecture="pqn", num_workers=4, layer_norm=True, lr=2.5e-4, lr_anneal=True, loss="mse",
+                            max_grad_norm=10.0, eps_start=1.0, eps_end=0.05, learning_starts=0, rollout_steps=128,
+                            rollout_epochs=4, rollout_minibatches=4, q_lambda=0.65)
 NAMED_CONFIGS["minatar_asterix"] = {**NAMED_CONFIGS["minatar_breakout"], "env_id": "MinAtar/Asterix-v1"}
 NAMED_CONFIGS["minatar_freeway"] = {**NAMED_CONFIGS["minatar_breakout"], "env_id": "MinAtar/Freeway-v1"}
 # The practitioner's shape (issue 21): their env step took ~2.2 ms and their update ~0.6 ms, one

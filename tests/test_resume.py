@@ -108,6 +108,10 @@ def kill_mid_run_and_resume(tmp_path, named, overrides, timeout=150, on_resume=N
 
 
 def _expected_updates(name: str, cfg: DQNConfig) -> int:
+    if name == "pqn":  # every rollout that ends at or past learning_starts, in epochs of minibatches
+        per_rollout = cfg.rollout_steps * cfg.num_workers
+        ends = [min(TOTAL, per_rollout * k) for k in range(1, -(-TOTAL // per_rollout) + 1)]
+        return sum(end >= cfg.learning_starts for end in ends) * cfg.rollout_epochs * cfg.rollout_minibatches
     if name.startswith("hogwild"):  # utd holds per worker, on each worker's share of learning_starts
         n = cfg.num_workers
         return sum(UpdateRatio(cfg.utd, worker_quota(cfg.learning_starts, n, i)).target_updates(
@@ -116,7 +120,7 @@ def _expected_updates(name: str, cfg: DQNConfig) -> int:
 
 
 def _expected_epsilons(name: str, cfg: DQNConfig, saved: int) -> list[float]:
-    if name in ("single_env", "high_utd", "vector_env", "actor_learner_free"):  # the run's env-step count
+    if name in ("single_env", "high_utd", "vector_env", "pqn", "actor_learner_free"):  # the run's env-step count
         schedule = EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
         return [schedule(saved)] * (1 if name in ("single_env", "high_utd") else cfg.num_workers)
     return [actor_epsilon(cfg, i)(worker_quota(saved, cfg.num_workers, i)) for i in range(cfg.num_workers)]

@@ -1,0 +1,208 @@
+"""pqn: vectorised envs, Q(lambda) targets, no replay and no target network (Gallici et al. 2024).
+
+PQN ("Simplifying Deep Temporal Difference Learning") learns each rollout once and drops it, with
+LayerNorm keeping the network stable without a target network. The settings are CleanRL's
+`pqn.py` (the named config `pqn`): RAdam at 2.5e-4 annealed linearly to 0, 4 envs x 128 steps a
+rollout, 4 epochs of 4 minibatches, lambda 0.65, squared TD error, gradient norm 10, LayerNorm
+MLP, epsilon 1 -> 0.05 over half the run. Same section order as single_env.py; what differs:
+- acting: `num_workers` envs step in subprocesses (transport.vector_envs.SupervisedEnvs, as
+  vector_env's), one batched forward pass acts for all, each env exploring on its own; the
+  greedy value of every observation is kept for the targets;
+- learning: after `rollout_steps` vector steps, Q(lambda) returns are computed backwards over the
+  rollout (`lambda_returns`), then `rollout_epochs` passes of `rollout_minibatches` shuffled
+  minibatches fit Q(s, a) to them; the rollout is then dropped: no replay, no target network;
+- a truncated episode (a time limit) bootstraps from its last observation's value, a terminated
+  one from nothing; a vector step may overshoot a checkpoint by up to num_workers - 1 env steps
+  (the actual step is recorded), as vector_env's does;
+- `learning_starts` holds back learning from the rollouts that end before it (0 in the `pqn` config);
+- checkpoints fall at rollout boundaries, where nothing is in flight; on resume every env starts
+  a fresh episode (as vector_env's), with the network, RAdam's state and every RNG as saved.
+
+Run it without Sacred:  python -m architectures pqn --num_workers 4 --total_env_steps 50000
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+
+import numpy as np
+import torch
+
+from architectures.core.config import ConfigError, DQNConfig
+from architectures.core.dqn import clip_grad_norm, td_loss
+from architectures.core.envs import make_env, rng_seeds
+from architectures.core.metrics import NullReporter, Reporter
+from architectures.core.networks import GreedyPolicy, build_q_network
+from architectures.core.schedules import EpsilonSchedule
+from architectures.run.acting import EpisodeStats, EpisodeStream, worker_env_cost
+from architectures.run.base import LearningLog, Run
+from architectures.transport import janitor
+from architectures.transport.vector_envs import SupervisedEnvs
+from architectures.transport.workers import warn_if_oversubscribed
+
+TIMES = ("act", "env_wait", "env_reset", "targets", "update")
+
+
+def lambda_returns(rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, next_values: np.ndarray,
+                   gamma: float, lam: float) -> np.ndarray:
+    """Q(lambda) targets (T, N), computed backwards over a rollout of T steps of N envs.
+
+    rewards, terminated, truncated (T, N): what step t gave; next_values (T, N): max_a Q(s_t+1, a)
+    under the acting network, s_t+1 being the observation step t led to (at a truncation, the
+    episode's last observation, not the reset one). Within an episode G_t = r_t + gamma * [(1 -
+    lam) V(s_t+1) + lam G_t+1]; at a termination G_t = r_t; at a truncation, and at the rollout's
+    last step, G_t = r_t + gamma V(s_t+1) (tests/test_pqn.py::test_lambda_returns_match_their_definition)."""
+    T = len(rewards)  # noqa: N806 - the rollout's length, as the paper writes it
+    returns = np.empty_like(rewards)  # (T, N)
+    for t in range(T - 1, -1, -1):
+        bootstrap = next_values[t]
+        if t < T - 1:  # the episode goes on into the rollout unless step t ended it
+            bootstrap = np.where(truncated[t], bootstrap, (1.0 - lam) * bootstrap + lam * returns[t + 1])
+        returns[t] = rewards[t] + gamma * np.where(terminated[t], 0.0, bootstrap)
+    return returns
+
+
+def preflight(cfg: DQNConfig) -> None:
+    if cfg.prioritized:  # there is no replay to prioritise: the setting would be silently ignored
+        raise ConfigError("prioritized: pqn has no replay buffer; use single_env or actor_learner for prioritized "
+                          "replay (got true)")
+
+
+def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
+    reporter = reporter or NullReporter()
+    preflight(cfg)
+    warn_if_oversubscribed(cfg.num_workers, "env processes plus the acting/learning process")
+    torch.set_num_threads(cfg.learner_thread_count)
+    janitor.install()  # AsyncVectorEnv's semaphores are unlinked even after a group kill
+    factories = [functools.partial(make_env, cfg.env_id, worker_env_cost(cfg, i), cfg.env_step_wait_us)
+                 for i in range(cfg.num_workers)]
+    envs = SupervisedEnvs(factories, cfg.env_id, cfg.worker_timeout_s)
+    try:
+        return _train(cfg, reporter, envs)
+    finally:
+        envs.close(terminate=True)
+
+
+def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
+    # ------------------------------------------------------------------ setup
+    n, T, space = cfg.num_workers, cfg.rollout_steps, envs.single_observation_space  # noqa: N806
+    net = build_q_network(space.shape, int(envs.single_action_space.n), cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
+    optimizer = torch.optim.RAdam(net.parameters(), lr=cfg.lr)
+    params = list(net.parameters())
+    act_seed, batch_seed = rng_seeds(cfg.seed)
+    policy = GreedyPolicy(net, np.random.default_rng(act_seed))  # acts through numpy views of the weights
+    shuffle = np.random.default_rng(batch_seed)  # the minibatches' order
+    streams = [EpisodeStream(cfg, i) for i in range(n)]  # seeds and episode totals per env
+    epsilon = EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
+    rollouts = math.ceil(cfg.total_env_steps / (n * T))  # the learning rate anneals over these
+    obs_buf = np.zeros((T, n, *space.shape), dtype=space.dtype)  # (T, N, *obs)
+    actions, rewards = np.zeros((T, n), dtype=np.int64), np.zeros((T, n), dtype=np.float32)
+    terminated, truncated = np.zeros((T, n), dtype=bool), np.zeros((T, n), dtype=bool)
+    next_values = np.zeros((T, n), dtype=np.float32)
+    run = Run("pqn", cfg, reporter, net)  # no ReplayLearning: the rollout is the data
+    seconds, env_steps, done_rollouts, updates, loss_sum = dict.fromkeys(TIMES, 0.0), 0, 0, 0, 0.0
+    resumed = run.resume()
+    if resumed is not None:  # every env starts a fresh episode with the seed its stream was on
+        saved = resumed.extras
+        dropped = sum(s.restore(state) for s, state in zip(streams, saved["streams"]))
+        net.load_state_dict(saved["net"])  # in place: the policy's numpy views stay valid
+        optimizer.load_state_dict(saved["optimizer"])
+        policy.rng.bit_generator.state, shuffle.bit_generator.state = saved["policy_rng"], saved["shuffle_rng"]
+        env_steps, done_rollouts, updates, seconds = (resumed.env_steps, saved["rollouts"], saved["updates"],
+                                                      saved["seconds"])
+        run.resumed_with(dropped=dropped, epsilons=[epsilon(env_steps)] * n)
+    obs, _ = envs.reset(seed=[s.episode_seed for s in streams])  # (N, *obs)
+    perf = time.perf_counter
+    run.start_clock(workers=lambda: [p.pid for p in envs.processes])
+    while env_steps < cfg.total_env_steps:
+        # ------------------------------------------------------------------ acting: one rollout
+        steps = min(T, math.ceil((cfg.total_env_steps - env_steps) / n))
+        for t in range(steps):
+            t0 = perf()
+            q = policy.q_values_batch(obs)  # (N, A)
+            if t > 0:  # the value of where step t - 1 led, unless its episode ended there
+                next_values[t - 1] = np.where(terminated[t - 1] | truncated[t - 1], next_values[t - 1], q.max(axis=1))
+            greedy = q.argmax(axis=1)
+            explore = policy.rng.random(n) < epsilon(env_steps)
+            act = np.where(explore, policy.rng.integers(policy.num_actions, size=n), greedy)  # (N,)
+            t1 = perf()
+            next_obs, reward, term, trunc, _ = envs.step(act)  # (N, *obs), (N,) x3
+            t2 = perf()
+            env_steps += n
+            obs_buf[t], actions[t], rewards[t], terminated[t], truncated[t] = obs, act, reward, term, trunc
+            next_values[t] = 0.0
+            if trunc.any():  # a time limit: bootstrap from the episode's last observation
+                next_values[t, trunc] = policy.q_values_batch(next_obs[trunc]).max(axis=1)
+            for i, stream in enumerate(streams):
+                stream.record(obs[i], int(act[i]), reward[i], next_obs[i], term[i], trunc[i], updates)
+            ended = term | trunc
+            if ended.any():
+                envs.reset_async(seed=[s.episode_seed if e else None for s, e in zip(streams, ended)],
+                                 options={"reset_mask": ended})
+                reset_obs, _ = envs.reset_wait()
+                next_obs[ended] = reset_obs[ended]
+            obs = next_obs
+            seconds["act"] += t1 - t0
+            seconds["env_wait"] += t2 - t1
+            seconds["env_reset"] += perf() - t2
+
+            # -------------------------------------------------------------- logging / evaluation
+            if run.log_due(env_steps):
+                run.log(env_steps, sum((s.stats for s in streams), EpisodeStats()), LearningLog(updates, loss_sum))
+                loss_sum = 0.0
+            run.maybe_evaluate(env_steps)
+
+        # ------------------------------------------------------------------ learning: Q(lambda), epochs of minibatches
+        t3 = perf()
+        last = policy.q_values_batch(obs).max(axis=1)  # where the rollout's last step led
+        next_values[steps - 1] = np.where(terminated[steps - 1] | truncated[steps - 1], next_values[steps - 1], last)
+        targets = lambda_returns(rewards[:steps], terminated[:steps], truncated[:steps], next_values[:steps],
+                                 cfg.gamma, cfg.q_lambda)
+        b_obs = torch.as_tensor(obs_buf[:steps].reshape(steps * n, *space.shape))  # (B, *obs)
+        b_actions = torch.as_tensor(actions[:steps].reshape(-1))  # (B,)
+        b_targets = torch.as_tensor(targets.reshape(-1))  # (B,)
+        t4 = perf()
+        if cfg.lr_anneal:  # linearly to 0 over the run's rollouts, as CleanRL anneals it
+            optimizer.param_groups[0]["lr"] = cfg.lr * (1.0 - done_rollouts / rollouts)
+        size = steps * n
+        for _ in range(cfg.rollout_epochs if env_steps >= cfg.learning_starts else 0):
+            order = shuffle.permutation(size)
+            for chunk in np.array_split(order, cfg.rollout_minibatches):
+                index = torch.as_tensor(chunk)
+                q_taken = net(b_obs[index]).gather(1, b_actions[index].unsqueeze(1)).squeeze(1)  # (b,)
+                loss = td_loss(q_taken, b_targets[index], cfg.loss)
+                optimizer.zero_grad(set_to_none=False)
+                loss.backward()
+                clip_grad_norm(params, cfg.max_grad_norm)
+                optimizer.step()
+                value = float(loss.detach())
+                if not math.isfinite(value):
+                    raise run.diverged(f"non-finite TD loss ({value})", updates, env_steps,
+                                       float(q_taken.detach().abs().max()))
+                loss_sum += value
+                updates += 1
+        done_rollouts += 1
+        t5 = perf()
+        seconds["targets"] += t4 - t3
+        seconds["update"] += t5 - t4
+
+        # ------------------------------------------------------------------ syncing
+        # Nothing to do: the policy acts through numpy views of the network's own weights.
+
+        # ------------------------------------------------------------------ checkpointing (between rollouts)
+        if run.save_due(env_steps):
+            run.save(env_steps, {"streams": [s.state() for s in streams], "net": net.state_dict(),
+                                 "optimizer": optimizer.state_dict(), "policy_rng": policy.rng.bit_generator.state,
+                                 "shuffle_rng": shuffle.bit_generator.state, "rollouts": done_rollouts,
+                                 "updates": updates, "seconds": dict(seconds)})
+
+    run.end_clock()  # closing the envs is not training
+    vector_steps = env_steps // n
+    return run.result(
+        env_steps=env_steps, episodes=sum((s.stats for s in streams), EpisodeStats()), updates=updates, num_workers=n,
+        rollouts=done_rollouts, components={
+            "act": (seconds["act"], vector_steps), "env_wait": (seconds["env_wait"], vector_steps),
+            "env_reset": (seconds["env_reset"], vector_steps), "targets": (seconds["targets"], done_rollouts),
+            "update": (seconds["update"], updates)})
