@@ -40,7 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _config(tokens: list[str]):
     from architectures.core.config import DQNConfig
     from experiments.configs import resolve
-    from experiments.sweep import Overrides
+    from experiments.sweep_grid import Overrides
 
     overrides = Overrides.parse(tokens)
     values = resolve(overrides.named, overrides.updates)
@@ -74,7 +74,7 @@ def _update_us(config: dict, threads: int) -> float:
     from architectures.core.config import DQNConfig
     from architectures.core.dqn import build_learner
     from architectures.core.envs import env_spec
-    from experiments.components import _timed
+    from experiments.components_alone import timed
 
     torch.set_num_threads(threads)
     cfg = DQNConfig.from_dict(config)
@@ -84,7 +84,7 @@ def _update_us(config: dict, threads: int) -> float:
     obs = rng.random((b, *spec.obs_shape)).astype(spec.obs_dtype)
     batch = {"obs": obs, "next_obs": obs.copy(), "action": rng.integers(0, spec.num_actions, b),
              "reward": rng.random(b).astype(np.float32), "discount": np.full(b, 0.99, np.float32)}
-    return _timed(lambda: learner.update(batch), 30, blocks=5)["us"]
+    return timed(lambda: learner.update(batch), 30, blocks=5)["us"]
 
 
 def confirm(cfg, design: str, workers: int, predicted: float, seconds: float, costs: dict, cores: int) -> dict:

@@ -29,7 +29,7 @@ def predictions(sweep_name: str, costs: dict, cores: int, scale: str = "small") 
     """One row per cell of the sweep (seeds share their cell's prediction)."""
     from analysis.cost_model import medians, over_a_run, predict
     from architectures.registry import design
-    from experiments.sweep import expand
+    from experiments.sweep_grid import expand
     from experiments.sweeps import SWEEPS
 
     c = medians(costs)

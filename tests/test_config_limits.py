@@ -120,7 +120,7 @@ def test_the_repos_named_configs_still_pass(small_machine, env, design, updates)
 
 
 def test_every_sweep_cell_still_passes(small_machine):
-    from experiments.sweep import expand
+    from experiments.sweep_grid import expand
     from experiments.sweeps import SCALES, SWEEPS
 
     seen = set()

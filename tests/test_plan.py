@@ -128,7 +128,7 @@ def test_per_n_costs_are_interpolated_between_measured_counts():
 
 
 def test_the_median_pass_is_kept_whole_per_cost_and_per_count():
-    from experiments.components import median_repeat
+    from experiments.components_loops import median_repeat
 
     passes = [{"hogwild_in_loop": {"us": 9.0, "p10": 8.0, "p90": 10.0}, "vector_send": {"1": {"us": 1.0, "p10": 1.0, "p90": 1.0}}},
               {"hogwild_in_loop": {"us": 3.0, "p10": 2.0, "p90": 4.0}, "vector_send": {"1": {"us": 7.0, "p10": 6.0, "p90": 8.0}}},
@@ -216,7 +216,7 @@ def test_the_scaling_figure_draws_the_model_beside_the_measured_points(tmp_path)
 
 def test_a_killed_contention_measurement_leaves_no_co_runner_behind():
     """The co-runners loop until told to stop; SIGKILLing the measuring process (as on_device's
-    time limit does) must take them with it (components._die_with_parent)."""
+    time limit does) must take them with it (sweep_runners.die_with_parent)."""
     import os
     import signal
     import time
@@ -225,7 +225,7 @@ def test_a_killed_contention_measurement_leaves_no_co_runner_behind():
 
     code = ("import time\n"
             "from architectures.core.config import DQNConfig\n"
-            "import experiments.components as components\n"
+            "import experiments.components_loops as components\n"
             "calls = []\n"
             "def measuring_loop(cfg, steps):  # the parent's own loops: instant, then stuck while co-runners run\n"
             "    calls.append(steps)\n"

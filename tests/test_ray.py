@@ -214,9 +214,9 @@ def test_a_sweep_with_an_unreachable_ray_address_stops_before_any_run(tmp_path):
 
 
 def test_sweep_runs_reserve_their_processes_in_cpus():
-    from experiments import sweep as sweep_mod
+    from experiments import sweep_grid
     from experiments.sweeps import SWEEPS
 
-    cpus = {r.architecture: r.processes() for r in sweep_mod.expand(SWEEPS["smoke"], "small", 1)}
+    cpus = {r.architecture: r.processes() for r in sweep_grid.expand(SWEEPS["smoke"], "small", 1)}
     assert cpus["single_env"] == 1 and cpus["high_utd"] == 1
     assert cpus["actor_learner"] == cpus["vector_env"] == cpus["hogwild"] == 3  # 2 workers + the main process

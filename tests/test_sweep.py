@@ -10,6 +10,7 @@ import time
 import pytest
 
 from experiments import sweep as sweep_mod
+from experiments import sweep_grid, sweep_runners, sweep_stores
 from experiments.sweeps import SWEEPS, Cell, Sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -49,14 +50,14 @@ def _statuses(out, polling: bool = False) -> dict:
 def test_every_sweep_expands_to_unique_deterministic_ids():
     for sweep in SWEEPS.values():
         for scale in ("small", "paper"):
-            runs = sweep_mod.expand(sweep, scale, None)
+            runs = sweep_grid.expand(sweep, scale, None)
             ids = [r.run_id for r in runs]
             assert len(ids) == len(set(ids)) and runs, (sweep.name, scale)
-            assert ids == [r.run_id for r in sweep_mod.expand(sweep, scale, None)]
+            assert ids == [r.run_id for r in sweep_grid.expand(sweep, scale, None)]
             assert all(r.run_id.startswith(f"{sweep.name}-") for r in runs)
     # More seeds keep the first seeds' ids: a sweep can be extended without rerunning.
-    smoke1 = {r.run_id for r in sweep_mod.expand(SWEEPS["smoke"], "small", 1)}
-    assert smoke1 < {r.run_id for r in sweep_mod.expand(SWEEPS["smoke"], "small", 2)}
+    smoke1 = {r.run_id for r in sweep_grid.expand(SWEEPS["smoke"], "small", 1)}
+    assert smoke1 < {r.run_id for r in sweep_grid.expand(SWEEPS["smoke"], "small", 2)}
 
 
 def test_a_throughput_sweep_runs_seed_by_seed_with_the_same_ids():
@@ -64,11 +65,11 @@ def test_a_throughput_sweep_runs_seed_by_seed_with_the_same_ids():
     within a seed, and the ids (so what is done) are those of the cell-by-cell order."""
     scaling = SWEEPS["scaling"]
     assert scaling.interleave and not SWEEPS["architectures"].interleave
-    runs = sweep_mod.expand(scaling, "small", 3)
+    runs = sweep_grid.expand(scaling, "small", 3)
     seeds = [r.seed for r in runs]
     cells = len(runs) // 3
     assert seeds == sorted(seeds) and seeds[:cells] == [seeds[0]] * cells
-    by_cell = sweep_mod.expand(Sweep(**{**scaling.__dict__, "interleave": False}), "small", 3)
+    by_cell = sweep_grid.expand(Sweep(**{**scaling.__dict__, "interleave": False}), "small", 3)
     assert sorted(r.run_id for r in runs) == sorted(r.run_id for r in by_cell)
     assert [r.run_id for r in runs[:cells]] == [r.run_id for r in by_cell[::3]]
     # the headline's high_utd is measured one at a time too, at its ratio, at a free env step only
@@ -91,8 +92,8 @@ def test_dry_run_lists_runs_and_estimate_and_runs_nothing(tmp_path):
 def test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids(tmp_path):
     """A part of a sweep made on its own (one cell remade in an idle window) is the same runs the
     whole sweep lists: same ids, so the whole sweep later skips them."""
-    whole = sweep_mod.expand(SWEEPS["scaling"], "small", 3)
-    part = sweep_mod.pick_cells(whole, "minatar_breakout_cpu/high_utd,minatar_breakout_cpu/components")
+    whole = sweep_grid.expand(SWEEPS["scaling"], "small", 3)
+    part = sweep_grid.pick_cells(whole, "minatar_breakout_cpu/high_utd,minatar_breakout_cpu/components")
     assert {(r.architecture, r.named[0]) for r in part} == {("high_utd", "minatar_breakout_cpu"),
                                                             ("components", "minatar_breakout_cpu")}
     assert len(part) == 6 and [r.run_id for r in part] == [r.run_id for r in whole if r in part]
@@ -102,10 +103,10 @@ def test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids(tmp_path):
     listed = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("scaling-")]
     assert listed == [r.run_id for r in part if r.architecture == "high_utd"]
     with pytest.raises(ValueError, match="'cartpole/nope' names no cell of this sweep; its cells: .*cartpole/high_utd"):
-        sweep_mod.pick_cells(whole, "cartpole/high_utd,, cartpole/nope")
+        sweep_grid.pick_cells(whole, "cartpole/high_utd,, cartpole/nope")
     with pytest.raises(ValueError, match="no pattern given"):  # an empty shell variable never means all
-        sweep_mod.pick_cells(whole, " , ")
-    assert sweep_mod.pick_cells(whole, " minatar_breakout_cpu/high_utd ") == [r for r in part
+        sweep_grid.pick_cells(whole, " , ")
+    assert sweep_grid.pick_cells(whole, " minatar_breakout_cpu/high_utd ") == [r for r in part
                                                                              if r.architecture == "high_utd"]
 
 
@@ -117,16 +118,16 @@ def test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids(tmp_path):
     ("cartpole/single_env,utd=1/reset_period=10000", {(0.25, False, 0), (1.0, False, 10_000), (1.0, True, 10_000)}),
 ])
 def test_cells_picks_by_setting_where_cells_share_their_names(pattern, cells):
-    whole = sweep_mod.expand(SWEEPS["utd"], "small", 2)
-    part = sweep_mod.pick_cells(whole, pattern)
+    whole = sweep_grid.expand(SWEEPS["utd"], "small", 2)
+    part = sweep_grid.pick_cells(whole, pattern)
     assert {(r.config()["utd"], r.config()["layer_norm"], r.config()["reset_period"]) for r in part} == cells
     assert len(part) == 2 * len(cells) and [r.run_id for r in part] == [r.run_id for r in whole if r in part]
 
 
 def test_cells_names_a_setting_no_cell_has():
-    whole = sweep_mod.expand(SWEEPS["utd"], "small", 1)
+    whole = sweep_grid.expand(SWEEPS["utd"], "small", 1)
     with pytest.raises(ValueError, match="'high_utd/utd=5' names no cell of this sweep"):
-        sweep_mod.pick_cells(whole, "high_utd/utd=5")
+        sweep_grid.pick_cells(whole, "high_utd/utd=5")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -212,7 +213,7 @@ def test_what_a_run_left_decides_whether_it_counts(tmp_path, monkeypatch, capsys
     monkeypatch.setitem(SWEEPS, "fake", Sweep("fake", "one fake run per case", {"small": 0.1, "paper": 0.1},
                                               {"small": [Cell(("cartpole", "single_env"), dict(TINY))], "paper": []},
                                               {"small": len(STORED_CASES), "paper": 1}))
-    runs = sweep_mod.expand(SWEEPS["fake"], "small", None)
+    runs = sweep_grid.expand(SWEEPS["fake"], "small", None)
     case_of = {run.run_id: case for run, case in zip(runs, STORED_CASES)}
     launched, restarted = [], []
 
@@ -225,13 +226,13 @@ def test_what_a_run_left_decides_whether_it_counts(tmp_path, monkeypatch, capsys
                 f.write(stored)
         return code
 
-    monkeypatch.setattr(sweep_mod, "launch", fake_launch)
+    monkeypatch.setattr(sweep_runners, "launch", fake_launch)
     out = tmp_path / "out"
     code = sweep_mod.main(["fake", "--out", str(out)])
     first = capsys.readouterr()
     assert code == 1  # some runs failed
     for run_id, (case, _, exit_code, state, label) in case_of.items():
-        record = sweep_mod.FileStore(str(out)).record(run_id)
+        record = sweep_stores.FileStore(str(out)).record(run_id)
         assert (record.state, record.label()) == (state, label), case
         row = next(line for line in first.out.splitlines() if line.startswith(run_id))
         assert row[25:36].strip() == label, case  # the summary's status column
@@ -251,10 +252,10 @@ def test_what_a_run_left_decides_whether_it_counts(tmp_path, monkeypatch, capsys
     assert launched == failed
     assert f"{len(runs)} runs, 3 already completed (1 of them diverged), {len(failed)} to run" in again.err
     assert len(os.listdir(out / "_incomplete")) == len(failed)  # every failed case left a folder
-    assert all(sweep_mod.FileStore(str(out)).record(r).counts for r in case_of)
+    assert all(sweep_stores.FileStore(str(out)).record(r).counts for r in case_of)
 
 
-class _FakeMongoStore(sweep_mod.MongoStore):
+class _FakeMongoStore(sweep_stores.MongoStore):
     def __init__(self, collection):
         self.url, self.db_name, self.runs = "mongodb://mock", "dqn", collection
 
@@ -301,7 +302,7 @@ def test_sweeps_name_only_known_named_configs():
             for cell in cells:
                 assert isinstance(cell, Cell) and isinstance(sweep, Sweep)
                 for name in cell.named:
-                    assert name in NAMED_CONFIGS or name in sweep_mod.ARCHITECTURE_CONFIGS, (sweep.name, name)
+                    assert name in NAMED_CONFIGS or name in sweep_grid.ARCHITECTURE_CONFIGS, (sweep.name, name)
 
 
 def test_timing_experiment_times_the_learner_update(tmp_path):
@@ -416,7 +417,7 @@ def test_a_second_sweep_on_the_same_store_is_refused(tmp_path):
 @pytest.mark.parametrize("value, text", [(True, "True"), (False, "False"), (0.25, "0.25"), (2, "2"),
                                          ([64, 64], "[64, 64]"), ("apex", "apex")])
 def test_values_reach_sacred_as_python_literals(value, text):
-    run = sweep_mod.RunSpec("x", "single_env", ("cartpole",), {"key": value}, 1)
+    run = sweep_grid.RunSpec("x", "single_env", ("cartpole",), {"key": value}, 1)
     assert f"key={text}" in run.sacred_args()
 
 
@@ -451,7 +452,7 @@ def test_nice_lowers_its_own_sessions_group_and_leaves_a_terminals_alone():
     session (setsid) lowers that group too, one in a shared session leaves the group as it was."""
     # A process in no autogroup (the root group: a session never setsid since boot, as CI's can be)
     # reads the file as empty; "-" stands for that.
-    probe = ("import os; from experiments.sweep import lower_priority; lower_priority(); "
+    probe = ("import os; from experiments.sweep_runners import lower_priority; lower_priority(); "
              "print(os.nice(0), (open('/proc/self/autogroup').read().split() or ['-'])[-1])")
     own = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          start_new_session=True)
