@@ -91,6 +91,11 @@ from architectures import registry
 REGISTRY = registry.DESIGNS
 
 
+class MissingCosts(ValueError):
+    """The component costs lack what a design's entry needs (measured before the entry existed):
+    `predict` raises it, `predict_all` leaves that design out."""
+
+
 @dataclass(frozen=True)
 class Prediction:
     design: str
@@ -436,8 +441,27 @@ def worker_counts(costs: dict, cores: int) -> list[int]:
     return sorted(counts)
 
 
+def _pqn(design: str, s: Setting) -> Prediction:
+    """pqn at n envs: a rollout's vector steps, then its learning, one after the other (nothing
+    overlaps them). A vector step is vector_env's with nothing owed (act for all envs, send, the
+    envs' steps sharing the cores, receive; `_vector_parts` at utd 0, no replay store: pqn writes
+    a rollout array); the learning is `rollout_learn` {N: us per env step}, the rollout's targets
+    and updates timed alone with pqn's own code (experiments/components_alone.py `rollout_costs`).
+    Left out: the extra round trip that resets the envs whose episodes ended, and the per-env
+    episode books; a run that learns nothing yet (utd 0, before learning_starts) pays no learning."""
+    c, n = s.c, s.n
+    if "rollout_learn" not in c:
+        raise MissingCosts("pqn: these component costs lack rollout_learn (pqn's learning, measured since issue 23); "
+                         "measure them again with experiments.components or experiments.plan")
+    acting = _vector_parts(n, c, dict(s.k, fold_store=0.0), 0.0, s.cores, s.wait)["step"] / n  # us per env step
+    learning = _at(c["rollout_learn"], n) if s.utd > 0 else 0.0
+    rates = {"envs": 1e6 / acting, "learner": 1e6 / learning if learning else float("inf")}
+    role = "learner" if learning > acting else "envs"
+    return Prediction(design, n, 1e6 / (acting + learning), role, n + 1 > s.cores, rates)
+
+
 ENTRIES = {"single_env": _single_env, "actor_learner": _actor_learner_entry, "vector_env": _vector_env_entry,
-           "hogwild": _hogwild}
+           "hogwild": _hogwild, "pqn": _pqn}
 """A design's cost-model entry (architectures/registry.py `cost_model`) -> the function that predicts it."""
 DESIGNS = tuple(d.name for d in REGISTRY if d.cost_model == d.name and d.cost_model in ENTRIES)
 """The designs predicted, in the registry's order; high_utd runs single_env's loop (its entry is
@@ -446,7 +470,8 @@ single_env's): at the same utd its speed is single_env's."""
 
 def predict_all(costs: dict, *, utd: float, cores: int, weight_sync_period: int = 10,
                 workers: list[int] | None = None) -> list[Prediction]:
-    """Every design at `workers` (default `worker_counts`; single_env once). Where the env waits,
+    """Every design at `workers` (default `worker_counts`; single_env once; none of a design whose
+    entry's inputs the costs lack: `MissingCosts`). Where the env waits,
     each design's counts stop one past the first whose rate gains under 2% on the count before:
     the learner (or the cores) bound it there, and more workers only cost memory."""
     counts = workers or worker_counts(costs, cores)
@@ -454,7 +479,10 @@ def predict_all(costs: dict, *, utd: float, cores: int, weight_sync_period: int 
     for design in DESIGNS[1:]:
         points: list[Prediction] = []
         for n in counts:
-            points.append(predict(design, n, costs, utd=utd, cores=cores, weight_sync_period=weight_sync_period))
+            try:
+                points.append(predict(design, n, costs, utd=utd, cores=cores, weight_sync_period=weight_sync_period))
+            except MissingCosts:  # components measured before this design's entry: no prediction for it
+                break
             flat = (len(points) >= 3 and points[-2].env_steps_per_sec < 1.02 * points[-3].env_steps_per_sec
                     and n > 2 * cores)
             if workers is None and flat:
@@ -466,9 +494,11 @@ def predict_all(costs: dict, *, utd: float, cores: int, weight_sync_period: int 
 def recommend(predictions: list[Prediction]) -> tuple[Prediction, Prediction]:
     """The fastest point that does not oversubscribe the cores (or whose time-sharing of them the
     model priced from the design's own runs: `shared_measured`), and the runner-up of another
-    design (or the same design at other workers when only one design is in the running)."""
-    fitting = sorted((p for p in predictions if not p.oversubscribed or p.shared_measured),
-                     key=lambda p: -p.env_steps_per_sec)
+    design (or the same design at other workers when only one design is in the running). Only
+    designs that learn from a replay, as single_env does, are recommended on speed: pqn learns
+    differently (its return after N env steps is not DQN's), so its speed is shown, not ranked."""
+    fitting = sorted((p for p in predictions if (not p.oversubscribed or p.shared_measured)
+                      and registry.design(p.design).replay), key=lambda p: -p.env_steps_per_sec)
     best = fitting[0]
     others = [p for p in fitting[1:] if p.design != best.design] or fitting[1:]
     return best, others[0]

@@ -6,7 +6,8 @@
 For one env and learner config: the env step (resets amortised over the episodes), one greedy
 action, batched greedy actions for N observations, the n-step fold and the replay store per
 step, one replay sample and one update at the configured network and batch, the policy-lag
-diagnostics per update, the hand-off per transition through a shared-memory ring (the actor's
+diagnostics per update, pqn's learning per env step at N envs (a rollout's Q(lambda) targets
+and updates), the hand-off per transition through a shared-memory ring (the actor's
 write, the learner's drain into the replay), a weight publication, and AsyncVectorEnv's round
 trip for N envs (step_async, step_wait once the results are in, and both back to back); on
 CUDA, where present, the update with its host-to-device copy. Each cost is the median over
@@ -22,7 +23,7 @@ from __future__ import annotations
 import sys
 
 from architectures.core.config import DQNConfig
-from experiments.components_alone import Bench, acting_costs, env_costs, hand_off_costs, learning_costs
+from experiments.components_alone import Bench, acting_costs, env_costs, hand_off_costs, learning_costs, rollout_costs
 from experiments.components_loops import REPEATS, contention, in_loop, median_repeat, vector_costs, vector_sizes
 from experiments.components_roles import design_in_loop, shared_roles, waiting_counts, waiting_roles
 
@@ -38,6 +39,7 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
     costs.update(acting_costs(bench, vector_sizes(cores), log))
     costs.update(learning_costs(bench, budget_s, log))
     costs.update(hand_off_costs(bench, log))
+    costs.update(rollout_costs(bench, vector_sizes(cores), log))
     bench.env.close()
     costs.update(loop_costs(bench, cores, wait_us, budget_s, log))
     costs.update(role_costs(cfg, cores, wait_us, budget_s, log))

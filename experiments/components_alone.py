@@ -243,3 +243,41 @@ def hand_off_costs(bench: Bench, log) -> dict:
     log(f"  hand-off per transition: write {costs['ring_write']['us']:,.1f} us, drain {costs['ring_drain']['us']:,.1f}"
         f" us; weight publication {costs['weight_publish']['us']:,.1f} us")
     return costs
+
+
+def rollout_costs(bench: Bench, sizes: list[int], log) -> dict:
+    """pqn's learning per env step at each of `sizes` envs: one rollout of T = rollout_steps steps
+    of N envs, its Q(lambda) targets (architectures/designs/pqn.py `lambda_returns`) and its
+    rollout_epochs x rollout_minibatches updates (`fit_rollout`, the code the runs execute, on a
+    fresh network and RAdam, minibatches of T N / rollout_minibatches), over the T N env steps it
+    learns from. The env's own observations, random actions and targets: the cost does not depend
+    on their values."""
+    import torch
+
+    from architectures.core.networks import build_q_network
+    from architectures.designs.pqn import fit_rollout, lambda_returns, make_optimizer
+
+    cfg, env, rng = bench.cfg, bench.env, bench.rng
+    space, actions_n, steps = env.observation_space, int(env.action_space.n), cfg.rollout_steps
+    observations = np.stack([s[0] for s in bench.steps_log])
+    net = build_q_network(space.shape, actions_n, cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
+    optimizer, shuffle = make_optimizer(net, cfg), np.random.default_rng(cfg.seed)
+    costs: dict = {}
+    for n in sizes:
+        rows = steps * n
+        b_obs = torch.as_tensor(observations[rng.integers(len(observations), size=rows)])  # (T N, *obs)
+        b_actions = torch.as_tensor(rng.integers(actions_n, size=rows))  # (T N,)
+        rewards = rng.random((steps, n), dtype=np.float32)  # (T, N)
+        ended = rng.random((steps, n)) < 0.02  # (T, N)
+        values = rng.random((steps, n), dtype=np.float32)
+
+        def learn(b_obs=b_obs, b_actions=b_actions, rewards=rewards, ended=ended, values=values):
+            targets = lambda_returns(rewards, ended, np.zeros_like(ended), values, cfg.gamma, cfg.q_lambda)
+            fit_rollout(net, optimizer, shuffle, b_obs, b_actions, torch.as_tensor(targets.reshape(-1)), cfg,
+                        lambda loss, q: None)
+
+        per_rollout = timed(learn, 2, blocks=5, warmup=1)
+        costs[str(n)] = {k: v / rows for k, v in per_rollout.items()}  # us per env step learned from
+    log("  pqn's learning per env step (a rollout's targets and updates over its T N env steps): " + ", ".join(
+        f"{n} envs {costs[str(n)]['us']:,.1f} us" for n in sizes))
+    return {"rollout_learn": costs}

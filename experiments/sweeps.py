@@ -235,6 +235,15 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           minutes={"small": 460, "paper": 920},
           cells={"small": _minatar_suite(MINATAR_HEADLINE_STEPS), "paper": _minatar_suite(1_000_000)},
           seeds={"small": 5, "paper": 10}),
+    Sweep("pqn", "pqn on CartPole at CleanRL's budget (500k env steps, epsilon 1 -> 0.05 over the first half): "
+          "the budget chosen on calibration seeds 1-5 (results/calibration/pqn_cartpole: 5 of 5 ended at 482-500 "
+          "at 500k, 1 of 5 at 100k), reported on evaluation seeds; learning only (two at a time: --jobs 2 --nice). "
+          "Its Breakout cells are the `minatar` sweep's, its speeds the `scaling` sweep's",
+          # small: the calibration runs took ~7 min each alone (1,224 env steps/s)
+          minutes={"small": 45, "paper": 45},
+          cells={scale: [Cell(("cartpole", "pqn"), dict(total_env_steps=500_000, eps_decay_steps=250_000,
+                                                        eval_every=25_000))] for scale in SCALES},
+          seeds={"small": 10, "paper": 10}),
     Sweep("scaling", "env steps/s and updates/s against workers at utd 0.25, cheap and 1 ms env steps (and "
           "MinAtar Breakout), with each setting's components measured for the cost model",
           minutes={"small": 16, "paper": 120},  # small: its CartPole cells at 3 seeds took 28 min here

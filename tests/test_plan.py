@@ -119,6 +119,32 @@ def test_the_recommendation_never_oversubscribes_and_the_runner_up_is_another_de
     assert runner_up.design != best.design
 
 
+@pytest.mark.parametrize("envs, learn, expected_role, expected_us", [
+    (1, {1: 40.0, 4: 10.0}, "envs", 12.0 + 200.0 + 40.0),  # act_batch(1) + round trip(1), then learning
+    (4, {1: 40.0, 4: 10.0}, "envs", (16.0 + 200.0 + 400.0 * 3 / 7) / 4 + 10.0),  # per-N costs interpolated
+    (1, {1: 400.0}, "learner", 212.0 + 400.0),
+])
+def test_pqn_pays_its_vector_steps_then_its_learning_one_after_the_other(envs, learn, expected_role, expected_us):
+    """pqn's acting (a vector step with nothing owed and no replay store) and its rollout's learning
+    do not overlap: the env step's time is their sum, per env step (cores to spare here)."""
+    p = predict("pqn", envs, {**COSTS, "rollout_learn": learn}, utd=0.25, cores=8)
+    assert p.env_steps_per_sec == pytest.approx(1e6 / expected_us) and p.bottleneck == expected_role
+    no_learning = predict("pqn", envs, {**COSTS, "rollout_learn": learn}, utd=0.0, cores=8)
+    assert no_learning.env_steps_per_sec == pytest.approx(1e6 / (expected_us - cost_model._at(learn, envs)))
+
+
+def test_pqn_is_left_out_where_its_costs_were_never_measured_and_never_recommended_on_speed():
+    with pytest.raises(cost_model.MissingCosts, match="rollout_learn"):
+        predict("pqn", 2, COSTS, utd=0.25, cores=2)
+    assert "pqn" not in {p.design for p in predict_all(COSTS, utd=0.25, cores=2)}
+    fast_pqn = {**COSTS, "rollout_learn": {1: 0.01}, "act_batch": {1: 0.01}, "vector_round_trip": {1: 0.02},
+                "vector_send": {1: 0.0}, "vector_recv": {1: 0.0}}
+    predictions = predict_all(fast_pqn, utd=0.25, cores=2)
+    fastest = max((p for p in predictions if not p.oversubscribed), key=lambda p: p.env_steps_per_sec)
+    assert fastest.design == "pqn"  # it would win on speed alone ...
+    assert "pqn" not in {p.design for p in recommend(predictions)}  # ... but learns differently from DQN
+
+
 def test_per_n_costs_are_interpolated_between_measured_counts():
     assert cost_model._at({1: 10.0, 3: 30.0}, 2) == pytest.approx(20.0)
     assert cost_model._at({1: 10.0, 3: 30.0}, 5) == pytest.approx(50.0)  # extrapolated from the last two

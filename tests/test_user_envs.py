@@ -120,15 +120,14 @@ def test_the_smoke_sweep_runs_on_a_users_env_and_a_restart_skips_it(env_dir, tmp
     first = _sweep(args, env_dir)
     assert first.returncode == 0, first.stderr[-3000:]
     runs = _statuses(out)
-    assert len(runs) == 5 and all(r["status"] == "COMPLETED" for r in runs.values())
-    assert {r["result"]["architecture"] for r in runs.values()} == {"single_env", "actor_learner", "vector_env",
-                                                                    "hogwild", "high_utd"}
+    assert len(runs) == len(NAMES) and all(r["status"] == "COMPLETED" for r in runs.values())
+    assert {r["result"]["architecture"] for r in runs.values()} == set(NAMES)
     assert all(r["result"]["env_steps"] == 3_000 for r in runs.values())
     assert all(r["meta"]["comment"] == f"with env_id={ENV_ID} eval_every=1500 total_env_steps=3000"
                for r in runs.values())  # stored with each run, for the report's labels
     assert f"[with env_id={ENV_ID} eval_every=1500 total_env_steps=3000]" in first.stdout  # the summary
     again = _sweep(args, env_dir)
-    assert again.returncode == 0 and "5 already completed, 0 to run" in again.stderr
+    assert again.returncode == 0 and f"{len(NAMES)} already completed, 0 to run" in again.stderr
 
 
 def test_overrides_make_other_runs_and_show_in_the_listing(env_dir, tmp_path):

@@ -64,6 +64,33 @@ def lambda_returns(rewards: np.ndarray, terminated: np.ndarray, truncated: np.nd
     return returns
 
 
+def make_optimizer(net: torch.nn.Module, cfg: DQNConfig) -> torch.optim.Optimizer:
+    """RAdam, as CleanRL's pqn.py (its learning rate annealed by the loop when `lr_anneal`)."""
+    return torch.optim.RAdam(net.parameters(), lr=cfg.lr)
+
+
+def fit_rollout(net: torch.nn.Module, optimizer: torch.optim.Optimizer, shuffle: np.random.Generator,
+                b_obs: torch.Tensor, b_actions: torch.Tensor, b_targets: torch.Tensor, cfg: DQNConfig,
+                on_update) -> None:
+    """`rollout_epochs` passes over one rollout's B = T x N samples, each in `rollout_minibatches`
+    shuffled minibatches of about B / minibatches, fitting Q(s, a) to the Q(lambda) targets;
+    `on_update(loss, q_taken)` after each update (the loop's books and divergence check). The
+    components time it alone (experiments/components_alone.py `rollout_costs`), so the cost model
+    prices PQN's learning with the code the runs execute. b_obs (B, *obs), b_actions and b_targets (B,)."""
+    params = list(net.parameters())
+    for _ in range(cfg.rollout_epochs):
+        order = shuffle.permutation(len(b_actions))
+        for chunk in np.array_split(order, cfg.rollout_minibatches):
+            index = torch.as_tensor(chunk)
+            q_taken = net(b_obs[index]).gather(1, b_actions[index].unsqueeze(1)).squeeze(1)  # (b,)
+            loss = td_loss(q_taken, b_targets[index], cfg.loss)
+            optimizer.zero_grad(set_to_none=False)
+            loss.backward()
+            clip_grad_norm(params, cfg.max_grad_norm)
+            optimizer.step()
+            on_update(float(loss.detach()), q_taken)
+
+
 def preflight(cfg: DQNConfig) -> None:
     if cfg.prioritized:  # there is no replay to prioritise: the setting would be silently ignored
         raise ConfigError("prioritized: pqn has no replay buffer; use single_env or actor_learner for prioritized "
@@ -89,8 +116,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
     # ------------------------------------------------------------------ setup
     n, T, space = cfg.num_workers, cfg.rollout_steps, envs.single_observation_space  # noqa: N806
     net = build_q_network(space.shape, int(envs.single_action_space.n), cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
-    optimizer = torch.optim.RAdam(net.parameters(), lr=cfg.lr)
-    params = list(net.parameters())
+    optimizer = make_optimizer(net, cfg)
     act_seed, batch_seed = rng_seeds(cfg.seed)
     policy = GreedyPolicy(net, np.random.default_rng(act_seed))  # acts through numpy views of the weights
     shuffle = np.random.default_rng(batch_seed)  # the minibatches' order
@@ -166,23 +192,17 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
         t4 = perf()
         if cfg.lr_anneal:  # linearly to 0 over the run's rollouts, as CleanRL anneals it
             optimizer.param_groups[0]["lr"] = cfg.lr * (1.0 - done_rollouts / rollouts)
-        size = steps * n
-        for _ in range(cfg.rollout_epochs if env_steps >= cfg.learning_starts else 0):
-            order = shuffle.permutation(size)
-            for chunk in np.array_split(order, cfg.rollout_minibatches):
-                index = torch.as_tensor(chunk)
-                q_taken = net(b_obs[index]).gather(1, b_actions[index].unsqueeze(1)).squeeze(1)  # (b,)
-                loss = td_loss(q_taken, b_targets[index], cfg.loss)
-                optimizer.zero_grad(set_to_none=False)
-                loss.backward()
-                clip_grad_norm(params, cfg.max_grad_norm)
-                optimizer.step()
-                value = float(loss.detach())
-                if not math.isfinite(value):
-                    raise run.diverged(f"non-finite TD loss ({value})", updates, env_steps,
-                                       float(q_taken.detach().abs().max()))
-                loss_sum += value
-                updates += 1
+
+        def on_update(value: float, q_taken: torch.Tensor) -> None:
+            nonlocal updates, loss_sum
+            if not math.isfinite(value):
+                raise run.diverged(f"non-finite TD loss ({value})", updates, env_steps,
+                                   float(q_taken.detach().abs().max()))
+            loss_sum += value
+            updates += 1
+
+        if env_steps >= cfg.learning_starts:
+            fit_rollout(net, optimizer, shuffle, b_obs, b_actions, b_targets, cfg, on_update)
         done_rollouts += 1
         t5 = perf()
         seconds["targets"] += t4 - t3
