@@ -12,7 +12,7 @@ run that cannot be used is named and left out; everything else still builds. All
 seeded stratified-bootstrap intervals (analysis/stats.py), so a rebuild gives identical CSVs.
 
 One module per figure family (threads, scaling, learning, breakdown, utd, hogwild, uneven, shape,
-per_hour, suite), each with
+per_hour, suite, pqn), each with
 a data function (runs in, a FigureData of frames, tables and numbers out, no matplotlib: the
 tests call them alone) and a plotting function that draws it; common.py holds the Report and
 the shared helpers, plotting.py the only module-level matplotlib import.
@@ -27,10 +27,30 @@ import sys
 import numpy as np
 
 from analysis.load import NoRunsError, load_runs
-from analysis.report import breakdown, hogwild, learning, per_hour, scaling, shape, suite, threads, uneven, utd
-from analysis.report import page  # index.html: the report as one page
-from analysis.report.common import (ARCH_ORDER, DEDICATED_SWEEPS, DEFAULT_RUNS, FLOAT_FORMAT, TIMING_EXPERIMENT,
-                                    FigureData, Report, macro_name)
+from analysis.report import (
+    breakdown,
+    hogwild,
+    learning,
+    page,  # index.html: the report as one page
+    per_hour,
+    pqn,
+    scaling,
+    shape,
+    suite,
+    threads,
+    uneven,
+    utd,
+)
+from analysis.report.common import (
+    ARCH_ORDER,
+    DEDICATED_SWEEPS,
+    DEFAULT_RUNS,
+    FLOAT_FORMAT,
+    TIMING_EXPERIMENT,
+    FigureData,
+    Report,
+    macro_name,
+)
 
 __all__ = ["ARCH_ORDER", "DEDICATED_SWEEPS", "DEFAULT_RUNS", "FIGURES", "FLOAT_FORMAT", "PALETTE",
            "TIMING_EXPERIMENT", "FigureData", "Report", "build", "macro_name", "main"]
@@ -51,7 +71,9 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("figure_practitioner_shape_check", shape.check_data, shape.plot),
            ("figure_practitioner_shape_confirm", shape.confirm_data, shape.plot),
            ("figure_per_hour", per_hour.data, per_hour.plot),
-           ("figure_minatar_suite", suite.data, suite.plot)]
+           ("figure_minatar_suite", suite.data, suite.plot),
+           ("table_pqn_cartpole", pqn.data, None),
+           ("table_pqn_speed_check", pqn.speed_check_data, None)]
 """(name in a failure's note, data function, plotting function), in the order they are built."""
 
 
