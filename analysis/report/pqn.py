@@ -76,6 +76,11 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                f"runs that reached it at some checkpoint and the median env step of the first such checkpoint, the "
                f"final return's IQM, the env steps/s of the scaling sweep's runs (one at a time, free env step; "
                f"their count in brackets) and the median env steps to solve over that speed (a synthetic clock)")
+    if "eval_every" in pqn:
+        made.number("PqnEvalEvery", int(pqn["eval_every"].iloc[0]))
+    first = {r["design"]: r["first_median"] for r in made_rows}
+    if np.isfinite(first.get("pqn", np.nan)) and np.isfinite(first.get("single_env", np.nan)):
+        made.number("PqnFirstRatio", first["pqn"] / first["single_env"], "{:.1f}")  # pqn's env steps to solve / DQN's
     for r in made_rows:
         d = r["design"]
         made.number(macro_name("pqn", "cmp", d, "seeds"), r["seeds"], "{}")
