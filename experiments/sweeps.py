@@ -239,8 +239,8 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           "the budget chosen on calibration seeds 1-5 (results/calibration/pqn_cartpole: 5 of 5 ended at 482-500 "
           "at 500k, 1 of 5 at 100k), reported on evaluation seeds; learning only (two at a time: --jobs 2 --nice). "
           "Its Breakout cells are the `minatar` sweep's, its speeds the `scaling` sweep's",
-          # small: the calibration runs took ~7 min each alone (1,224 env steps/s)
-          minutes={"small": 45, "paper": 45},
+          # small: its 10 runs took ~20 min two at a time here (part of it beside the test suite)
+          minutes={"small": 20, "paper": 20},
           cells={scale: [Cell(("cartpole", "pqn"), dict(total_env_steps=500_000, eps_decay_steps=250_000,
                                                         eval_every=25_000))] for scale in SCALES},
           seeds={"small": 10, "paper": 10}),

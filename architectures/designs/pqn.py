@@ -141,6 +141,14 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
         run.resumed_with(dropped=dropped, epsilons=[epsilon(env_steps)] * n)
     obs, _ = envs.reset(seed=[s.episode_seed for s in streams])  # (N, *obs)
     perf = time.perf_counter
+
+    def on_update(value: float, q_taken: torch.Tensor) -> None:  # after each update: the books, the divergence check
+        nonlocal updates, loss_sum
+        if not math.isfinite(value):
+            raise run.diverged(f"non-finite TD loss ({value})", updates, env_steps, float(q_taken.detach().abs().max()))
+        loss_sum += value
+        updates += 1
+
     run.start_clock(workers=lambda: [p.pid for p in envs.processes])
     while env_steps < cfg.total_env_steps:
         # ------------------------------------------------------------------ acting: one rollout
@@ -192,14 +200,6 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
         t4 = perf()
         if cfg.lr_anneal:  # linearly to 0 over the run's rollouts, as CleanRL anneals it
             optimizer.param_groups[0]["lr"] = cfg.lr * (1.0 - done_rollouts / rollouts)
-
-        def on_update(value: float, q_taken: torch.Tensor) -> None:
-            nonlocal updates, loss_sum
-            if not math.isfinite(value):
-                raise run.diverged(f"non-finite TD loss ({value})", updates, env_steps,
-                                   float(q_taken.detach().abs().max()))
-            loss_sum += value
-            updates += 1
 
         if env_steps >= cfg.learning_starts:
             fit_rollout(net, optimizer, shuffle, b_obs, b_actions, b_targets, cfg, on_update)
