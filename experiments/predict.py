@@ -25,16 +25,20 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def predictions(sweep_name: str, costs: dict, cores: int, scale: str = "small") -> list[dict]:
-    """One row per cell of the sweep (seeds share their cell's prediction)."""
+def predictions(sweep_name: str, costs: dict, cores: int, scale: str = "small", cells: str | None = None) -> list[dict]:
+    """One row per cell of the sweep (seeds share their cell's prediction), or of the cells that
+    `cells` picks (`--cells` as the sweep takes it): rows are one per (design, workers), so a sweep
+    whose settings differ in their costs (scaling: CartPole and Breakout) is predicted one setting at
+    a time, from that setting's own components (tests/test_plan.py::test_predict_picks_cells)."""
     from analysis.cost_model import medians, over_a_run, predict
     from architectures.registry import design
-    from experiments.sweep_grid import expand
+    from experiments.sweep_grid import expand, pick_cells
     from experiments.sweeps import SWEEPS
 
     c = medians(costs)
     rows, seen = [], set()
-    for run in expand(SWEEPS[sweep_name], scale, seeds=1):
+    runs = expand(SWEEPS[sweep_name], scale, seeds=1)
+    for run in pick_cells(runs, cells) if cells else runs:
         if run.experiment != "train":
             continue
         cfg = run.config()
@@ -68,18 +72,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--costs", required=True, help="a plan.json (experiments.plan) holding component_costs_us")
     parser.add_argument("--out", required=True, help="path without extension: writes <out>.json and <out>.md")
     parser.add_argument("--scale", default="small")
+    parser.add_argument("--cells", help="only these cells, as `experiments.sweep --cells` takes them "
+                        "(minatar_breakout_cpu/pqn): one setting's costs predict that setting")
     args = parser.parse_args(argv)
     with open(args.costs) as f:
         plan = json.load(f)
-    rows = predictions(args.sweep, plan["component_costs_us"], int(plan["cores"]), args.scale)
+    rows = predictions(args.sweep, plan["component_costs_us"], int(plan["cores"]), args.scale, args.cells)
     digest = hashlib.sha1(json.dumps(plan["component_costs_us"], sort_keys=True).encode()).hexdigest()[:12]
-    record = {"sweep": args.sweep, "scale": args.scale, "cores": plan["cores"], "costs_from": args.costs,
+    record = {"sweep": args.sweep, "scale": args.scale, "cells": args.cells, "cores": plan["cores"], "costs_from": args.costs,
               "costs_digest": digest, "commit": _commit(), "predictions": rows,
               "component_costs_us": plan["component_costs_us"]}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(f"{args.out}.json", "w") as f:
         json.dump(record, f, indent=1)
-    lines = [f"Predicted env steps/s for every cell of `{args.sweep}` ({args.scale} scale), written before its runs "
+    picked = f"the cells `{args.cells}` of" if args.cells else "every cell of"
+    lines = [f"Predicted env steps/s for {picked} `{args.sweep}` ({args.scale} scale), written before its runs "
              f"from the component costs in `{args.costs}` (digest {digest}; {plan['cores']} cores).", "",
              "| design | workers | predicted env steps/s (whole run) | steady state | bound by |",
              "|---|---|---|---|---|"]

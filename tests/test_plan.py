@@ -417,3 +417,19 @@ def test_the_device_script_predicts_the_busy_shape_before_its_runs():
     assert listing.returncode == 0, listing.stderr[-800:]
     said = listing.stdout + listing.stderr
     assert "6 runs" in said and said.count("practitioner_shape hogwild") == 6 and "env_step_cost_us=2200" in said
+
+
+def test_predict_picks_cells():
+    """`experiments.predict --cells`: the scaling sweep holds CartPole and Breakout cells at the same
+    (design, workers), and rows are one per (design, workers), so without a pick Breakout's pqn cells
+    would be read off CartPole's rows; picked, they are Breakout's own, at its budget."""
+    from experiments.predict import predictions
+
+    costs = {name: ({str(n): {"us": us} for n, us in v.items()} if isinstance(v, dict) else {"us": v})
+             for name, v in {**COSTS, "rollout_learn": {1: 100.0, 2: 60.0}}.items()}
+    every = predictions("scaling", costs, cores=2)
+    picked = predictions("scaling", costs, cores=2, cells="minatar_breakout_cpu/pqn")
+    assert [(r["design"], r["workers"]) for r in picked] == [("pqn", 1), ("pqn", 2)]
+    assert {("pqn", n) for n in (1, 2, 3, 4)} <= {(r["design"], r["workers"]) for r in every}
+    with pytest.raises(ValueError, match="names no cell"):
+        predictions("scaling", costs, cores=2, cells="minatar_breakout_cpu/no_such_design")
