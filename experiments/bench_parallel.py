@@ -3,12 +3,18 @@
     python -m experiments.bench_parallel                      # env_step_cost_us 1000 and 0, 3 rounds
     python -m experiments.bench_parallel --costs 1000 --rounds 5 --steps 30000
     python -m experiments.bench_parallel --costs 0 --archs single_env actor_learner --baseline ../old-checkout
+    python -m experiments.bench_parallel --named cartpole --costs 0 --archs single_env actor_learner pqn
 
 Every run is a fresh process (`python -m architectures <name>`), the contenders alternate
 within each round so drifting machine load hits all of them alike, and the speed-ups are
 ratios taken within a round. Throughput is env steps per second of training time (start-up
 and evaluation excluded; evaluation is off). Each parallel run also reports where its time
 went, the bottleneck, the policy lag and the hand-off cost per transition.
+
+With `--named ENV` each design runs as the sweeps run it: the env's named config, then the design's
+own (its worker count, and pqn's learner: LayerNorm, RAdam, its rollouts), as `experiments.configs.resolve`
+gives them, instead of the cartpole learner below for all; `--workers`, when given, still sets every
+parallel design's count (tests/test_bench.py::test_named_runs_each_design_as_the_sweeps_do).
 
 With `--baseline DIR` (a checkout of another commit: `git worktree add ../old-checkout <commit>`)
 every design also runs from DIR in the same alternating rounds, and each design's speed in this
@@ -39,9 +45,25 @@ def design_command(arch: str, root: str = ROOT) -> list[str]:
     return [sys.executable, "-m", f"architectures.{arch}"]
 
 
-def run(arch: str, steps: int, cost: float, workers: int, seed: int, root: str = ROOT) -> dict:
-    values = {**COMMON, "total_env_steps": steps, "eval_every": steps, "env_step_cost_us": cost,
-              "num_workers": workers, "seed": seed}
+def design_values(arch: str, named: str | None) -> dict:
+    """The config a run takes before its budget: COMMON, or with `named` the sweeps' resolution of the
+    env's and the design's named configs (only what differs from DQNConfig's defaults, the CLI's own)."""
+    if named is None:
+        return dict(COMMON)
+    from architectures.core.config import DQNConfig
+    from experiments.configs import NAMED_CONFIGS, resolve
+
+    values = resolve([named] + ([arch] if arch in NAMED_CONFIGS else []), {})
+    defaults = DQNConfig().to_dict()
+    return {k: v for k, v in values.items() if k in defaults and v != defaults[k]} | {"eval_episodes": 0}
+
+
+def run(arch: str, steps: int, cost: float, workers: int | None, seed: int, root: str = ROOT,
+        named: str | None = None) -> dict:
+    values = {**design_values(arch, named), "total_env_steps": steps, "eval_every": steps, "env_step_cost_us": cost,
+              "seed": seed}
+    if workers is not None:
+        values["num_workers"] = workers
     cmd = design_command(arch, root)
     for key, value in values.items():
         cmd += [f"--{key}", json.dumps(value) if not isinstance(value, str) else value]
@@ -66,7 +88,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--costs", type=float, nargs="+", default=[1000.0, 0.0],
                         help="env_step_cost_us regimes (busy CPU us added to every env step)")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, help="every parallel design's count (default 2, or with --named "
+                        "each design's named count)")
+    parser.add_argument("--named", metavar="ENV", help="run each design as the sweeps do: this env's named "
+                        "config and the design's (cartpole, minatar_breakout_cpu)")
     parser.add_argument("--steps", type=int, default=20_000, help="env steps per run at cost > 0")
     parser.add_argument("--cheap-steps", type=int, default=50_000, help="env steps per run at cost 0")
     parser.add_argument("--rounds", type=int, default=3)
@@ -76,10 +101,18 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if "single_env" not in args.archs:
         parser.error("--archs must include single_env (the baseline of every ratio)")
+    if args.named:
+        from experiments.configs import NAMED_CONFIGS
+        if args.named not in NAMED_CONFIGS:
+            parser.error(f"--named: {args.named!r} is not a named config ({', '.join(NAMED_CONFIGS)})")
+    elif args.workers is None:
+        args.workers = 2
     if args.baseline and not os.path.isfile(os.path.join(args.baseline, "experiments", "bench_parallel.py")):
         parser.error(f"--baseline: {args.baseline!r} is not a checkout of this suite")
     against: dict[str, list[float]] = {a: [] for a in args.archs}  # this checkout / the baseline's, per round
-    print(f"{os.cpu_count()} CPUs; {args.workers} workers; utd {COMMON['utd']}; rounds {args.rounds}", flush=True)
+    learner = f"named {args.named}" if args.named else f"utd {COMMON['utd']}"
+    workers_said = f"{args.workers} workers" if args.workers else "each design's named workers"
+    print(f"{os.cpu_count()} CPUs; {workers_said}; {learner}; rounds {args.rounds}", flush=True)
     everything = []
     for cost in args.costs:
         steps = args.steps if cost > 0 else args.cheap_steps
@@ -92,13 +125,15 @@ def main(argv: list[str] | None = None) -> None:
                 workers = 1 if arch == "single_env" else args.workers
                 old = None
                 if args.baseline and round_index % 2:  # the baseline first in every other round
-                    old = run(arch, steps, cost, workers, round_index + 1, root=os.path.abspath(args.baseline))
-                results[arch] = run(arch, steps, cost, workers, round_index + 1)
+                    old = run(arch, steps, cost, workers, round_index + 1, root=os.path.abspath(args.baseline),
+                              named=args.named)
+                results[arch] = run(arch, steps, cost, workers, round_index + 1, named=args.named)
                 print(describe(arch, results[arch]), flush=True)
                 everything.append({"cost_us": cost, "round": round_index, "arch": arch, **results[arch]})
                 if args.baseline:
                     if old is None:
-                        old = run(arch, steps, cost, workers, round_index + 1, root=os.path.abspath(args.baseline))
+                        old = run(arch, steps, cost, workers, round_index + 1, root=os.path.abspath(args.baseline),
+                                  named=args.named)
                     against[arch].append(results[arch]["env_steps_per_sec"] / old["env_steps_per_sec"])
                     print(describe(f"{arch} (baseline)", old) + f"  -> this/baseline {against[arch][-1]:.3f}",
                           flush=True)
