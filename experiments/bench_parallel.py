@@ -129,7 +129,8 @@ def main(argv: list[str] | None = None) -> None:
                               named=args.named)
                 results[arch] = run(arch, steps, cost, workers, round_index + 1, named=args.named)
                 print(describe(arch, results[arch]), flush=True)
-                everything.append({"cost_us": cost, "round": round_index, "arch": arch, **results[arch]})
+                everything.append({"cost_us": cost, "round": round_index, "arch": arch, "named": args.named,
+                                   **results[arch]})
                 if args.baseline:
                     if old is None:
                         old = run(arch, steps, cost, workers, round_index + 1, root=os.path.abspath(args.baseline),

@@ -536,3 +536,22 @@ def test_the_hyperparameter_table_is_what_the_runs_stored(rs):
     changed.at[first, "config"] = {**changed.at[first, "config"], "lr": 1e-3}
     learning.hyperparameters_data(RunSet(changed, rs.metrics, rs.holdout), notes.append)
     assert len(notes) == 1 and "differs from single_env in lr" in notes[0]
+
+
+def test_the_window_leaves_out_later_cells(tmp_path):
+    """ScalingWindowMinutes spans the sweep's own window: pqn's cells, added days later, and high_utd's,
+    remade later, do not stretch it (it read 2,126 minutes with pqn's CartPole runs in it)."""
+    from analysis.report.common import FigureData
+
+    rows = []
+    for i, (arch, start, stop) in enumerate([("single_env", "2026-12-01T10:00:00", "2026-12-01T10:05:00"),
+                                             ("hogwild", "2026-12-01T10:20:00", "2026-12-01T10:28:00"),
+                                             ("pqn", "2026-12-03T06:00:00", "2026-12-03T06:01:00"),
+                                             ("high_utd", "2026-12-02T09:00:00", "2026-12-02T09:02:00")]):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        (folder / "run.json").write_text(json.dumps({"start_time": start, "stop_time": stop}))
+        rows.append({"env": "CartPole", "architecture": arch, "source": str(folder)})
+    made = FigureData(pd.DataFrame())
+    scaling._window_minutes(made, pd.DataFrame(rows))
+    assert [(name, value) for name, value, _ in made.numbers] == [("ScalingWindowMinutes", 28.0)]

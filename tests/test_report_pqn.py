@@ -1,5 +1,5 @@
 """The pqn family (analysis/report/pqn.py) on synthetic runs with known curves and speeds: who
-solved CartPole, when first, and the seconds that takes at the speed of one-at-a-time runs."""
+solved CartPole, when first, and the seconds that takes at the speed measured side by side."""
 
 import json
 
@@ -20,11 +20,11 @@ def made(tmp_path_factory):
     make_runs(FileStorageObserver(str(root / "pqn")), [
         {"run_id": f"pqn-s{seed}", "seed": seed, "architecture": "pqn", "num_workers": 4, "total_env_steps": 6_000,
          "quality": 480.0} for seed in (1, 2, 3)])
-    make_runs(FileStorageObserver(str(root / "scaling")), [
-        {"run_id": f"scaling-pqn{seed}", "seed": seed, "architecture": "pqn", "num_workers": 4, "speed": 2_000.0}
-        for seed in (1, 2, 3)])
+    bench = root / "bench.json"  # the side-by-side bench: pqn's three rounds, no single_env in it
+    bench.write_text(json.dumps([{"cost_us": 0.0, "round": r, "arch": "pqn", "num_workers": 4,
+                                  "env_steps_per_sec": speed} for r, speed in enumerate((1_900.0, 2_000.0, 2_500.0))]))
     notes = []
-    return pqn.data(load_runs([str(root)]), notes.append), notes
+    return pqn.data(load_runs([str(root)]), notes.append, bench=str(bench)), notes
 
 
 def test_pqn_is_set_beside_the_headline_by_when_it_first_solved_and_at_what_speed(made):
@@ -33,9 +33,9 @@ def test_pqn_is_set_beside_the_headline_by_when_it_first_solved_and_at_what_spee
     assert rows.loc["pqn", "final_solved"] == 3 and rows.loc["pqn", "reached"] == 3
     assert rows.loc["pqn", "first_median"] == 6_000  # the first checkpoint at >= 475 is the last one
     assert rows.loc["single_env", "reached"] == 0 and np.isnan(rows.loc["single_env", "first_median"])
-    assert rows.loc["pqn", "speed"] == pytest.approx(2_000 * 1.02)  # the scaling runs' median (seeds 1-3)
-    assert rows.loc["pqn", "seconds"] == pytest.approx(6_000 / (2_000 * 1.02))
-    assert np.isnan(rows.loc["single_env", "seconds"])  # never solved, and no scaling runs of it here
+    assert rows.loc["pqn", "speed"] == 2_000.0  # the bench's median over its rounds
+    assert rows.loc["pqn", "seconds"] == pytest.approx(6_000 / 2_000.0)
+    assert np.isnan(rows.loc["single_env", "seconds"])  # never solved, and not in the bench
     numbers = dict((name, value) for name, value, _ in made.numbers)
     assert numbers["PqnEvalEvery"] == 1_000 and numbers["PqnCmpPqnFinalSolved"] == 3
     assert numbers["PqnCmpSingleEnvSpeed"] == "not measured"
@@ -58,9 +58,27 @@ def test_the_speed_check_sets_the_committed_prediction_beside_the_runs_made_alon
     path = tmp_path / "predicted.json"
     path.write_text(json.dumps({"predictions": [{"design": "pqn", "workers": 4, "predicted_env_steps_per_sec": 4_000.0,
                                                  "bottleneck": "envs"}], "component_costs_us": costs}))
-    made = pqn.speed_check_data(load_runs([str(tmp_path)]), [].append, path=str(path))
+    notes = []
+    made = pqn.speed_check_data(load_runs([str(tmp_path)]), notes.append,
+                                paths={"CartPole": str(path), "Breakout": str(tmp_path / "none.json")})
     row = made.data.iloc[0]
     assert row["runs"] == 2  # the run made beside another is no speed measurement
     assert row["measured"] == pytest.approx(2_000 * 1.015) and row["miss"] == pytest.approx(2_030 / 4_000 - 1)
     assert row["trip_alone"] == 400.0 and row["learn_alone"] == 40.0
     assert dict((n, v) for n, v, _ in made.numbers)["PqnMissFour"] == pytest.approx(100 * (2_030 / 4_000 - 1))
+    assert row["game"] == "CartPole" and len(made.data) == 1
+    assert any("Breakout: no predictions" in n for n in notes)  # a game without its prediction is said, not guessed
+
+
+def test_side_by_side_ratios_are_taken_within_rounds(tmp_path):
+    """Round 2 ran on a machine twice as fast for everyone: the ratios, taken within rounds, do not move."""
+    runs = [{"cost_us": 0.0, "round": r, "arch": a, "env_steps_per_sec": base * scale, **extra}
+            for r, scale in ((0, 1.0), (1, 2.0), (2, 1.0))
+            for a, base, extra in (("single_env", 1_000.0, {}), ("pqn", 1_500.0, {"num_workers": 4}))]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(runs))
+    made = pqn.side_by_side_data(None, [].append, paths={"Breakout": str(path)})
+    row = made.data.set_index("design").loc["pqn"]
+    assert (row["ratio"], row["ratio_low"], row["ratio_high"]) == (1.5, 1.5, 1.5)
+    assert row["workers"] == 4 and row["speed"] == 1_500.0 and row["speed_high"] == 3_000.0
+    assert dict((n, v) for n, v, _ in made.numbers)["PqnSideBreakoutPqn"] == 1.5

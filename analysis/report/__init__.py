@@ -73,7 +73,8 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("figure_per_hour", per_hour.data, per_hour.plot),
            ("figure_minatar_suite", suite.data, suite.plot),
            ("table_pqn_cartpole", pqn.data, None),
-           ("table_pqn_speed_check", pqn.speed_check_data, None)]
+           ("table_pqn_speed_check", pqn.speed_check_data, None),
+           ("table_pqn_side_by_side", pqn.side_by_side_data, None)]
 """(name in a failure's note, data function, plotting function), in the order they are built."""
 
 

@@ -4,9 +4,10 @@ stand against single_env and actor_learner per env step and per second (issue 23
 pqn runs 500k env steps (CleanRL's budget, chosen on calibration seeds: results/calibration/
 pqn_cartpole), the headline's designs 100k, so the table compares what each reached and when it
 first reached the solved threshold, not returns at one budget. Per second, each design's env
-steps/s is the scaling sweep's (runs made one at a time, free env step, learning): pqn at its 4
-envs, actor_learner at its headline 2 actors. Seconds to solve are env steps to solve over that
-speed: a synthetic clock, no run measured them (the learning runs went two at a time)."""
+steps/s is the side-by-side bench's (SIDE_BY_SIDE: each design as the sweeps run it, alternating
+within rounds, one run at a time, free env step): pqn at its 4 envs, actor_learner at its 2 actors.
+Seconds to solve are env steps to solve over that speed: a synthetic clock, no run measured them
+(the learning runs went two at a time)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.common import FigureData, Note, _ci, _sweep, macro_name, made_alone
-from analysis.report.learning import SOLVED_AT, solo_speeds
+from analysis.report.learning import SOLVED_AT
 
 COMPARED = ("single_env", "actor_learner")
 """The headline designs pqn is set beside."""
@@ -32,7 +33,16 @@ def _first_solved(holdout: pd.DataFrame, run_id: str, threshold: float) -> float
     return float(hit["env_step"].iloc[0]) if len(hit) else np.nan
 
 
-def data(rs: RunSet, note: Note) -> FigureData | None:
+def _bench(path: str) -> pd.DataFrame | None:
+    """The side-by-side bench's runs at a free env step (experiments.bench_parallel --json), or None."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        runs = pd.DataFrame(json.load(f))
+    return runs[runs["cost_us"] == 0]
+
+
+def data(rs: RunSet, note: Note, bench: str | None = None) -> FigureData | None:
     runs = rs.runs
     pqn = _sweep(runs, "pqn")
     pqn = pqn[pqn["env"] == "CartPole"]
@@ -44,6 +54,10 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     groups = {"pqn": pqn} | {a: headline[(headline["env"] == "CartPole") & (headline["architecture"] == a)]
                              for a in COMPARED}
     workers = {"pqn": int(pqn["num_workers"].iloc[0]), "single_env": 1, "actor_learner": 2}
+    side = _bench(SIDE_BY_SIDE["CartPole"] if bench is None else bench)
+    if side is None:
+        note("pqn: no side-by-side bench of CartPole; its speeds are left out (see SIDE_BY_SIDE)")
+    speeds = {} if side is None else {a: g["env_steps_per_sec"].to_numpy() for a, g in side.groupby("arch")}
     rows, made_rows = [], []
     for design, group in groups.items():
         if group.empty:
@@ -52,7 +66,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         first = np.array([_first_solved(rs.holdout, r, threshold) for r in group["run_id"]])
         final = group["final_holdout_return"].to_numpy(dtype=float)
         solved = first[np.isfinite(first)]
-        speed = solo_speeds(rs, "CartPole", design, workers[design], float(group["utd"].iloc[0]))
+        speed = speeds.get(design, np.array([]))
         speed_median = float(np.median(speed)) if len(speed) else np.nan
         seconds = np.median(solved) / speed_median if len(solved) and np.isfinite(speed_median) else np.nan
         budget = int(group["total_env_steps"].iloc[0])
@@ -63,7 +77,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                      "env steps to first reach it, median [95% CI]":
                          _ci(*stats.interval(solved, "median"), "{:,.0f}") if len(solved) else "-",
                      "final holdout IQM [95% CI]": _ci(*stats.interval(final, "iqm"), "{:.1f}"),
-                     "env steps/s alone (scaling runs)": f"{speed_median:,.0f} ({len(speed)})" if len(speed) else
+                     "env steps/s side by side (rounds)": f"{speed_median:,.0f} ({len(speed)})" if len(speed) else
                      "not measured", "seconds to reach it (synthetic)": f"{seconds:,.0f}" if np.isfinite(seconds)
                      else "-"})
         made_rows.append({"design": design, "seeds": len(group), "final_solved": int((final >= threshold).sum()),
@@ -74,8 +88,9 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                f"pqn on CartPole at 500k env steps (the pqn sweep, evaluation seeds) beside the headline's single_env "
                f"and actor_learner at 100k: the runs whose final holdout return was at least {threshold:.0f}, the "
                f"runs that reached it at some checkpoint and the median env step of the first such checkpoint, the "
-               f"final return's IQM, the env steps/s of the scaling sweep's runs (one at a time, free env step; "
-               f"their count in brackets) and the median env steps to solve over that speed (a synthetic clock)")
+               f"final return's IQM, the median env steps/s of the side-by-side bench (each design as the sweeps run "
+               f"it, alternating within rounds, one at a time, free env step; its rounds in brackets) and the "
+               f"median env steps to solve over that speed (a synthetic clock)")
     if "eval_every" in pqn:
         made.number("PqnEvalEvery", int(pqn["eval_every"].iloc[0]))
     first = {r["design"]: r["first_median"] for r in made_rows}
@@ -93,61 +108,80 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     return made
 
 
-SPEED_PREDICTIONS = os.path.join("results", "reference", "scaling", "pqn_predicted", "cartpole_cost0.json")
-"""pqn's speeds at 1-4 envs, predicted by its cost-model entry from components measured alone and
-committed before the scaling sweep's pqn runs existed (experiments/predict.py)."""
+SPEED_PREDICTIONS = {"CartPole": os.path.join("results", "reference", "scaling", "pqn_predicted", "cartpole_cost0.json"),
+                     "Breakout": os.path.join("results", "reference", "scaling", "pqn_predicted",
+                                              "minatar_breakout_cost0.json")}
+"""pqn's speeds per game (CartPole at 1-4 envs, Breakout at 1-2), predicted by its cost-model entry from
+components measured alone on that game and committed before the scaling sweep's pqn runs of it existed
+(experiments/predict.py; Breakout's after CartPole's misses were reported, with the entry unchanged)."""
 
 
-def speed_check_data(rs: RunSet, note: Note, path: str = SPEED_PREDICTIONS) -> FigureData | None:
+def _macro_prefix(game: str) -> tuple[str, ...]:
+    """CartPole's macros are PqnPredictedOne ...; another game's carry its name: PqnBreakoutPredictedOne."""
+    return ("pqn",) if game == "CartPole" else ("pqn", game)
+
+
+def speed_check_data(rs: RunSet, note: Note, paths: dict[str, str] | None = None) -> FigureData | None:
     """pqn's predicted env steps/s (whole run) against the scaling sweep's runs of it, one at a time,
-    CartPole, free env step: the prediction is out of sample, and a miss is reported as it is."""
-    if not os.path.exists(path):
-        note(f"pqn speed check: no predictions at {path}; make them with experiments.predict before the runs")
-        return None
-    with open(path) as f:
-        record = json.load(f)
-    predicted = {int(r["workers"]): r for r in record["predictions"] if r["design"] == "pqn"}
-    costs = record["component_costs_us"]
-    runs = rs.runs
-    runs = runs[(runs["sweep"] == "scaling") & (runs["architecture"] == "pqn") & (runs["env"] == "CartPole")
-                & (pd.to_numeric(runs["env_step_cost_us"]).fillna(0) == 0) & made_alone(runs)]
-    if runs.empty:
-        note("pqn speed check: no scaling runs of pqn yet; run `python -m experiments.sweep scaling --cells "
-             "cartpole/pqn/env_step_cost_us=0 --seeds 3`")
-        return None
+    free env step, per game: each prediction is out of sample, and a miss is reported as it is
+    (tests/test_report_pqn.py::test_the_speed_check_sets_the_committed_prediction_beside_the_runs_made_alone)."""
     rows = []
-    for n, group in runs.groupby("num_workers"):
-        if int(n) not in predicted:
+    for game, path in (SPEED_PREDICTIONS if paths is None else paths).items():
+        if not os.path.exists(path):
+            note(f"pqn speed check, {game}: no predictions at {path}; make them with experiments.predict before the runs")
             continue
-        measured = float(group["env_steps_per_sec"].median())
-        p = predicted[int(n)]
-        loop = _in_loop(group)
-        rows.append({"envs": int(n), "runs": len(group), "predicted": p["predicted_env_steps_per_sec"],
-                     "measured": measured, "miss": measured / p["predicted_env_steps_per_sec"] - 1,
-                     "bound by (predicted)": p["bottleneck"],
-                     "trip_loop": loop["trip"], "trip_alone": _alone(costs, "vector_round_trip", int(n)),
-                     "learn_loop": loop["learn"], "learn_alone": _alone(costs, "rollout_learn", int(n))})
+        with open(path) as f:
+            record = json.load(f)
+        predicted = {int(r["workers"]): r for r in record["predictions"] if r["design"] == "pqn"}
+        costs = record["component_costs_us"]
+        runs = rs.runs
+        runs = runs[(runs["sweep"] == "scaling") & (runs["architecture"] == "pqn") & (runs["env"] == game)
+                    & (pd.to_numeric(runs["env_step_cost_us"]).fillna(0) == 0) & made_alone(runs)]
+        if runs.empty:
+            note(f"pqn speed check, {game}: no scaling runs of pqn yet; run `python -m experiments.sweep scaling "
+                 f"--cells <{game}'s named config>/pqn/env_step_cost_us=0 --seeds 3`")
+            continue
+        for n, group in runs.groupby("num_workers"):
+            if int(n) not in predicted:
+                continue
+            measured = float(group["env_steps_per_sec"].median())
+            p = predicted[int(n)]
+            loop = _in_loop(group)
+            rows.append({"game": game, "envs": int(n), "runs": len(group),
+                         "predicted": p["predicted_env_steps_per_sec"], "measured": measured,
+                         "measured_low": float(group["env_steps_per_sec"].min()),
+                         "measured_high": float(group["env_steps_per_sec"].max()),
+                         "miss": measured / p["predicted_env_steps_per_sec"] - 1,
+                         "bound by (predicted)": p["bottleneck"],
+                         "trip_loop": loop["trip"], "trip_alone": _alone(costs, "vector_round_trip", int(n)),
+                         "learn_loop": loop["learn"], "learn_alone": _alone(costs, "rollout_learn", int(n))})
+    if not rows:
+        return None
     data = pd.DataFrame(rows)
     made = FigureData(data)
     made.table("pqn_speed_check", pd.DataFrame({
-        "envs": data["envs"], "runs": data["runs"], "predicted env steps/s": data["predicted"].map("{:,.0f}".format),
-        "measured, median": data["measured"].map("{:,.0f}".format),
+        "game": data["game"], "envs": data["envs"], "runs": data["runs"],
+        "predicted env steps/s": data["predicted"].map("{:,.0f}".format),
+        "measured, median (range)": [f"{m:,.0f} ({lo:,.0f}-{hi:,.0f})" for m, lo, hi in
+                                     zip(data["measured"], data["measured_low"], data["measured_high"])],
         "measured / predicted - 1": data["miss"].map(lambda v: f"{100 * v:+.0f}%"),
         "bound by (predicted)": data["bound by (predicted)"],
         "round trip, us: in the loop / alone": [f"{a:,.0f} / {b:,.0f}" for a, b in zip(data["trip_loop"],
                                                                                       data["trip_alone"])],
         "learning per env step, us: in the loop / alone": [f"{a:,.0f} / {b:,.0f}" for a, b in
                                                            zip(data["learn_loop"], data["learn_alone"])]}),
-        "pqn's env steps/s on CartPole (free env step, 2 cores), predicted by its cost-model entry from components "
+        "pqn's env steps/s (free env step, 2 cores), predicted per game by its cost-model entry from components "
         "measured alone and committed before the runs, against the scaling sweep's runs of it made one at a time "
-        "(the median over seeds); and two of the model's inputs as the runs' own timers paid them against their "
-        "cost alone: a vector step's round trip (the envs' step included) and the learning per env step")
+        "(the median over seeds, their range in brackets); and two of the model's inputs as the runs' own timers "
+        "paid them against their cost alone: a vector step's round trip (the envs' step included) and the learning "
+        "per env step")
     for r in rows:
-        made.number(macro_name("pqn", "predicted", r["envs"]), r["predicted"])
-        made.number(macro_name("pqn", "measured", r["envs"]), r["measured"])
-        made.number(macro_name("pqn", "miss", r["envs"]), 100 * r["miss"], "{:+.0f}")
+        prefix = _macro_prefix(r["game"])
+        made.number(macro_name(*prefix, "predicted", r["envs"]), r["predicted"])
+        made.number(macro_name(*prefix, "measured", r["envs"]), r["measured"])
+        made.number(macro_name(*prefix, "miss", r["envs"]), 100 * r["miss"], "{:+.0f}")
         for key in ("trip_loop", "trip_alone", "learn_loop", "learn_alone"):
-            made.number(macro_name("pqn", key, r["envs"]), r[key])
+            made.number(macro_name(*prefix, key, r["envs"]), r[key])
     return made
 
 
@@ -171,3 +205,57 @@ def _in_loop(group: pd.DataFrame) -> dict:
             learns.append(1e6 * seconds / result["env_steps"])
     return {"trip": float(np.median(trips)) if trips else np.nan, "learn": float(np.median(learns)) if learns
             else np.nan}
+
+
+SIDE_BY_SIDE = {"CartPole": os.path.join("results", "benchmarks", "pqn_side_by_side", "cartpole_cost0.json"),
+                "Breakout": os.path.join("results", "benchmarks", "pqn_side_by_side", "minatar_breakout_cost0.json")}
+"""`experiments.bench_parallel --named <game's config> --costs 0 --archs single_env actor_learner pqn`: each
+design as the sweeps run it, alternating within each round, one run at a time (results/README.md)."""
+
+
+def side_by_side_data(rs: RunSet, note: Note, paths: dict[str, str] | None = None) -> FigureData | None:
+    """pqn's speed beside single_env's and actor_learner's measured side by side: per round, each design's
+    env steps/s over single_env's in that round, so the machine's drift between rounds cancels; the median
+    over rounds with their range (for 5 rounds, the range holds the median ratio with probability
+    1 - 2 / 2^5 = 94%). `rs` is unused: the bench's runs are no Sacred runs
+    (tests/test_report_pqn.py::test_side_by_side_ratios_are_taken_within_rounds)."""
+    rows = []
+    for game, path in (SIDE_BY_SIDE if paths is None else paths).items():
+        runs = _bench(path)
+        if runs is None:
+            note(f"pqn side by side, {game}: no bench at {path}; run `python -m experiments.bench_parallel --named "
+                 f"<{game}'s config> --costs 0 --archs single_env actor_learner pqn --json {path}`")
+            continue
+        speed = runs.pivot_table(index="round", columns="arch", values="env_steps_per_sec")
+        for arch in speed.columns:
+            ratio = (speed[arch] / speed["single_env"]).to_numpy()
+            n = int(runs.loc[runs["arch"] == arch, "num_workers"].iloc[0]) if arch != "single_env" and \
+                "num_workers" in runs else 1
+            rows.append({"game": game, "design": arch, "workers": n, "rounds": len(speed),
+                         "speed": float(speed[arch].median()), "speed_low": float(speed[arch].min()),
+                         "speed_high": float(speed[arch].max()), "ratio": float(np.median(ratio)),
+                         "ratio_low": float(ratio.min()), "ratio_high": float(ratio.max())})
+    if not rows:
+        return None
+    data = pd.DataFrame(rows)
+    made = FigureData(data)
+    made.table("pqn_side_by_side", pd.DataFrame({
+        "game": data["game"], "design": [d if d == "single_env" else f"{d} ({n})" for d, n in
+                                         zip(data["design"], data["workers"])],
+        "rounds": data["rounds"],
+        "env steps/s, median (range)": [f"{m:,.0f} ({lo:,.0f}-{hi:,.0f})" for m, lo, hi in
+                                        zip(data["speed"], data["speed_low"], data["speed_high"])],
+        "x single_env in its round, median (range)": [f"{m:.2f} ({lo:.2f}-{hi:.2f})" for m, lo, hi in
+                                                      zip(data["ratio"], data["ratio_low"], data["ratio_high"])]}),
+        "pqn beside single_env and actor_learner, measured side by side: each design as the sweeps run it, a "
+        "free env step, evaluation off, the designs alternating within each round, one run at a time on the "
+        "otherwise idle machine (experiments.bench_parallel --named); speeds are over the whole run")
+    for r in rows:
+        if r["design"] == "single_env":
+            continue
+        for suffix, value in (("", r["ratio"]), ("low", r["ratio_low"]), ("high", r["ratio_high"])):
+            made.number(macro_name("pqn", "side", r["game"], r["design"], *[suffix][:bool(suffix)]), value, "{:.2f}")
+        made.number(macro_name("pqn", "side", r["game"], "rounds"), r["rounds"], "{}")
+        # the chance that the median ratio lies within the rounds' range: 1 - 2 (1/2)^rounds
+        made.number(macro_name("pqn", "side", r["game"], "coverage"), 100 * (1 - 2 * 0.5 ** r["rounds"]), "{:.0f}")
+    return made
