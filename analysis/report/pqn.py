@@ -53,7 +53,6 @@ def data(rs: RunSet, note: Note, bench: str | None = None) -> FigureData | None:
     headline = _sweep(runs, "architectures")
     groups = {"pqn": pqn} | {a: headline[(headline["env"] == "CartPole") & (headline["architecture"] == a)]
                              for a in COMPARED}
-    workers = {"pqn": int(pqn["num_workers"].iloc[0]), "single_env": 1, "actor_learner": 2}
     side = _bench(SIDE_BY_SIDE["CartPole"] if bench is None else bench)
     if side is None:
         note("pqn: no side-by-side bench of CartPole; its speeds are left out (see SIDE_BY_SIDE)")
@@ -70,7 +69,8 @@ def data(rs: RunSet, note: Note, bench: str | None = None) -> FigureData | None:
         speed_median = float(np.median(speed)) if len(speed) else np.nan
         seconds = np.median(solved) / speed_median if len(solved) and np.isfinite(speed_median) else np.nan
         budget = int(group["total_env_steps"].iloc[0])
-        rows.append({"design": f"{design} ({workers[design]})" if design != "single_env" else design,
+        workers = int(group["num_workers"].iloc[0])  # the runs' own count: pqn's envs, the headline's actors
+        rows.append({"design": f"{design} ({workers})" if design != "single_env" else design,
                      "budget (env steps)": f"{budget:,}", "seeds": len(group),
                      f"final >= {threshold:.0f}": f"{int((final >= threshold).sum())} of {len(group)}",
                      f"reached {threshold:.0f} at a checkpoint": f"{len(solved)} of {len(group)}",
