@@ -184,6 +184,23 @@ def _utd_grid(steps: int) -> list[Cell]:
         for utd in (1.0, 4.0, 16.0) for m in mitigations(utd).values()]
 
 
+UTD_LONG_STEPS = 100_000
+"""The utd sweep's long cells (`_utd_long`): the headline's budget, past the 50k at which the grid stops,
+where high_utd at utd 4 with LayerNorm solves CartPole and then falls (the stability table)."""
+
+
+def _utd_long() -> list[Cell]:
+    """single_env, high_utd at the headline's utd 4 with LayerNorm, and that with resets of the last
+    layer or of the whole network every 10k env steps' worth of updates (Nikishin et al. reset the last
+    layers, D'Oro et al. the whole network): do resets keep it from falling after it solves? Holdout every
+    5k, as the grid. The reset period is the grid's, not chosen again: no tuning on evaluation seeds."""
+    budget = dict(total_env_steps=UTD_LONG_STEPS, eval_every=5_000)
+    period = int(10_000 * HEADLINE_HIGH_UTD["utd"])
+    return [Cell(("cartpole", "single_env"), dict(budget)), Cell(("cartpole", "high_utd"), dict(budget, **HEADLINE_HIGH_UTD))] + [
+        Cell(("cartpole", "high_utd"), dict(budget, **HEADLINE_HIGH_UTD, reset_period=period, reset_layers=layers))
+        for layers in ("last", "all")]
+
+
 _NETWORKS = ("cartpole_mlp", "minatar_conv", "wide_mlp")
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
@@ -282,9 +299,11 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           minutes={"small": 60, "paper": 480},
           cells={"small": _per_hour(), "paper": _per_hour(10.0)},
           seeds={"small": 5, "paper": 5}, interleave=True),
-    Sweep("utd", "high_utd: utd 1, 4, 16 x mitigations none, LayerNorm, resets, both on CartPole",
-          minutes={"small": 240, "paper": 600},
-          cells={"small": _utd_grid(50_000), "paper": _utd_grid(100_000)},
+    Sweep("utd", "high_utd: utd 1, 4, 16 x mitigations none, LayerNorm, resets, both on CartPole at 50k; and at "
+          "100k single_env, utd 4 with LayerNorm, and that with last-layer or full-network resets",
+          # small: the grid took ~4 h two at a time; its long cells ~1 h more (three utd 4 cells of ~12 min a run)
+          minutes={"small": 300, "paper": 600},
+          cells={"small": _utd_grid(50_000) + _utd_long(), "paper": _utd_grid(100_000)},
           seeds={"small": 3, "paper": 5}),
     Sweep("hogwild", "hogwild with and without the lock at 2 workers, beside single_env and actor_learner",
           minutes={"small": 20, "paper": 60},
