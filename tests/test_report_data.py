@@ -555,3 +555,40 @@ def test_the_window_leaves_out_later_cells(tmp_path):
     made = FigureData(pd.DataFrame())
     scaling._window_minutes(made, pd.DataFrame(rows))
     assert [(name, value) for name, value, _ in made.numbers] == [("ScalingWindowMinutes", 28.0)]
+
+
+def test_utd_long_cells_are_read_after_solving():
+    """The utd sweep's long cells (issue 22): apart from the grid (its smaller budget), each cell's falls
+    after first reaching 500, and the comparisons (high_utd against single_env, each reset cell against no
+    resets) corrected together; 3 seeds a side cannot give a rank-test p below 0.1."""
+    curves = {  # cell -> per seed curve (holdout every 25k of 100k)
+        "single": [[300, 500, 500, 500], [300, 500, 500, 500], [200, 480, 500, 500]],
+        "none": [[500, 200, 300, 250], [500, 500, 100, 300], [400, 500, 450, 200]],
+        "last": [[500, 450, 500, 500], [500, 500, 500, 500], [400, 500, 500, 500]],
+        "all": [[300, 400, 500, 500], [200, 400, 480, 500], [100, 300, 400, 500]]}
+    rows, holdout = [], []
+    for cell, seeds in curves.items():
+        for seed, curve in enumerate(seeds, start=101):
+            run_id = f"{cell}{seed}"
+            rows.append({"run_id": run_id, "sweep": "utd", "seed": seed, "total_env_steps": 100_000,
+                         "architecture": "single_env" if cell == "single" else "high_utd", "utd": 4.0,
+                         "layer_norm": cell != "single", "reset_period": 40_000 if cell in ("last", "all") else 0,
+                         "config": {"reset_layers": "all" if cell == "all" else "last"},
+                         "final_holdout_return": float(curve[-1])})
+            holdout += [{"run_id": run_id, "env_step": 25_000 * (i + 1), "return_mean": float(v)}
+                        for i, v in enumerate(curve)]
+    rows.append({**rows[0], "run_id": "grid1", "total_env_steps": 50_000})  # the grid's: not a long cell
+    made = utd.long_data(RunSet(pd.DataFrame(rows), pd.DataFrame(), pd.DataFrame(holdout)), [].append)
+    cells = made.data.set_index("cell")
+    assert cells["seeds"].tolist() == [3, 3, 3, 3]  # the grid's run is left out
+    assert cells.loc["none", ["reached_cap", "fell_below_solved"]].tolist() == [3, 3]
+    assert cells.loc["last", ["reached_cap", "fell_below_solved"]].tolist() == [3, 1]
+    assert cells.loc["all", ["reached_cap", "fell_below_solved"]].tolist() == [3, 0]
+    tests = made.parts["tests"]
+    assert len(tests) == 3 * 2  # no resets vs single_env, each reset cell vs no resets; 2 measures each
+    assert set(zip(tests["cell"], tests["against"])) == {("none", "single_env"), ("last", "none"), ("all", "none")}
+    assert tests["rank_p"].min() >= 0.1 - 1e-9 and (tests["verdict"] == "not told apart").all()
+    numbers = _numbers(made)
+    assert numbers["UtdLongNoneFell"] == "3" and numbers["UtdLongComparisons"] == "6"
+    assert numbers["UtdLongSmallestP"] == "0.100" and numbers["UtdLongBudget"] == "100,000"
+    assert [name for name, _, _ in made.tables] == ["utd_long", "utd_long_tests"]

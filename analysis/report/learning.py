@@ -402,6 +402,29 @@ CAP = {"CartPole": 500.0}
 """The most an episode can return, per env: a run that reached it had solved the task."""
 
 
+def after_solving(holdout: pd.DataFrame, run_ids, cap: float, solved: float) -> dict:
+    """What a group of runs did after first reaching the cap: how many reached it, how many of those
+    fell below `solved` at a later checkpoint, the share of the checkpoints after the first at the cap
+    that were below it, and the median drop (the cap less the lowest return after), over the runs
+    that reached it (stability_data; utd.long_data)."""
+    reached = fell = below = after_count = 0
+    drops = []
+    for run_id in run_ids:
+        curve = holdout[holdout["run_id"] == run_id].sort_values("env_step")["return_mean"].to_numpy()
+        at_cap = np.flatnonzero(curve >= cap)
+        if not len(at_cap):
+            continue
+        reached += 1
+        after = curve[at_cap[0] + 1:]
+        fell += int((after < solved).any())
+        below += int((after < solved).sum())
+        after_count += len(after)
+        drops.append(cap - after.min() if len(after) else 0.0)
+    return {"reached_cap": reached, "fell_below_solved": fell,
+            "share_below_after_cap": below / after_count if after_count else np.nan,
+            "median_drop": float(np.median(drops)) if drops else np.nan}
+
+
 def stability_data(rs: RunSet, note: Note) -> FigureData | None:
     """Does a design keep what it learned? For every headline run of an env with a cap: whether it
     reached the cap at a holdout checkpoint, whether it fell below the solved threshold at a later
@@ -416,24 +439,8 @@ def stability_data(rs: RunSet, note: Note) -> FigureData | None:
         return None
     rows = []
     for (env, arch), group in runs.groupby(["env", "architecture"], sort=True):
-        cap, solved = CAP[env], SOLVED_AT[env]
-        reached = fell = 0
-        below, after_count, drops = 0, 0, []
-        for run_id in group["run_id"]:
-            curve = rs.holdout[rs.holdout["run_id"] == run_id].sort_values("env_step")["return_mean"].to_numpy()
-            at_cap = np.flatnonzero(curve >= cap)
-            if not len(at_cap):
-                continue
-            reached += 1
-            after = curve[at_cap[0] + 1:]
-            fell += int((after < solved).any())
-            below += int((after < solved).sum())
-            after_count += len(after)
-            drops.append(cap - after.min() if len(after) else 0.0)
         rows.append({"env": env, "architecture": arch, "label": _arch_label(group.iloc[0]), "seeds": len(group),
-                     "reached_cap": reached, "fell_below_solved": fell,
-                     "share_below_after_cap": below / after_count if after_count else np.nan,
-                     "median_drop": float(np.median(drops)) if drops else np.nan})
+                     **after_solving(rs.holdout, group["run_id"], CAP[env], SOLVED_AT[env])})
     data = pd.DataFrame(rows)
     data["order"] = data["architecture"].map(ARCH_ORDER.index)
     data = data.sort_values(["env", "order"], ignore_index=True).drop(columns="order")

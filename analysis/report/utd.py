@@ -22,9 +22,18 @@ def _mitigation(row) -> str:
         (ln, resets)]
 
 
+def _budgets(runs: pd.DataFrame) -> pd.Series:
+    return pd.to_numeric(runs["total_env_steps"], errors="coerce")
+
+
+def _grid_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The grid: the sweep's runs at its smallest budget (the long cells, at more, are long_data's)."""
+    return runs[_budgets(runs) == _budgets(runs).min()] if not runs.empty else runs
+
+
 def data(rs: RunSet, note: Note) -> FigureData | None:
     """utd_grid.csv; in parts `single`, the sweep's single_env runs the figure's title quotes."""
-    runs = _sweep(rs.runs, "utd")
+    runs = _grid_runs(_sweep(rs.runs, "utd"))
     grid = runs[runs["architecture"] == "high_utd"].copy()
     if grid.empty:
         note("utd grid: no runs of the `utd` sweep; run `python -m experiments.sweep utd`")
@@ -158,3 +167,110 @@ def plot(report, made: FigureData) -> None:
         fig.suptitle(f"single_env (utd {single['utd'].iloc[0]:g}) at the same checkpoints: final IQM "
                      f"{stats.iqm(single['final_holdout_return']):.0f} over {len(single)} seeds", fontsize=9, y=1.02)
     report.figure(fig, "utd_grid", data)
+
+
+# ---------------------------------------------------------------------- the long cells
+LONG_CELLS = {"single_env": "single_env", "none": "high_utd (utd 4, LayerNorm)",
+              "last": "+ last-layer resets", "all": "+ full-network resets"}
+"""The long cells (experiments/sweeps.py::_utd_long) by their reset layers, in the table's order."""
+COMPARED_WITH = {"none": "single_env", "last": "none", "all": "none"}
+"""The questions the long cells ask, one comparison each per measure: does high_utd keep up with single_env,
+and does each kind of reset improve on no resets? Three per measure, six with Holm over them: at 5 seeds a
+side the smallest exact p (2/252) survives that correction; at 3 (0.1) none can."""
+
+
+def _long_cell(row) -> str | None:
+    if row["architecture"] == "single_env":
+        return "single_env"
+    if not (row["architecture"] == "high_utd" and bool(row["layer_norm"])):
+        return None
+    return row["config"].get("reset_layers", "last") if int(row["reset_period"] or 0) > 0 else "none"
+
+
+def long_data(rs: RunSet, note: Note) -> FigureData | None:
+    """The utd sweep's long cells (past the grid's budget): does high_utd keep CartPole once solved, and do
+    resets of the last layer or of the whole network keep it from falling? Per cell, after_solving's
+    counts, the final and mean holdout returns, and the comparisons COMPARED_WITH names, with the exact
+    rank test and Holm over the table's comparisons
+    (tests/test_report_data.py::test_utd_long_cells_are_read_after_solving)."""
+    from analysis.report.learning import CAP, SOLVED_AT, after_solving, verdict
+
+    runs = _sweep(rs.runs, "utd")
+    runs = runs[_budgets(runs) > _budgets(runs).min()] if not runs.empty else runs
+    if runs.empty:
+        note("utd long cells: none run; run `python -m experiments.sweep utd --out results/reference/utd`")
+        return None
+    runs = runs.assign(cell=runs.apply(_long_cell, axis=1), holdout_auc=holdout_auc(rs.holdout, runs["run_id"]).to_numpy())
+    cells = {c: g for c, g in runs.groupby("cell") if c in LONG_CELLS}
+    cap, solved = CAP["CartPole"], SOLVED_AT["CartPole"]
+    rows, tests = [], []
+    for cell in LONG_CELLS:
+        if cell not in cells:
+            continue
+        group = cells[cell]
+        final = stats.interval(group["final_holdout_return"].to_numpy(), "iqm")
+        auc = stats.interval(group["holdout_auc"].to_numpy(), "iqm")
+        rows.append({"cell": cell, "seeds": len(group), "final": final, "auc": auc,
+                     **after_solving(rs.holdout, group["run_id"], cap, solved)})
+        against = COMPARED_WITH.get(cell)
+        if against in cells:
+            for measure in ("final_holdout_return", "holdout_auc"):
+                mine, theirs = group[measure].to_numpy(), cells[against][measure].to_numpy()
+                p, low, high = stats.probability_of_improvement_interval(mine, theirs)
+                tests.append({"cell": cell, "against": against, "measure": measure, "poi": (p, low, high),
+                              "rank_p": stats.rank_test_p(mine, theirs)})
+    holm = stats.holm(np.array([t["rank_p"] for t in tests])) if tests else []
+    for t, h in zip(tests, holm):
+        t["holm_p"], t["verdict"] = h, verdict(t["poi"][0], h)
+    made = FigureData(pd.DataFrame(rows), parts={"tests": pd.DataFrame(tests)})
+    budget = int(_budgets(runs).max())
+    made.table("utd_long", pd.DataFrame({
+        "cell": [LONG_CELLS[r["cell"]] for r in rows], "seeds": [r["seeds"] for r in rows],
+        f"final ({budget // 1000}k), IQM [95% CI]": [_ci(*r["final"], "{:.0f}") for r in rows],
+        "mean over checkpoints, IQM [95% CI]": [_ci(*r["auc"], "{:.0f}") for r in rows],
+        f"reached {cap:.0f}": [r["reached_cap"] for r in rows],
+        f"then fell below {solved:.0f}": [f"{r['fell_below_solved']} of {r['reached_cap']}" for r in rows],
+        f"checkpoints below {solved:.0f} after the first {cap:.0f}": [
+            "-" if not np.isfinite(r["share_below_after_cap"]) else f"{100 * r['share_below_after_cap']:.0f}%"
+            for r in rows]}),
+        f"CartPole at {budget:,} env steps (the utd sweep's long cells, evaluation seeds): high_utd at utd 4 with "
+        f"LayerNorm, alone and with resets every {_reset_env_steps(runs):,.0f} env steps' worth of updates of the "
+        f"last layer or of the whole network, beside single_env; what each did after first reaching {cap:.0f}, "
+        "and its returns with stratified-bootstrap intervals")
+    if tests:
+        labels = {"final_holdout_return": "final", "holdout_auc": "mean over checkpoints"}
+        made.table("utd_long_tests", pd.DataFrame({
+            "cell": [LONG_CELLS[t["cell"]] for t in tests], "against": [LONG_CELLS[t["against"]] for t in tests],
+            "measure": [labels[t["measure"]] for t in tests],
+            "P(cell > against) [95% CI]": [_ci(*t["poi"], "{:.2f}") for t in tests],
+            "rank test p": [f"{t['rank_p']:.3f}" for t in tests], "Holm p": [f"{t['holm_p']:.3f}" for t in tests],
+            "verdict": [t["verdict"] for t in tests]}),
+            f"The long cells' comparisons: high_utd against single_env and each kind of reset against no resets, "
+            f"the probability that a run of the cell beats one of the other with its percentile-bootstrap 95% "
+            f"interval, the exact two-sided rank test and Holm's correction over the table's {len(tests)} "
+            f"comparisons; the verdict is 'told apart' only where the corrected p is below 0.05")
+    for r in rows:
+        name = ("utd", "long", r["cell"])
+        made.number(macro_name(*name, "seeds"), r["seeds"], "{}")
+        made.number(macro_name(*name, "final"), r["final"][0], "{:.0f}")
+        made.number(macro_name(*name, "auc"), r["auc"][0], "{:.0f}")
+        made.number(macro_name(*name, "reached"), r["reached_cap"], "{:d}")
+        made.number(macro_name(*name, "fell"), r["fell_below_solved"], "{:d}")
+        made.number(macro_name(*name, "below"), 100 * r["share_below_after_cap"]
+                    if np.isfinite(r["share_below_after_cap"]) else "-", "{:.0f}")
+    for t in tests:
+        name = ("utd", "long", t["cell"], "vs", t["against"], t["measure"])
+        made.number(macro_name(*name, "poi"), t["poi"][0], "{:.2f}")
+        made.number(macro_name(*name, "holm"), t["holm_p"], "{:.3f}")
+        made.number(macro_name(*name, "verdict"), t["verdict"])
+    made.number("UtdLongBudget", budget)
+    made.number("UtdLongComparisons", len(tests), "{:d}")
+    seeds = min(r["seeds"] for r in rows)
+    # the smallest p the exact two-sided rank test can give at these seeds, before any correction
+    made.number("UtdLongSmallestP", stats.rank_test_p(np.arange(seeds) + seeds, np.arange(seeds)), "{:.3f}")
+    return made
+
+
+def _reset_env_steps(runs: pd.DataFrame) -> float:
+    resets = runs[pd.to_numeric(runs["reset_period"]).fillna(0) > 0]
+    return float((pd.to_numeric(resets["reset_period"]) / resets["utd"]).median()) if not resets.empty else np.nan
