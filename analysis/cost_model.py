@@ -199,7 +199,7 @@ def _contention(c: dict, busy: float, cores: int) -> float:
     return 1.0 + (full - 1.0) * share
 
 
-def _at(table: dict, n: int) -> float:
+def at_n(table: dict, n: int) -> float:
     """A per-N cost at n: measured, or interpolated linearly between the measured N (extrapolated
     from the two nearest beyond them)."""
     points = sorted((int(k), float(v)) for k, v in table.items())
@@ -327,12 +327,12 @@ def _vector_env(n: int, c: dict, k: dict, wait: float, utd: float, cores: int) -
         # The loop's act and round trip (send, the owed learning beside the envs' steps,
         # receive) as measured in that loop; the components alone missed them by up to 35%.
         # A waiting env's reply comes no sooner than its wait after the send.
-        trip = _at(c["vector_round_trip_learning"], n)
+        trip = at_n(c["vector_round_trip_learning"], n)
         if wait:  # ... and no sooner than the owed learning, at this loop's cost of an update, is done
             learn = n * utd * (k["sample"] + k["update"] + c["diagnostics"])
-            trip = max(trip, wait + _at(c["vector_round_trip"], n),
-                       _at(c["vector_send"], n) + learn + _at(c["vector_recv"], n))
-        step = _at(c["vector_act_in_loop"], n) + trip + n * (k["fold_store"] + utd * c["diagnostics"])
+            trip = max(trip, wait + at_n(c["vector_round_trip"], n),
+                       at_n(c["vector_send"], n) + learn + at_n(c["vector_recv"], n))
+        step = at_n(c["vector_act_in_loop"], n) + trip + n * (k["fold_store"] + utd * c["diagnostics"])
     rates = {**parts["rates"], "cores": n * 1e6 / step}
     return Prediction("vector_env", n, n * 1e6 / step, parts["bottleneck"], n + 1 > cores, rates)
 
@@ -364,8 +364,8 @@ def _actor_learner(n: int, c: dict, k: dict, wait: float, utd: float, cores: int
         # Past the cores, where the env waits: the CPU each role paid per env step in
         # actor_learner's own runs at a few actor counts (the actors' grows with their number),
         # interpolated in N; the cores bound at that CPU, contention included (see module doc).
-        actor_cpu = max(actor, _at(measured, n))
-        learner_cpu = _at(c["actor_learner_waiting_learner"], n)
+        actor_cpu = max(actor, at_n(measured, n))
+        learner_cpu = at_n(c["actor_learner_waiting_learner"], n)
         rates = {"actors": n * 1e6 / (wait + actor_cpu), "learner": 1e6 / learner,
                  "cores": cores * 1e6 / (actor_cpu + learner_cpu)}
         point = _bounded("actor_learner", n, rates, n * actor_cpu / (wait + actor_cpu) + 1 > cores)
@@ -392,11 +392,11 @@ def _vector_parts(n: int, c: dict, k: dict, utd: float, cores: int, wait: float 
     all envs, send, receive, store), then the owed learning and the n env steps at once, sharing
     the cores; and which of the two finishes last."""
     learn = n * utd * (k["sample"] + k["update"] + c["diagnostics"])  # owed per vector step, overlapped
-    send, recv = _at(c["vector_send"], n), _at(c["vector_recv"], n)
+    send, recv = at_n(c["vector_send"], n), at_n(c["vector_recv"], n)
     # The envs' side of a round trip: their step plus the IPC latency, as measured with the main
     # process idle; under learning it time-shares the cores with the learner.
-    env_side = max(k["env_step"], _at(c["vector_round_trip"], n) - send - recv)
-    serial = _at(c["act_batch"], n) + send + recv + n * k["fold_store"]
+    env_side = max(k["env_step"], at_n(c["vector_round_trip"], n) - send - recv)
+    serial = at_n(c["act_batch"], n) + send + recv + n * k["fold_store"]
     slow = 1.0
     for _ in range(2):  # the busy processes slow each other; settle it in two passes
         learner_done, envs_done = _shared_finish([learn * slow] + [env_side * slow] * n, cores)
@@ -454,7 +454,7 @@ def _pqn(design: str, s: Setting) -> Prediction:
         raise MissingCosts("pqn: these component costs lack rollout_learn (pqn's learning, measured since issue 23); "
                          "measure them again with experiments.components or experiments.plan")
     acting = _vector_parts(n, c, dict(s.k, fold_store=0.0), 0.0, s.cores, s.wait)["step"] / n  # us per env step
-    learning = _at(c["rollout_learn"], n) if s.utd > 0 else 0.0
+    learning = at_n(c["rollout_learn"], n) if s.utd > 0 else 0.0
     rates = {"envs": 1e6 / acting, "learner": 1e6 / learning if learning else float("inf")}
     role = "learner" if learning > acting else "envs"
     return Prediction(design, n, 1e6 / (acting + learning), role, n + 1 > s.cores, rates)

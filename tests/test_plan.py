@@ -130,7 +130,7 @@ def test_pqn_pays_its_vector_steps_then_its_learning_one_after_the_other(envs, l
     p = predict("pqn", envs, {**COSTS, "rollout_learn": learn}, utd=0.25, cores=8)
     assert p.env_steps_per_sec == pytest.approx(1e6 / expected_us) and p.bottleneck == expected_role
     no_learning = predict("pqn", envs, {**COSTS, "rollout_learn": learn}, utd=0.0, cores=8)
-    assert no_learning.env_steps_per_sec == pytest.approx(1e6 / (expected_us - cost_model._at(learn, envs)))
+    assert no_learning.env_steps_per_sec == pytest.approx(1e6 / (expected_us - cost_model.at_n(learn, envs)))
 
 
 def test_pqn_is_left_out_where_its_costs_were_never_measured_and_never_recommended_on_speed():
@@ -146,8 +146,8 @@ def test_pqn_is_left_out_where_its_costs_were_never_measured_and_never_recommend
 
 
 def test_per_n_costs_are_interpolated_between_measured_counts():
-    assert cost_model._at({1: 10.0, 3: 30.0}, 2) == pytest.approx(20.0)
-    assert cost_model._at({1: 10.0, 3: 30.0}, 5) == pytest.approx(50.0)  # extrapolated from the last two
+    assert cost_model.at_n({1: 10.0, 3: 30.0}, 2) == pytest.approx(20.0)
+    assert cost_model.at_n({1: 10.0, 3: 30.0}, 5) == pytest.approx(50.0)  # extrapolated from the last two
     assert cost_model.medians({"update": {"us": 5.0, "p10": 4.0, "p90": 6.0},
                                "act_batch": {"json://2": {"us": 3.0}, "4": {"us": 4.0}}}) == {
         "update": 5.0, "act_batch": {2: 3.0, 4: 4.0}}

@@ -187,9 +187,9 @@ def speed_check_data(rs: RunSet, note: Note, paths: dict[str, str] | None = None
 
 def _alone(costs: dict, name: str, n: int) -> float:
     """A per-N component's median alone (us), as the prediction used it (interpolated where not measured)."""
-    from analysis.cost_model import _at
+    from analysis.cost_model import at_n
 
-    return _at({int(k): v["us"] for k, v in costs[name].items()}, n)
+    return at_n({int(k): v["us"] for k, v in costs[name].items()}, n)
 
 
 def _in_loop(group: pd.DataFrame) -> dict:
