@@ -578,9 +578,11 @@ def test_utd_long_cells_are_read_after_solving():
             holdout += [{"run_id": run_id, "env_step": 25_000 * (i + 1), "return_mean": float(v)}
                         for i, v in enumerate(curve)]
     rows.append({**rows[0], "run_id": "grid1", "total_env_steps": 50_000})  # the grid's: not a long cell
+    holdout += [{"run_id": "grid1", "env_step": 25_000 * (i + 1), "return_mean": 500.0} for i in range(2)]
     made = utd.long_data(RunSet(pd.DataFrame(rows), pd.DataFrame(), pd.DataFrame(holdout)), [].append)
-    cells = made.data.set_index("cell")
+    cells = made.parts["rows"].set_index("cell")
     assert cells["seeds"].tolist() == [3, 3, 3, 3]  # the grid's run is left out
+    assert len(made.data) == 4 * 3 * 4  # the figure's curves: the long cells' checkpoints, not the grid's
     assert cells.loc["none", ["reached_cap", "fell_below_solved"]].tolist() == [3, 3]
     assert cells.loc["last", ["reached_cap", "fell_below_solved"]].tolist() == [3, 1]
     assert cells.loc["all", ["reached_cap", "fell_below_solved"]].tolist() == [3, 0]

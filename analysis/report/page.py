@@ -67,6 +67,14 @@ FIGURE_TEXT = {
         "each mitigation's returns and diverged share along the utd axis. At utd 16, "
         "{UtdSixteenNoneDiverged} of the runs diverged without a mitigation and "
         "{UtdSixteenLayerNormDiverged} with LayerNorm."),
+    "utd_long": (
+        "CartPole to {UtdLongBudget} env steps, the utd sweep's long cells: each seed's holdout return (thin) "
+        "and the median over seeds (thick), for single_env, high_utd at utd 4 with LayerNorm, and that with "
+        "last-layer or full-network resets.",
+        "Does high_utd keep CartPole once it has solved it, and do resets help it keep it? A cell whose thick "
+        "line stays at 500 keeps it. Without resets, {UtdLongNoneFell} of {UtdLongNoneReached} seeds fell below "
+        "475 after first reaching 500; with last-layer resets {UtdLongLastFell} of {UtdLongLastReached}, with "
+        "full-network resets {UtdLongAllFell} of {UtdLongAllReached}."),
     "hogwild": (
         "Hogwild with and without the lock: left, each run's share of optimizer steps that overlapped "
         "another worker's write against its final return; middle, the mean holdout return over "

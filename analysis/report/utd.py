@@ -222,7 +222,11 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
     holm = stats.holm(np.array([t["rank_p"] for t in tests])) if tests else []
     for t, h in zip(tests, holm):
         t["holm_p"], t["verdict"] = h, verdict(t["poi"][0], h)
-    made = FigureData(pd.DataFrame(rows), parts={"tests": pd.DataFrame(tests)})
+    curves = rs.holdout.loc[rs.holdout["run_id"].isin(runs["run_id"]), ["run_id", "env_step", "return_mean"]].merge(
+        runs[["run_id", "cell", "seed"]], on="run_id")
+    made = FigureData(curves[curves["cell"].isin(list(LONG_CELLS))][["cell", "seed", "env_step", "return_mean"]]
+                      .sort_values(["cell", "seed", "env_step"], ignore_index=True),
+                      parts={"tests": pd.DataFrame(tests), "rows": pd.DataFrame(rows)})
     budget = int(_budgets(runs).max())
     made.table("utd_long", pd.DataFrame({
         "cell": [LONG_CELLS[r["cell"]] for r in rows], "seeds": [r["seeds"] for r in rows],
@@ -274,3 +278,24 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
 def _reset_env_steps(runs: pd.DataFrame) -> float:
     resets = runs[pd.to_numeric(runs["reset_period"]).fillna(0) > 0]
     return float((pd.to_numeric(resets["reset_period"]) / resets["utd"]).median()) if not resets.empty else np.nan
+
+
+def plot_long(report, made: FigureData) -> None:
+    from analysis.report.plotting import plt, sns
+
+    curves = made.data
+    cells = [c for c in LONG_CELLS if c in set(curves["cell"])]
+    colours = dict(zip(LONG_CELLS, sns.color_palette("colorblind", len(LONG_CELLS))))
+    fig, axes = plt.subplots(1, len(cells), figsize=(3.6 * len(cells), 3.0), sharey=True, squeeze=False)
+    for ax, cell in zip(axes[0], cells):
+        part = curves[curves["cell"] == cell]
+        for _, seed in part.groupby("seed"):
+            ax.plot(seed["env_step"] / 1000, seed["return_mean"], color=colours[cell], alpha=0.35, linewidth=0.8)
+        median = part.groupby("env_step")["return_mean"].median()
+        ax.plot(median.index / 1000, median.to_numpy(), color=colours[cell], linewidth=2.2)
+        ax.axhline(475, color="grey", linestyle=":", linewidth=0.8)
+        ax.set_title(f"{LONG_CELLS[cell]} ({part['seed'].nunique()} seeds)", fontsize=9)
+        ax.set_xlabel("env steps (thousands)")
+    axes[0][0].set_ylabel("holdout return")
+    fig.tight_layout()
+    report.figure(fig, "utd_long", curves)
