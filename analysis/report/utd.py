@@ -264,10 +264,15 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
                     if np.isfinite(r["share_below_after_cap"]) else "-", "{:.0f}")
     for t in tests:
         name = ("utd", "long", t["cell"], "vs", t["against"], t["measure"])
-        made.number(macro_name(*name, "poi"), t["poi"][0], "{:.2f}")
+        for suffix, value in zip(("", "low", "high"), t["poi"]):
+            made.number(macro_name(*name, "poi", *[suffix][:bool(suffix)]), value, "{:.2f}")
+        made.number(macro_name(*name, "p"), t["rank_p"], "{:.3f}")
         made.number(macro_name(*name, "holm"), t["holm_p"], "{:.3f}")
         made.number(macro_name(*name, "verdict"), t["verdict"])
     made.number("UtdLongBudget", budget)
+    long_seeds = runs.loc[runs["cell"].isin(list(LONG_CELLS)), "seed"].astype(int)
+    made.number("UtdLongSeedsFirst", int(long_seeds.min()), "{:d}")
+    made.number("UtdLongSeedsLast", int(long_seeds.max()), "{:d}")
     made.number("UtdLongComparisons", len(tests), "{:d}")
     seeds = min(r["seeds"] for r in rows)
     # the smallest p the exact two-sided rank test can give at these seeds, before any correction
