@@ -111,16 +111,26 @@ def test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids(tmp_path):
 
 
 @pytest.mark.parametrize("pattern, cells", [
-    # key=value parts pick among cells that share their named configs; defaults count (reset_period=0)
-    ("cartpole/high_utd/utd=4/layer_norm=True", {(4.0, True, 0), (4.0, True, 40_000)}),
-    ("cartpole/high_utd/utd=4/layer_norm=True/reset_period=0", {(4.0, True, 0)}),
-    ("high_utd/utd=16.0/layer_norm=False", {(16.0, False, 0), (16.0, False, 160_000)}),
-    ("cartpole/single_env,utd=1/reset_period=10000", {(0.25, False, 0), (1.0, False, 10_000), (1.0, True, 10_000)}),
+    # key=value parts pick among cells that share their named configs; defaults count (reset_period=0,
+    # reset_layers="last"); the long cells (100k) share the grid's names and settings but for the budget
+    ("cartpole/high_utd/utd=4/layer_norm=True", {(4.0, True, 0, "last", 50_000), (4.0, True, 40_000, "last", 50_000),
+                                                 (4.0, True, 0, "last", 100_000), (4.0, True, 40_000, "last", 100_000),
+                                                 (4.0, True, 40_000, "all", 100_000)}),
+    ("cartpole/high_utd/utd=4/layer_norm=True/reset_period=0", {(4.0, True, 0, "last", 50_000),
+                                                                (4.0, True, 0, "last", 100_000)}),
+    ("cartpole/high_utd/utd=4/layer_norm=True/total_env_steps=50000", {(4.0, True, 0, "last", 50_000),
+                                                                       (4.0, True, 40_000, "last", 50_000)}),
+    ("cartpole/high_utd/reset_layers=all", {(4.0, True, 40_000, "all", 100_000)}),
+    ("high_utd/utd=16.0/layer_norm=False", {(16.0, False, 0, "last", 50_000), (16.0, False, 160_000, "last", 50_000)}),
+    ("cartpole/single_env,utd=1/reset_period=10000", {(0.25, False, 0, "last", 50_000), (0.25, False, 0, "last", 100_000),
+                                                      (1.0, False, 10_000, "last", 50_000),
+                                                      (1.0, True, 10_000, "last", 50_000)}),
 ])
 def test_cells_picks_by_setting_where_cells_share_their_names(pattern, cells):
     whole = sweep_grid.expand(SWEEPS["utd"], "small", 2)
     part = sweep_grid.pick_cells(whole, pattern)
-    assert {(r.config()["utd"], r.config()["layer_norm"], r.config()["reset_period"]) for r in part} == cells
+    keys = ("utd", "layer_norm", "reset_period", "reset_layers", "total_env_steps")
+    assert {tuple(r.config()[k] for k in keys) for r in part} == cells
     assert len(part) == 2 * len(cells) and [r.run_id for r in part] == [r.run_id for r in whole if r in part]
 
 
