@@ -84,4 +84,7 @@ def test_a_waiting_step_blocks_for_its_wait_without_cpu(wait_us):
     cpu, wall = (time.thread_time() - cpu) / steps * 1e6, (time.perf_counter() - wall) / steps * 1e6
     assert abs(env.achieved_us - wait_us) < 0.05 * wait_us, env.achieved_us  # the mean wait, within 5%
     assert wall >= 0.95 * wait_us
-    assert cpu < 0.25 * wait_us, cpu  # waiting, not working
+    # waiting, not working: a busy step pays its whole cost in CPU (test_cpu.py); a waiting one pays CartPole's
+    # own step and the wrapper's timer work, which reached 126 us at the 500 us wait in a fresh-clone CI run
+    # (a quarter was the bound then): half still tells the two apart
+    assert cpu < 0.5 * wait_us, cpu
