@@ -170,11 +170,15 @@ def _minatar_suite(steps: int) -> list[Cell]:
             for game in MINATAR_GAMES for arch in ("single_env", "actor_learner", "vector_env", "hogwild")]
 
 
+def _reset_period(utd: float) -> int:
+    """Resets every 10k env steps' worth of updates, whatever the ratio: a first try with a fixed
+    2,000 updates reset CartPole's output layer every 500 env steps at utd 4 and wrecked it."""
+    return int(10_000 * utd)
+
+
 def _utd_grid(steps: int) -> list[Cell]:
-    # Resets every 10k env steps' worth of updates, whatever the ratio: a first try with a fixed
-    # 2,000 updates reset CartPole's output layer every 500 env steps at utd 4 and wrecked it.
     def mitigations(utd: float) -> dict[str, dict]:
-        period = int(10_000 * utd)
+        period = _reset_period(utd)
         return {"none": {}, "layer_norm": {"layer_norm": True}, "resets": {"reset_period": period},
                 "both": {"layer_norm": True, "reset_period": period}}
 
@@ -195,7 +199,7 @@ def _utd_long() -> list[Cell]:
     layers, D'Oro et al. the whole network): do resets keep it from falling after it solves? Holdout every
     5k, as the grid. The reset period is the grid's, not chosen again: no tuning on evaluation seeds."""
     budget = dict(total_env_steps=UTD_LONG_STEPS, eval_every=5_000)
-    period = int(10_000 * HEADLINE_HIGH_UTD["utd"])
+    period = _reset_period(HEADLINE_HIGH_UTD["utd"])
     return [Cell(("cartpole", "single_env"), dict(budget)), Cell(("cartpole", "high_utd"), dict(budget, **HEADLINE_HIGH_UTD))] + [
         Cell(("cartpole", "high_utd"), dict(budget, **HEADLINE_HIGH_UTD, reset_period=period, reset_layers=layers))
         for layers in ("last", "all")]

@@ -54,15 +54,21 @@ SOLVED_AT = {"CartPole": 475.0}
 the macros <Env><Design>Solved count the seeds that reached it."""
 
 
-def solo_speeds(rs: RunSet, env: str, arch: str, workers: int, utd: float) -> np.ndarray:
-    """env steps/s once learning (SPEED) of the `scaling` sweep's runs of this design at this worker
-    count and utd on `env` with no added env cost: runs made one at a time, evaluation off. Where
-    the headline runs shared the CPU, their speed is quoted from these (the same config but for
-    the budget and evaluation; tests/test_report_data.py::test_headline_speeds_leave_the_warm_up_out)."""
+def solo_runs(rs: RunSet, env: str, arch: str) -> pd.DataFrame:
+    """The `scaling` sweep's runs of this design on `env` with no added env cost, made one at a time
+    (evaluation off): the speeds the report quotes where a design's own runs shared the CPU
+    (solo_speeds; pqn.speed_check_data)."""
     runs = rs.runs
-    pick = runs[(runs["sweep"] == "scaling") & (runs["env"] == env) & (runs["architecture"] == arch)
-                & (runs["num_workers"] == workers) & np.isclose(runs["utd"], utd)
+    return runs[(runs["sweep"] == "scaling") & (runs["env"] == env) & (runs["architecture"] == arch)
                 & (pd.to_numeric(runs["env_step_cost_us"]).fillna(0) == 0) & made_alone(runs)]
+
+
+def solo_speeds(rs: RunSet, env: str, arch: str, workers: int, utd: float) -> np.ndarray:
+    """env steps/s once learning (SPEED) of solo_runs at this worker count and utd. Where the headline
+    runs shared the CPU, their speed is quoted from these (the same config but for the budget and
+    evaluation; tests/test_report_data.py::test_headline_speeds_leave_the_warm_up_out)."""
+    runs = solo_runs(rs, env, arch)
+    pick = runs[(runs["num_workers"] == workers) & np.isclose(runs["utd"], utd)]
     return pick[SPEED].dropna().to_numpy(dtype=float)
 
 

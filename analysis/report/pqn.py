@@ -19,8 +19,8 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
-from analysis.report.common import FigureData, Note, _ci, _sweep, macro_name, made_alone
-from analysis.report.learning import SOLVED_AT
+from analysis.report.common import FigureData, Note, _ci, _sweep, macro_name
+from analysis.report.learning import SOLVED_AT, solo_runs
 
 COMPARED = ("single_env", "actor_learner")
 """The headline designs pqn is set beside."""
@@ -134,9 +134,7 @@ def speed_check_data(rs: RunSet, note: Note, paths: dict[str, str] | None = None
             record = json.load(f)
         predicted = {int(r["workers"]): r for r in record["predictions"] if r["design"] == "pqn"}
         costs = record["component_costs_us"]
-        runs = rs.runs
-        runs = runs[(runs["sweep"] == "scaling") & (runs["architecture"] == "pqn") & (runs["env"] == game)
-                    & (pd.to_numeric(runs["env_step_cost_us"]).fillna(0) == 0) & made_alone(runs)]
+        runs = solo_runs(rs, game, "pqn")
         if runs.empty:
             note(f"pqn speed check, {game}: no scaling runs of pqn yet; run `python -m experiments.sweep scaling "
                  f"--cells <{game}'s named config>/pqn/env_step_cost_us=0 --seeds 3`")

@@ -27,8 +27,13 @@ def _budgets(runs: pd.DataFrame) -> pd.Series:
 
 
 def _grid_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The grid: the sweep's runs at its smallest budget (the long cells, at more, are long_data's)."""
+    """The grid: the sweep's runs at its smallest budget (the long cells, at more, are _long_runs)."""
     return runs[_budgets(runs) == _budgets(runs).min()] if not runs.empty else runs
+
+
+def _long_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The long cells: the sweep's runs past the grid's budget (long_data)."""
+    return runs[_budgets(runs) > _budgets(runs).min()] if not runs.empty else runs
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
@@ -87,9 +92,9 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     gamma = grid["config"].map(lambda c: c.get("gamma")).dropna()
     if not gamma.empty:
         made.number("UtdReturnScale", 1 / (1 - float(gamma.mode().iloc[0])), "{:.0f}")
-    resets = grid[pd.to_numeric(grid["reset_period"]).fillna(0) > 0]
-    if not resets.empty:
-        made.number("UtdResetEnvSteps", float((pd.to_numeric(resets["reset_period"]) / resets["utd"]).median()))
+    reset_env_steps = _reset_env_steps(grid)
+    if np.isfinite(reset_env_steps):
+        made.number("UtdResetEnvSteps", reset_env_steps)
     if not single.empty:
         _utd_against_single(made, rs, runs, grid)
     return made
@@ -193,10 +198,9 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
     counts, the final and mean holdout returns, and the comparisons COMPARED_WITH names, with the exact
     rank test and Holm over the table's comparisons
     (tests/test_report_data.py::test_utd_long_cells_are_read_after_solving)."""
-    from analysis.report.learning import CAP, SOLVED_AT, after_solving, verdict
+    from analysis.report.learning import ALPHA, CAP, SOLVED_AT, after_solving, verdict
 
-    runs = _sweep(rs.runs, "utd")
-    runs = runs[_budgets(runs) > _budgets(runs).min()] if not runs.empty else runs
+    runs = _long_runs(_sweep(rs.runs, "utd"))
     if runs.empty:
         note("utd long cells: none run; run `python -m experiments.sweep utd --out results/reference/utd`")
         return None
@@ -252,7 +256,7 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
             f"The long cells' comparisons: high_utd against single_env and each kind of reset against no resets, "
             f"the probability that a run of the cell beats one of the other with its percentile-bootstrap 95% "
             f"interval, the exact two-sided rank test and Holm's correction over the table's {len(tests)} "
-            f"comparisons; the verdict is 'told apart' only where the corrected p is below 0.05")
+            f"comparisons; the verdict is 'told apart' only where the corrected p is below {ALPHA}")
     for r in rows:
         name = ("utd", "long", r["cell"])
         made.number(macro_name(*name, "seeds"), r["seeds"], "{}")
@@ -286,6 +290,7 @@ def _reset_env_steps(runs: pd.DataFrame) -> float:
 
 
 def plot_long(report, made: FigureData) -> None:
+    from analysis.report.learning import SOLVED_AT
     from analysis.report.plotting import plt, sns
 
     curves = made.data
@@ -298,7 +303,7 @@ def plot_long(report, made: FigureData) -> None:
             ax.plot(seed["env_step"] / 1000, seed["return_mean"], color=colours[cell], alpha=0.35, linewidth=0.8)
         median = part.groupby("env_step")["return_mean"].median()
         ax.plot(median.index / 1000, median.to_numpy(), color=colours[cell], linewidth=2.2)
-        ax.axhline(475, color="grey", linestyle=":", linewidth=0.8)
+        ax.axhline(SOLVED_AT["CartPole"], color="grey", linestyle=":", linewidth=0.8)
         ax.set_title(f"{LONG_CELLS[cell]} ({part['seed'].nunique()} seeds)", fontsize=9)
         ax.set_xlabel("env steps (thousands)")
     axes[0][0].set_ylabel("holdout return")
