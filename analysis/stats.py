@@ -11,6 +11,7 @@ bootstrap noise (rliable's reference values are stored in tests/fixtures/).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from typing import Callable
@@ -215,3 +216,29 @@ def performance_profile(scores, thresholds, *, reps: int = DEFAULT_REPS, confide
     tail = 100 * (1 - confidence) / 2
     low, high = np.percentile(curves, [tail, 100 - tail], axis=0)
     return share, low, high
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """One design's runs against another's, as every comparing table shows them: P(X > Y) with its
+    95% interval, the rank test's p (exact at one task, stratified over several) and, once a table's
+    comparisons are known, that p after Holm's correction over them. The interval alone is not the
+    verdict: it collapses where every pair is ordered, the rank test does not."""
+    probability: float
+    low: float
+    high: float
+    p: float
+    holm: float = float("nan")
+
+
+def compare(x, y) -> Comparison:
+    """x against y: P(X > Y) [95%] and the rank test that goes with it (tests/test_stats.py::
+    test_compare_is_the_interval_and_the_rank_test_together)."""
+    probability, low, high = probability_of_improvement_interval(x, y)
+    tasks = _as_scores(x).shape[1]
+    return Comparison(probability, low, high, rank_test_p(x, y) if tasks == 1 else stratified_rank_test_p(x, y))
+
+
+def with_holm(comparisons: list[Comparison]) -> list[Comparison]:
+    """The same comparisons with Holm's p over them all: one call per table's family."""
+    return [dataclasses.replace(c, holm=h) for c, h in zip(comparisons, holm([c.p for c in comparisons]))]

@@ -591,7 +591,7 @@ def test_utd_long_cells_are_read_after_solving():
     tests = made.parts["tests"]
     assert len(tests) == 3 * 2  # no resets vs single_env, each reset cell vs no resets; 2 measures each
     assert set(zip(tests["cell"], tests["against"])) == {("none", "single_env"), ("last", "none"), ("all", "none")}
-    assert tests["rank_p"].min() >= 0.1 - 1e-9 and (tests["verdict"] == "not told apart").all()
+    assert tests["p"].min() >= 0.1 - 1e-9 and (tests["verdict"] == "not told apart").all()
     numbers = _numbers(made)
     assert numbers["UtdLongNoneFell"] == "3" and numbers["UtdLongComparisons"] == "6"
     assert numbers["UtdLongSmallestP"] == "0.100" and numbers["UtdLongBudget"] == "100,000"

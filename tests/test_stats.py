@@ -188,6 +188,23 @@ def test_the_stratified_rank_test_finds_a_shift_every_task_shares():
         stats.stratified_rank_test_p(base, base[:, :3])
 
 
+def test_compare_is_the_interval_and_the_rank_test_together():
+    """One task: P(X > Y) [95%] beside the exact rank test; several: the stratified one. with_holm
+    adjusts the family's p as holm does and leaves the rest as it was."""
+    x, y = np.array([5.0, 6, 7, 8, 9]), np.array([1.0, 2, 3, 4, 5.5])
+    one = stats.compare(x, y)
+    assert (one.probability, one.low, one.high) == stats.probability_of_improvement_interval(x, y)
+    assert one.p == stats.rank_test_p(x, y) and np.isnan(one.holm)
+    rng = np.random.default_rng(0)
+    xs, ys = rng.normal(1, 1, (5, 3)), rng.normal(0, 1, (5, 3))
+    many = stats.compare(xs, ys)
+    assert many.p == stats.stratified_rank_test_p(xs, ys)
+    assert many.probability == stats.probability_of_improvement(xs, ys)
+    family = stats.with_holm([one, many])
+    assert [c.holm for c in family] == pytest.approx(stats.holm([one.p, many.p]))
+    assert [(c.probability, c.p) for c in family] == [(one.probability, one.p), (many.probability, many.p)]
+
+
 def test_a_performance_profile_falls_from_one_to_zero():
     """The share of run x task scores above a threshold: all of them below the lowest score, none
     at or above the highest, the band brackets the curve, and one run per task has no band."""

@@ -500,10 +500,10 @@ def improvement_data(rs: RunSet, note: Note) -> FigureData | None:
                     mine, theirs = other[metric].dropna().to_numpy(), base[metric].dropna().to_numpy()
                 if not (len(mine) and len(theirs)):  # a design with no speed measured alone
                     continue
-                p, low, high = stats.probability_of_improvement_interval(mine, theirs)
+                vs = stats.compare(mine, theirs)
                 rows.append({"env": env, "architecture": arch, "metric": metric, "seeds": len(mine),
-                             "baseline_seeds": len(theirs), "probability": p, "low": low, "high": high,
-                             "rank_p": stats.rank_test_p(mine, theirs)})
+                             "baseline_seeds": len(theirs), "probability": vs.probability, "low": vs.low,
+                             "high": vs.high, "rank_p": vs.p})
     if not rows:
         note("probability of improvement: no architecture besides single_env to compare")
         return None

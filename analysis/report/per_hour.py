@@ -22,7 +22,7 @@ import pandas as pd
 
 from analysis.load import TRAINING_EXPERIMENTS, RunSet
 from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep
-from analysis.stats import holm, interval, probability_of_improvement_interval, rank_test_p
+from analysis.stats import Comparison, compare, interval, with_holm
 
 GRID = 10
 """Points on the training-seconds axis."""
@@ -34,16 +34,9 @@ def _at(curve: pd.DataFrame, column: str, value: float) -> float:
     return float(reached["return_mean"].iloc[-1]) if not reached.empty else float("nan")
 
 
-def _compare(scores: dict[str, np.ndarray], designs: list[str]) -> dict[str, dict]:
+def _compare(scores: dict[str, np.ndarray], designs: list[str]) -> dict[str, Comparison]:
     """P(design > single_env) [95%], rank-test p and Holm's p over the designs compared."""
-    base = scores["single_env"]
-    out = {}
-    for design in designs:
-        point, low, high = probability_of_improvement_interval(scores[design], base)
-        out[design] = {"p_improve": point, "low": low, "high": high, "p": rank_test_p(scores[design], base)}
-    for design, adjusted in zip(designs, holm([out[d]["p"] for d in designs])):
-        out[design]["p_holm"] = adjusted
-    return out
+    return dict(zip(designs, with_holm([compare(scores[design], scores["single_env"]) for design in designs])))
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
@@ -103,14 +96,14 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         if arch != "single_env":
             for key, comparison in (("P(> single_env) [95%], p (Holm)", by_seconds[arch]),
                                     ("P(> single_env) at equal steps, p (Holm)", by_steps[arch])):
-                row[key] = (f"{comparison['p_improve']:.2f} [{comparison['low']:.2f}, {comparison['high']:.2f}], "
-                            f"{comparison['p_holm']:.3f}")
-            made.number(f"PerHour{name}Improve", by_seconds[arch]["p_improve"], "{:.2f}")
-            made.number(f"PerHour{name}ImproveLow", by_seconds[arch]["low"], "{:.2f}")
-            made.number(f"PerHour{name}ImproveHigh", by_seconds[arch]["high"], "{:.2f}")
-            made.number(f"PerHour{name}Holm", by_seconds[arch]["p_holm"], "{:.3f}")
-            made.number(f"PerHour{name}StepsImprove", by_steps[arch]["p_improve"], "{:.2f}")
-            made.number(f"PerHour{name}StepsHolm", by_steps[arch]["p_holm"], "{:.3f}")
+                row[key] = (f"{comparison.probability:.2f} [{comparison.low:.2f}, {comparison.high:.2f}], "
+                            f"{comparison.holm:.3f}")
+            made.number(f"PerHour{name}Improve", by_seconds[arch].probability, "{:.2f}")
+            made.number(f"PerHour{name}ImproveLow", by_seconds[arch].low, "{:.2f}")
+            made.number(f"PerHour{name}ImproveHigh", by_seconds[arch].high, "{:.2f}")
+            made.number(f"PerHour{name}Holm", by_seconds[arch].holm, "{:.3f}")
+            made.number(f"PerHour{name}StepsImprove", by_steps[arch].probability, "{:.2f}")
+            made.number(f"PerHour{name}StepsHolm", by_steps[arch].holm, "{:.3f}")
         table_rows.append(row)
     made.number("PerHourWindow", window, "{:.0f}")
     made.number("PerHourStepsCap", steps_cap)

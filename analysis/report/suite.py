@@ -106,12 +106,11 @@ def _per_game(made: FigureData, runs: pd.DataFrame) -> None:
             for column in MEASURES:
                 row[column] = stats.interval(group[column].dropna())
                 if design != "single_env" and len(base):
-                    row[f"{column}_poi"] = stats.probability_of_improvement_interval(group[column], base[column])
-                    row[f"{column}_p"] = stats.rank_test_p(group[column], base[column])
+                    row[f"{column}_vs"] = stats.compare(group[column], base[column])
             rows.append(row)
-    tests = [(i, c) for i, r in enumerate(rows) for c in MEASURES if f"{c}_p" in r]
-    for (i, column), adjusted in zip(tests, stats.holm([rows[i][f"{column}_p"] for i, column in tests])):
-        rows[i][f"{column}_holm"] = adjusted
+    tests = [(i, c) for i, r in enumerate(rows) for c in MEASURES if f"{c}_vs" in r]
+    for (i, column), corrected in zip(tests, stats.with_holm([rows[i][f"{column}_vs"] for i, column in tests])):
+        rows[i][f"{column}_vs"] = corrected
     table = []
     for r in rows:
         line = {"game": r["game"], "design": r["design"] if r["design"] in ("single_env", "high_utd")
@@ -120,14 +119,13 @@ def _per_game(made: FigureData, runs: pd.DataFrame) -> None:
             line[f"{label}, IQM [95% CI]"] = _ci(*r[column], fmt="{:.1f}")
             name = macro_name("minatar", r["game"], r["design"], "final" if column == "final_holdout_return" else "auc")
             made.number(name, r[column][0], "{:.1f}")
-        poi = r.get("holdout_auc_poi")
-        line["P(> single_env) on mean holdout [95% CI]"] = (f"{poi[0]:.2f} [{poi[1]:.2f}, {poi[2]:.2f}]"
-                                                            if poi else "-")
-        line["Holm p (final; mean)"] = (f"{r['final_holdout_return_holm']:.3f}; {r['holdout_auc_holm']:.3f}"
-                                        if poi else "-")
+        vs = r.get("holdout_auc_vs")
+        line["P(> single_env) on mean holdout [95% CI]"] = (f"{vs.probability:.2f} [{vs.low:.2f}, {vs.high:.2f}]"
+                                                            if vs else "-")
+        line["Holm p (final; mean)"] = (f"{r['final_holdout_return_vs'].holm:.3f}; {vs.holm:.3f}" if vs else "-")
         table.append(line)
     made.number("MinatarSuiteComparisons", len(tests), "{:d}")
-    made.number("MinatarSuiteSmallestHolm", min((rows[i][f"{c}_holm"] for i, c in tests), default=float("nan")),
+    made.number("MinatarSuiteSmallestHolm", min((rows[i][f"{c}_vs"].holm for i, c in tests), default=float("nan")),
                 "{:.3f}")
     made.table("minatar_games", pd.DataFrame(table),
                "MinAtar, every game at 500k env steps with one hyperparameter set (Breakout: the headline's runs), "
@@ -143,14 +141,12 @@ def _aggregate(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: li
     for design in DESIGNS:
         for column in ("normalised_final", "normalised_auc"):
             row = {"design": design, "measure": column, "iqm": stats.interval(scores[design, column])}
-            if design != "single_env":
-                row["poi"] = stats.probability_of_improvement_interval(scores[design, column],
-                                                                       scores["single_env", column])
-                row["p"] = stats.stratified_rank_test_p(scores[design, column], scores["single_env", column])
+            if design != "single_env":  # (seeds, games) each: the rank test stratifies over games
+                row["vs"] = stats.compare(scores[design, column], scores["single_env", column])
             rows.append(row)
-    tested = [r for r in rows if "p" in r]
-    for r, adjusted in zip(tested, stats.holm([r["p"] for r in tested])):
-        r["holm"] = adjusted
+    tested = [r for r in rows if "vs" in r]
+    for r, corrected in zip(tested, stats.with_holm([r["vs"] for r in tested])):
+        r["vs"] = corrected
     from analysis.report.learning import verdict
 
     table = []
@@ -163,13 +159,15 @@ def _aggregate(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: li
                 + " / anchor", "IQM over games x seeds [95% CI]": _ci(*r["iqm"], fmt="{:.2f}"),
                 "P(> single_env) over game-seed pairs [95% CI]": "-", "stratified rank p": "-", "Holm p": "-",
                 "verdict": "-"}
-        if "poi" in r:
-            word = verdict(r["poi"][0], r["holm"])
-            line.update({"P(> single_env) over game-seed pairs [95% CI]": _ci(*r["poi"], fmt="{:.2f}"),
-                         "stratified rank p": f"{r['p']:.3f}", "Holm p": f"{r['holm']:.3f}", "verdict": word})
-            for suffix, value, fmt in (("poi", r["poi"][0], "{:.2f}"), ("poi low", r["poi"][1], "{:.2f}"),
-                                       ("poi high", r["poi"][2], "{:.2f}"), ("p", r["p"], "{:.3f}"),
-                                       ("holm", r["holm"], "{:.3f}"), ("verdict", word, "{}")):
+        if "vs" in r:
+            vs = r["vs"]
+            word = verdict(vs.probability, vs.holm)
+            line.update({"P(> single_env) over game-seed pairs [95% CI]": _ci(vs.probability, vs.low, vs.high,
+                                                                              fmt="{:.2f}"),
+                         "stratified rank p": f"{vs.p:.3f}", "Holm p": f"{vs.holm:.3f}", "verdict": word})
+            for suffix, value, fmt in (("poi", vs.probability, "{:.2f}"), ("poi low", vs.low, "{:.2f}"),
+                                       ("poi high", vs.high, "{:.2f}"), ("p", vs.p, "{:.3f}"),
+                                       ("holm", vs.holm, "{:.3f}"), ("verdict", word, "{}")):
                 made.number(macro_name("minatar agg", r["design"], label, suffix), value, fmt)
         table.append(line)
     made.number("MinatarAggGames", len(games), "{:d}")
@@ -190,8 +188,8 @@ def _aggregate(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: li
     made.parts.update(aggregate=pd.DataFrame([{"design": r["design"], "measure": r["measure"], "iqm": r["iqm"][0],
                                                "low": r["iqm"][1], "high": r["iqm"][2]} for r in rows]),
                       profile=pd.DataFrame(profile),
-                      poi=pd.DataFrame([{"design": r["design"], "measure": r["measure"], "poi": r["poi"][0],
-                                         "low": r["poi"][1], "high": r["poi"][2]} for r in tested]))
+                      poi=pd.DataFrame([{"design": r["design"], "measure": r["measure"], "poi": r["vs"].probability,
+                                         "low": r["vs"].low, "high": r["vs"].high} for r in tested]))
 
 
 def _anchors(made: FigureData, runs: pd.DataFrame) -> None:

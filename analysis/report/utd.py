@@ -3,6 +3,8 @@ single_env against every cell run with as many seeds, at the same checkpoints.""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -132,12 +134,12 @@ def _utd_against_single(made: FigureData, rs: RunSet, runs: pd.DataFrame, grid: 
         for measure, key, label in (("return_25k", "early", "at 25k"),
                                     ("holdout_auc", "holdout_auc", "mean over checkpoints")):
             mine, theirs = group[measure].dropna().to_numpy(), single[measure].dropna().to_numpy()
-            p, low, high = stats.probability_of_improvement_interval(mine, theirs)
-            rank_p = stats.rank_test_p(mine, theirs)   # does not collapse where every pair is ordered
-            rows[-1][f"P(> single_env) {label} [95% CI], rank-test p"] = f"{_ci(p, low, high, '{:.2f}')}, p {rank_p:.3f}"
-            for suffix, value in (("", p), ("low", low), ("high", high)):
+            vs = stats.compare(mine, theirs)
+            rows[-1][f"P(> single_env) {label} [95% CI], rank-test p"] = (
+                f"{_ci(vs.probability, vs.low, vs.high, '{:.2f}')}, p {vs.p:.3f}")
+            for suffix, value in (("", vs.probability), ("low", vs.low), ("high", vs.high)):
                 made.number(macro_name(*name, "poi", key, *[suffix][:bool(suffix)]), value, "{:.2f}")
-            made.number(macro_name(*name, "rank", "p", key), rank_p, "{:.3f}")
+            made.number(macro_name(*name, "rank", "p", key), vs.p, "{:.3f}")
     made.number("UtdVsSeeds", n, "{}")
     made.number("UtdVsSeedsLast", int(single["seed"].max()), "{:d}")
     made.table("utd_against_single_env", pd.DataFrame(rows).fillna("-"),
@@ -219,13 +221,11 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
         against = COMPARED_WITH.get(cell)
         if against in cells:
             for measure in ("final_holdout_return", "holdout_auc"):
-                mine, theirs = group[measure].to_numpy(), cells[against][measure].to_numpy()
-                p, low, high = stats.probability_of_improvement_interval(mine, theirs)
-                tests.append({"cell": cell, "against": against, "measure": measure, "poi": (p, low, high),
-                              "rank_p": stats.rank_test_p(mine, theirs)})
-    holm = stats.holm(np.array([t["rank_p"] for t in tests])) if tests else []
-    for t, h in zip(tests, holm):
-        t["holm_p"], t["verdict"] = h, verdict(t["poi"][0], h)
+                tests.append({"cell": cell, "against": against, "measure": measure,
+                              "vs": stats.compare(group[measure].to_numpy(), cells[against][measure].to_numpy())})
+    tests = [{"cell": t["cell"], "against": t["against"], "measure": t["measure"], **dataclasses.asdict(vs),
+              "verdict": verdict(vs.probability, vs.holm)}
+             for t, vs in zip(tests, stats.with_holm([t["vs"] for t in tests]))]
     curves = rs.holdout.loc[rs.holdout["run_id"].isin(runs["run_id"]), ["run_id", "env_step", "return_mean"]].merge(
         runs[["run_id", "cell", "seed"]], on="run_id")
     made = FigureData(curves[curves["cell"].isin(list(LONG_CELLS))][["cell", "seed", "env_step", "return_mean"]]
@@ -250,8 +250,8 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
         made.table("utd_long_tests", pd.DataFrame({
             "cell": [LONG_CELLS[t["cell"]] for t in tests], "against": [LONG_CELLS[t["against"]] for t in tests],
             "measure": [labels[t["measure"]] for t in tests],
-            "P(cell > against) [95% CI]": [_ci(*t["poi"], "{:.2f}") for t in tests],
-            "rank test p": [f"{t['rank_p']:.3f}" for t in tests], "Holm p": [f"{t['holm_p']:.3f}" for t in tests],
+            "P(cell > against) [95% CI]": [_ci(t["probability"], t["low"], t["high"], "{:.2f}") for t in tests],
+            "rank test p": [f"{t['p']:.3f}" for t in tests], "Holm p": [f"{t['holm']:.3f}" for t in tests],
             "verdict": [t["verdict"] for t in tests]}),
             f"The long cells' comparisons: high_utd against single_env and each kind of reset against no resets, "
             f"the probability that a run of the cell beats one of the other with its percentile-bootstrap 95% "
@@ -268,10 +268,10 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
                     if np.isfinite(r["share_below_after_cap"]) else "-", "{:.0f}")
     for t in tests:
         name = ("utd", "long", t["cell"], "vs", t["against"], t["measure"])
-        for suffix, value in zip(("", "low", "high"), t["poi"]):
-            made.number(macro_name(*name, "poi", *[suffix][:bool(suffix)]), value, "{:.2f}")
-        made.number(macro_name(*name, "p"), t["rank_p"], "{:.3f}")
-        made.number(macro_name(*name, "holm"), t["holm_p"], "{:.3f}")
+        for suffix, key in (("", "probability"), ("low", "low"), ("high", "high")):
+            made.number(macro_name(*name, "poi", *[suffix][:bool(suffix)]), t[key], "{:.2f}")
+        made.number(macro_name(*name, "p"), t["p"], "{:.3f}")
+        made.number(macro_name(*name, "holm"), t["holm"], "{:.3f}")
         made.number(macro_name(*name, "verdict"), t["verdict"])
     made.number("UtdLongBudget", budget)
     long_seeds = runs.loc[runs["cell"].isin(list(LONG_CELLS)), "seed"].astype(int)
