@@ -389,6 +389,14 @@ def test_hogwild_configs_with_their_overlap(rs):
                        "HogLockPoiFinalHoldoutReturn": "0.50", "HogLockPoiHoldoutAuc": "0.50",
                        "HogLockPoiEnvStepsPerSec": "1.00", "HogLostAdamStepsMax": "10",
                        "HogLostAdamStepsMaxPercent": "1.000",
+                       # the exact rank test: 2 / C(4, 2) where every pair is ordered (speed), 1 at a tie of U
+                       "HogLockPEnvStepsPerSec": "0.333", "HogLockHolmEnvStepsPerSec": "0.333",
+                       "HogLockPFinalHoldoutReturn": "1.000", "HogLockHolmFinalHoldoutReturn": "1.000",
+                       "HogLockPHoldoutAuc": "1.000", "HogLockHolmHoldoutAuc": "1.000",
+                       **{f"HogLockVerdict{m}": "not told apart"
+                          for m in ("EnvStepsPerSec", "FinalHoldoutReturn", "HoldoutAuc")},
+                       # CartPole's solved line, and how many of the hogwild runs' finals reached it
+                       "HogSolvedAt": "475", "HogFinalSolved": "0", "HogFinalRuns": "4",
                        **{k: numbers[k] for k in numbers if k.endswith(("Low", "High"))}}
     assert made.data["holdout_auc"].tolist()[:2] == [112.5, 127.5]  # the mean of the two checkpoints
     assert made.data["lost_adam_steps"].tolist()[:4] == pytest.approx([0.0, 0.0, 0.01, 0.005])
@@ -417,9 +425,13 @@ def test_uneven_workers_the_slow_ones_share_its_age_and_the_quota_question(rs):
     assert numbers["UnevenSingleEnvFinal"] == "150.0" and numbers["UnevenSingleEnvSeeds"] == "2"
     # free-running is faster in every pair, and wins 3 of 4 pairs on the final return (160, 180 vs 150, 170)
     assert numbers["UnevenFreePoiEnvStepsPerSec"] == "1.00" and numbers["UnevenFreePoiFinalHoldoutReturn"] == "0.75"
+    # ...which two seeds a side cannot tell apart: the exact rank test's smallest p is 2 / C(4, 2)
+    assert (numbers["UnevenFreePEnvStepsPerSec"], numbers["UnevenFreeVerdictEnvStepsPerSec"]) == ("0.333", "not told apart")
+    assert float(numbers["UnevenFreeHolmFinalHoldoutReturn"]) >= float(numbers["UnevenFreePFinalHoldoutReturn"])
     [(name, table, _)] = made.tables
     assert name == "uneven" and table["design"].tolist() == sorted(set(data["config"]))
     assert table["acting-weight age, slow / fast (updates)"].tolist() == ["7.0 / 4.0", "40.0 / 2.0", "-"]
+    assert table["Holm p"].iloc[-1] == "-" and all(0 <= float(p) <= 1 for p in table["Holm p"].iloc[:-1])
     curves = made.parts["curves"]
     assert curves[curves["config"] == "single_env"]["return_iqm"].tolist() == pytest.approx([75.0, 150.0])
 

@@ -13,6 +13,7 @@ from analysis import stats
 from analysis.load import RunSet
 from analysis.report.common import (FigureData, Note, _arch_label, _ci, _sweep, holdout_auc, macro_name,
                                     speeds_only_where_made_alone)
+from analysis.report.learning import ALPHA, SOLVED_AT, verdict
 
 LOCK_METRICS = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout over checkpoints",
                 "env_steps_per_sec": "env steps/s"}
@@ -48,6 +49,13 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
             made.number(macro_name("hog", config.replace("(", "").replace(")", ""), "overlap", "min"),
                         100 * group["overlap_fraction"].min(), "{:.1f}")
     made.number("HogSeeds", int(data.groupby("config").size().min()), "{}")
+    envs = set(runs["env"])
+    solved = SOLVED_AT.get(envs.pop()) if len(envs) == 1 else None
+    if solved is not None:  # how saturated the final return is: at the cap, ties leave P(X > Y) near 0.5
+        hog = data[data["config"].str.startswith("hogwild")]
+        made.number("HogSolvedAt", solved, "{:.0f}")
+        made.number("HogFinalSolved", int((hog["final_holdout_return"] >= solved).sum()), "{:d}")
+        made.number("HogFinalRuns", len(hog), "{:d}")
     _lock_question(made, data)
     return made
 
@@ -58,19 +66,29 @@ def _lock_question(made: FigureData, data: pd.DataFrame) -> None:
     free, locked = data[data["config"] == "hogwild (no lock)"], data[data["config"] == "hogwild (lock)"]
     if free.empty or locked.empty:
         return
+    compared = {metric: (free[metric].dropna().to_numpy(), locked[metric].dropna().to_numpy())
+                for metric in LOCK_METRICS}
+    compared = {metric: stats.compare(x, y) for metric, (x, y) in compared.items() if len(x) and len(y)}
+    # Holm over the table's learning comparisons (speed, where measured alone, is a question of its own)
+    learning_metrics = [m for m in compared if m != "env_steps_per_sec"]
+    compared.update(zip(learning_metrics, stats.with_holm([compared[m] for m in learning_metrics])))
+    if "env_steps_per_sec" in compared:
+        compared["env_steps_per_sec"] = stats.with_holm([compared["env_steps_per_sec"]])[0]
     rows = []
-    for metric, label in LOCK_METRICS.items():
+    for metric, vs in compared.items():
         x, y = free[metric].dropna().to_numpy(), locked[metric].dropna().to_numpy()
-        if len(x) == 0 or len(y) == 0:
-            continue
-        p, low, high = stats.probability_of_improvement_interval(x, y)
         fmt = "{:,.0f}" if metric == "env_steps_per_sec" else "{:.1f}"
-        rows.append({"metric": label, "seeds (no lock, lock)": f"{len(x)}, {len(y)}",
+        word = verdict(vs.probability, vs.holm)
+        rows.append({"metric": LOCK_METRICS[metric], "seeds (no lock, lock)": f"{len(x)}, {len(y)}",
                      "no lock IQM [95% CI]": _ci(*stats.interval(x, "iqm"), fmt),
                      "lock IQM [95% CI]": _ci(*stats.interval(y, "iqm"), fmt),
-                     "P(no lock > lock) [95% CI]": _ci(p, low, high, "{:.2f}")})
-        for suffix, value in (("", p), ("low", low), ("high", high)):
+                     "P(no lock > lock) [95% CI]": _ci(vs.probability, vs.low, vs.high, "{:.2f}"),
+                     "rank test p (Holm)": f"{vs.p:.3f} ({vs.holm:.3f})", "verdict": word})
+        for suffix, value in (("", vs.probability), ("low", vs.low), ("high", vs.high)):
             made.number(macro_name("hog", "lock", "poi", metric, *[suffix][:bool(suffix)]), value, "{:.2f}")
+        made.number(macro_name("hog", "lock", "p", metric), vs.p, "{:.3f}")
+        made.number(macro_name("hog", "lock", "holm", metric), vs.holm, "{:.3f}")
+        made.number(macro_name("hog", "lock", "verdict", metric), word)
     lost = free["lost_adam_steps"].dropna()
     if not lost.empty:  # the worst run's lost increments, as a count of Adam steps and a share of them
         worst = lost.idxmax()
@@ -78,7 +96,9 @@ def _lock_question(made: FigureData, data: pd.DataFrame) -> None:
         made.number("HogLostAdamStepsMaxPercent", 100 * lost[worst], "{:.3f}")
     made.table("hogwild_lock", pd.DataFrame(rows),
                "hogwild without the lock against with it (2 workers, the hogwild sweep): the probability that a "
-               "lock-free run beats a locked one, per metric, with 95% stratified-bootstrap intervals")
+               "lock-free run beats a locked one, per metric, with 95% stratified-bootstrap intervals; the exact "
+               "rank test's p, and after Holm's correction over the table's learning comparisons; 'told apart' "
+               f"only where the corrected p is below {ALPHA}")
 
 
 def plot(report, made: FigureData) -> None:

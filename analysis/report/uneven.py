@@ -15,6 +15,7 @@ from analysis import stats
 from analysis.load import RunSet
 from analysis.report.common import (FigureData, Note, _arch_label, _ci, _regular_curves, _sweep, holdout_auc,
                                     macro_name, speeds_only_where_made_alone)
+from analysis.report.learning import verdict
 
 SHARE_KINDS = ("env_steps", "replay", "sampled")
 """Worker 0's share of each, times the worker count (1 = an equal share)."""
@@ -90,6 +91,9 @@ def _curves(note: Note, rs: RunSet, runs: pd.DataFrame) -> pd.DataFrame:
 
 def _table(made: FigureData, data: pd.DataFrame) -> None:
     base = data[data["config"] == "single_env"]
+    against = {config: stats.compare(group["holdout_auc"].dropna().to_numpy(), base["holdout_auc"].dropna().to_numpy())
+               for config, group in data.groupby("config", sort=True) if config != "single_env" and not base.empty}
+    against = dict(zip(against, stats.with_holm(list(against.values()))))  # Holm over the table's comparisons
     rows = []
     for config, group in data.groupby("config", sort=True):
         speeds = group["env_steps_per_sec"].dropna().to_numpy()
@@ -106,13 +110,12 @@ def _table(made: FigureData, data: pd.DataFrame) -> None:
                    if group["staleness_slow"].notna().any() else "-"),
                "final holdout, IQM [95% CI]": _ci(*final, "{:.1f}"),
                "mean holdout over checkpoints, IQM [95% CI]": _ci(*area, "{:.1f}")}
-        if config != "single_env" and not base.empty:
-            p = stats.probability_of_improvement_interval(group["holdout_auc"].dropna().to_numpy(),
-                                                          base["holdout_auc"].dropna().to_numpy())
-            row["P(> single_env), mean holdout [95% CI]"] = _ci(*p, "{:.2f}")
-            made.number(macro_name("uneven", config, "poi", "auc"), p[0], "{:.2f}")
-        else:
-            row["P(> single_env), mean holdout [95% CI]"] = "-"
+        vs = against.get(config)
+        row["P(> single_env), mean holdout [95% CI]"] = _ci(vs.probability, vs.low, vs.high, "{:.2f}") if vs else "-"
+        row["Holm p"] = f"{vs.holm:.3f}" if vs else "-"
+        if vs:
+            made.number(macro_name("uneven", config, "poi", "auc"), vs.probability, "{:.2f}")
+            made.number(macro_name("uneven", config, "holm", "auc"), vs.holm, "{:.3f}")
         rows.append(row)
         name = macro_name("uneven", config)
         made.number(name + "Steps", speed[0] if np.isfinite(speed[0]) else "not measured")
@@ -129,26 +132,36 @@ def _table(made: FigureData, data: pd.DataFrame) -> None:
     made.table("uneven", pd.DataFrame(rows),
                "One slow worker among two (the uneven sweep, CartPole, worker 0 +1 ms per env step, runs one at a "
                "time): throughput, the slow worker's share of the data (x2: 1 is an equal share), acting-weight age "
-               "at hand-off, and holdout return at equal env steps; intervals are stratified-bootstrap 95% CIs.")
+               "at hand-off, and holdout return at equal env steps; intervals are stratified-bootstrap 95% CIs; "
+               "against single_env, the exact rank test's p after Holm's correction over the table's comparisons.")
     _quota_question(made, data)
 
 
 def _quota_question(made: FigureData, data: pd.DataFrame) -> None:
-    """P(free-running > equal quotas) for actor_learner, per metric: macros UnevenFreePoi<Metric>."""
+    """P(free-running > equal quotas) for actor_learner, per metric, with the exact rank test's p
+    (Holm over the learning measures): macros UnevenFreePoi<Metric>, UnevenFreeP/Holm/Verdict<Metric>."""
     free = data[(data["architecture"] == "actor_learner") & data["config"].str.contains("free quotas")]
     equal = data[(data["architecture"] == "actor_learner") & data["config"].str.contains("equal quotas")]
     if free.empty or equal.empty:
         return
-    for metric in QUOTA_METRICS:
-        x, y = free[metric].dropna().to_numpy(), equal[metric].dropna().to_numpy()
-        if len(x) and len(y):
-            p, low, high = stats.probability_of_improvement_interval(x, y)
-            for suffix, value in (("", p), ("Low", low), ("High", high)):
-                made.number(macro_name("uneven", "free", "poi", metric) + suffix, value, "{:.2f}")
-            if metric == "holdout_auc" and high > low:  # seeds a side for +-TARGET_HALF_WIDTH, as 1 / sqrt(n)
-                made.number("UnevenTargetHalfWidth", TARGET_HALF_WIDTH, "{:g}")
-                made.number("UnevenFreePoiHoldoutAucSeedsForTarget",
-                            min(len(x), len(y)) * ((high - low) / 2 / TARGET_HALF_WIDTH) ** 2, "{:.0f}")
+    compared = {metric: (free[metric].dropna().to_numpy(), equal[metric].dropna().to_numpy())
+                for metric in QUOTA_METRICS}
+    compared = {metric: stats.compare(x, y) for metric, (x, y) in compared.items() if len(x) and len(y)}
+    # Holm over the learning measures; speed is a question of its own
+    learning = [m for m in compared if m != "env_steps_per_sec"]
+    compared.update(zip(learning, stats.with_holm([compared[m] for m in learning])))
+    for metric, vs in compared.items():
+        holm = vs.holm if metric in learning else vs.p
+        for suffix, value in (("", vs.probability), ("Low", vs.low), ("High", vs.high)):
+            made.number(macro_name("uneven", "free", "poi", metric) + suffix, value, "{:.2f}")
+        made.number(macro_name("uneven", "free", "p", metric), vs.p, "{:.3f}")
+        made.number(macro_name("uneven", "free", "holm", metric), holm, "{:.3f}")
+        made.number(macro_name("uneven", "free", "verdict", metric), verdict(vs.probability, holm))
+        if metric == "holdout_auc" and vs.high > vs.low:  # seeds a side for +-TARGET_HALF_WIDTH, as 1 / sqrt(n)
+            x, y = free[metric].dropna(), equal[metric].dropna()
+            made.number("UnevenTargetHalfWidth", TARGET_HALF_WIDTH, "{:g}")
+            made.number("UnevenFreePoiHoldoutAucSeedsForTarget",
+                        min(len(x), len(y)) * ((vs.high - vs.low) / 2 / TARGET_HALF_WIDTH) ** 2, "{:.0f}")
 
 
 def plot(report, made: FigureData) -> None:
