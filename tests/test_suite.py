@@ -60,6 +60,10 @@ def test_a_shift_every_game_shares_is_told_apart_only_in_the_aggregate(made):
     assert numbers["MinatarAggHogwildFinalVerdict"] == "told apart, better"
     assert numbers["MinatarAggActorLearnerFinalVerdict"] == "not told apart"
     assert numbers["MinatarAggActorLearnerFinalPoi"] == pytest.approx(0.5)
+    # the text's sentence, from the same rows: vector_env sits a hair below, hogwild above; Seaquest is begun
+    assert numbers["MinatarAggBelowFinal"] == "one"
+    assert numbers["MinatarAggToldApart"] == "hogwild on the final return (better); hogwild on the mean return (better)"
+    assert (numbers["MinatarSuiteState"], numbers["MinatarSuiteGames"]) == ("partial", 5)
 
 
 def test_profiles_fall_and_the_tables_are_written(made):

@@ -86,6 +86,11 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     games, seeds = _complete_games(runs, note)
     made.number("MinatarSuiteRuns", len(runs), "{:d}")
     made.number("MinatarSuiteGamesComplete", len(games), "{:d}")
+    made.number("MinatarSuiteGames", len(GAMES), "{:d}")
+    # the text says whether the suite is whole from the runs, not from when it was written
+    made.number("MinatarSuiteState", "complete" if len(games) == len(GAMES) else "partial")
+    made.number("MinatarSuiteLeftOut", "every game enters the aggregate" if len(games) == len(GAMES) else
+                "the other games are still running, and the aggregate counts only complete games")
     made.parts.update(games=games, seeds=seeds)
     if len(games) >= 2:
         _aggregate(made, runs, games, seeds)
@@ -171,6 +176,7 @@ def _aggregate(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: li
                 made.number(macro_name("minatar agg", r["design"], label, suffix), value, fmt)
         table.append(line)
     made.number("MinatarAggGames", len(games), "{:d}")
+    _summary(made, rows)
     made.number("MinatarAggSeeds", len(seeds), "{:d}")
     made.table("minatar_aggregate", pd.DataFrame(table),
                f"MinAtar across {len(games)} games ({', '.join(games)}) x {len(seeds)} seeds "
@@ -190,6 +196,24 @@ def _aggregate(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: li
                       profile=pd.DataFrame(profile),
                       poi=pd.DataFrame([{"design": r["design"], "measure": r["measure"], "poi": r["vs"].probability,
                                          "low": r["vs"].low, "high": r["vs"].high} for r in tested]))
+
+
+COUNT_WORDS = {0: "none", 1: "one", 2: "two", 3: "all three"}
+
+
+def _summary(made: FigureData, rows: list[dict]) -> None:
+    """The aggregate's sentence, from the rows: how many parallel designs' final IQMs sit below
+    single_env's (MinatarAggBelowFinal) and which comparisons the corrected test tells apart
+    (MinatarAggToldApart), so the text cannot outlive the runs (tests/test_suite.py)."""
+    from analysis.report.learning import verdict
+
+    final = {r["design"]: r["iqm"][0] for r in rows if r["measure"] == "normalised_final"}
+    below = sum(final[d] < final["single_env"] for d in DESIGNS[1:] if d in final)
+    made.number("MinatarAggBelowFinal", COUNT_WORDS.get(below, str(below)))
+    told = [f"{r['design']} on the {'final' if r['measure'] == 'normalised_final' else 'mean'} return "
+            f"({verdict(r['vs'].probability, r['vs'].holm).split(', ')[1]})"
+            for r in rows if "vs" in r and verdict(r["vs"].probability, r["vs"].holm).startswith("told apart")]
+    made.number("MinatarAggToldApart", "; ".join(told) if told else "none of them")
 
 
 def _anchors(made: FigureData, runs: pd.DataFrame) -> None:
