@@ -64,6 +64,8 @@ def test_a_shift_every_game_shares_is_told_apart_only_in_the_aggregate(made):
     assert numbers["MinatarAggBelowFinal"] == "one"
     assert numbers["MinatarAggToldApart"] == "hogwild on the final return (better); hogwild on the mean return (better)"
     assert (numbers["MinatarSuiteState"], numbers["MinatarSuiteGames"]) == ("partial", 5)
+    # what the suite's own sweep took: 41 runs of 1,000 s (Breakout's 20 are the minatar sweep's)
+    assert numbers["MinatarSuiteSweepRuns"] == 41 and numbers["MinatarSuiteTrainHours"] == pytest.approx(41 / 3.6)
 
 
 def test_profiles_fall_and_the_tables_are_written(made):

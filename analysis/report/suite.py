@@ -87,6 +87,10 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     made.number("MinatarSuiteRuns", len(runs), "{:d}")
     made.number("MinatarSuiteGamesComplete", len(games), "{:d}")
     made.number("MinatarSuiteGames", len(GAMES), "{:d}")
+    own = runs[runs["sweep"] == "minatar_suite"]  # what the suite's own sweep took (Breakout's runs came first)
+    made.number("MinatarSuiteSweepRuns", len(own), "{:d}")
+    made.number("MinatarSuiteTrainHours", own["train_seconds"].sum() / 3600, "{:.1f}")
+    made.number("MinatarSuiteRunMinutes", own["train_seconds"].median() / 60, "{:.0f}")
     # the text says whether the suite is whole from the runs, not from when it was written
     made.number("MinatarSuiteState", "complete" if len(games) == len(GAMES) else "partial")
     made.number("MinatarSuiteLeftOut", "every game enters the aggregate" if len(games) == len(GAMES) else
