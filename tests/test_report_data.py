@@ -16,7 +16,18 @@ from sacred.observers import FileStorageObserver
 
 from analysis import cost_model
 from analysis.load import RunSet, load_runs
-from analysis.report import breakdown, hogwild, learning, scaling, threads, uneven, utd
+from analysis.report import (
+    breakdown,
+    claims,
+    headline_tables,
+    hogwild,
+    improvement,
+    learning,
+    scaling,
+    threads,
+    uneven,
+    utd,
+)
 from tests.synthetic_runs import headline_specs, make_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -230,13 +241,13 @@ def test_speeds_of_runs_made_several_at_once_are_never_quoted(tmp_path):
     assert data.loc["single_env", "solved"] == 2  # 474.5, 475.5, 476.5 against CartPole's 475
     assert _numbers(made)["CartPoleActorLearnerSteps"] == "not measured"
     assert any("actor_learner's runs were made several at a time" in n for n in notes)
-    poi = learning.improvement_data(rs, [].append).data
+    poi = improvement.data(rs, [].append).data
     assert set(poi["metric"]) == {"final_holdout_return", "holdout_auc"}   # actor_learner (2): no speed alone
     # With one-at-a-time runs of it in the scaling sweep, its speed is set against single_env's from there too.
     make_runs(FileStorageObserver(str(tmp_path / "scaling")), [
         {"run_id": "scaling-actor2", "architecture": "actor_learner", "num_workers": 2, "speed": 6_000.0,
          "eval_episodes": 0}])
-    poi = learning.improvement_data(load_runs([str(tmp_path)]), [].append).data.set_index("metric")
+    poi = improvement.data(load_runs([str(tmp_path)]), [].append).data.set_index("metric")
     assert poi.loc["env_steps_per_sec", ["probability", "seeds", "baseline_seeds"]].tolist() == [1.0, 1, 2]
     # The curves' wall-clock axis: env steps over the one-at-a-time speed, or the shared machine's, said so.
     notes = []
@@ -270,7 +281,7 @@ def test_headline_speeds_leave_the_warm_up_out(tmp_path):
 
 
 def test_probability_of_improvement_over_single_env(rs):
-    made = learning.improvement_data(rs, [].append)
+    made = improvement.data(rs, [].append)
     poi = made.data.set_index(["architecture", "metric"])["probability"]
     assert poi.index.get_level_values(0).unique().tolist() == ["actor_learner", "vector_env", "high_utd"]
     assert poi.to_dict() == {
@@ -298,7 +309,7 @@ def test_probability_of_improvement_over_single_env(rs):
     (1.0, 0.06, "not told apart"),    # an interval at a point is not a test
     (0.5, float("nan"), "not told apart")])
 def test_a_verdict_is_no_stronger_than_its_corrected_test(probability, corrected_p, word):
-    assert learning.verdict(probability, corrected_p) == word
+    assert claims.verdict(probability, corrected_p) == word
 
 
 # ---------------------------------------------------------------------- 5, 6. time breakdown, policy lag and shares
@@ -523,8 +534,8 @@ def test_stability_counts_the_seeds_that_fell_after_reaching_the_cap(monkeypatch
                          for k, (a, _) in curves.items()])
     holdout = pd.DataFrame([{"run_id": k, "env_step": 1_000 * (i + 1), "return_mean": float(v)}
                             for k, (_, values) in curves.items() for i, v in enumerate(values)])
-    monkeypatch.setattr(learning, "_headline_rows", lambda rs: runs)
-    made = learning.stability_data(RunSet(runs, pd.DataFrame(), holdout), [].append)
+    monkeypatch.setattr(headline_tables, "_headline_rows", lambda rs: runs)
+    made = headline_tables.stability_data(RunSet(runs, pd.DataFrame(), holdout), [].append)
     rows = made.data.set_index("architecture")
     assert rows.loc["single_env", ["reached_cap", "fell_below_solved"]].tolist() == [1, 0]
     assert rows.loc["high_utd", ["reached_cap", "fell_below_solved"]].tolist() == [2, 2]
@@ -539,16 +550,16 @@ def test_the_hyperparameter_table_is_what_the_runs_stored(rs):
     """The table reads single_env's stored config per headline env; a design whose runs differ in a
     shared setting is named in a note (issue 22: a table generated from what ran)."""
     notes: list[str] = []
-    made = learning.hyperparameters_data(rs, notes.append)
+    made = headline_tables.hyperparameters_data(rs, notes.append)
     [(name, table, _)] = made.tables
     rows = table.set_index("setting")
-    assert name == "hyperparameters" and len(table) == len(learning.HYPERPARAMETERS)
+    assert name == "hyperparameters" and len(table) == len(headline_tables.HYPERPARAMETERS)
     assert rows.loc["learning rate (Adam)", "CartPole"] == "0.0005" and rows.loc["updates per env step", "CartPole"] == "0.25"
     assert not notes
     changed = rs.runs.copy()
     first = changed.index[changed["architecture"] == "actor_learner"][0]
     changed.at[first, "config"] = {**changed.at[first, "config"], "lr": 1e-3}
-    learning.hyperparameters_data(RunSet(changed, rs.metrics, rs.holdout), notes.append)
+    headline_tables.hyperparameters_data(RunSet(changed, rs.metrics, rs.holdout), notes.append)
     assert len(notes) == 1 and "differs from single_env in lr" in notes[0]
 
 

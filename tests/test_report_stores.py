@@ -9,7 +9,7 @@ import pytest
 from sacred.observers import FileStorageObserver
 
 from analysis.load import load_runs
-from analysis.report import learning, utd
+from analysis.report import improvement, learning, utd
 from tests.synthetic_runs import headline_specs, make_runs, write_run
 
 RESULT = {"architecture": "single_env", "env_steps": 3_000, "env_steps_per_sec": 1_000.0, "train_seconds": 3.0,
@@ -94,7 +94,7 @@ def test_a_diverged_run_is_counted_apart_from_the_headline(diverged_store):
     curves = learning.curves_data(rs, [].append).data
     assert set(curves.loc[curves["architecture"] == "single_env", "seeds"]) == {3}
     assert "vector_env" not in set(curves["architecture"])
-    poi = learning.improvement_data(rs, [].append).data
+    poi = improvement.data(rs, [].append).data
     assert set(poi["baseline_seeds"]) == {3} and "vector_env" not in set(poi["architecture"])
 
 

@@ -11,11 +11,12 @@ A figure whose runs are missing is skipped with one line saying which sweep prod
 run that cannot be used is named and left out; everything else still builds. All intervals are
 seeded stratified-bootstrap intervals (analysis/stats.py), so a rebuild gives identical CSVs.
 
-One module per figure family (threads, scaling, learning, breakdown, utd, hogwild, uneven, shape,
-per_hour, suite, pqn), each with
-a data function (runs in, a FigureData of frames, tables and numbers out, no matplotlib: the
-tests call them alone) and a plotting function that draws it; common.py holds the Report and
-the shared helpers, plotting.py the only module-level matplotlib import.
+One module per figure family (threads, scaling, learning, improvement, headline_tables, breakdown,
+utd, hogwild, uneven, shape, per_hour, suite, pqn), each with a data function (runs in, a
+FigureData of frames, tables and numbers out, no matplotlib: the tests call them alone) and a
+plotting function that draws it; common.py holds the Report and
+the shared helpers, claims.py what every verdict rests on (the solved line, the test's level, the
+word), plotting.py the only module-level matplotlib import.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ import numpy as np
 from analysis.load import NoRunsError, load_runs
 from analysis.report import (
     breakdown,
+    headline_tables,
     hogwild,
+    improvement,
     learning,
     page,  # index.html: the report as one page
     per_hour,
@@ -65,9 +68,9 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("figure_utd_long", utd.long_data, utd.plot_long),
            ("figure_hogwild", hogwild.data, hogwild.plot),
            ("figure_uneven", uneven.data, uneven.plot),
-           ("figure_improvement", learning.improvement_data, learning.plot_improvement),
-           ("table_stability", learning.stability_data, None),
-           ("table_hyperparameters", learning.hyperparameters_data, None),
+           ("figure_improvement", improvement.data, improvement.plot),
+           ("table_stability", headline_tables.stability_data, None),
+           ("table_hyperparameters", headline_tables.hyperparameters_data, None),
            ("figure_practitioner_shape", shape.data, shape.plot),
            ("figure_practitioner_shape_check", shape.check_data, shape.plot),
            ("figure_practitioner_shape_confirm", shape.confirm_data, shape.plot),

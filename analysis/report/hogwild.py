@@ -13,7 +13,7 @@ from analysis import stats
 from analysis.load import RunSet
 from analysis.report.common import (FigureData, Note, _arch_label, _ci, _sweep, holdout_auc, macro_name,
                                     speeds_only_where_made_alone)
-from analysis.report.learning import ALPHA, SOLVED_AT, verdict
+from analysis.report.claims import ALPHA, SOLVED_AT, verdict
 
 LOCK_METRICS = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout over checkpoints",
                 "env_steps_per_sec": "env steps/s"}

@@ -19,8 +19,9 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
+from analysis.report.claims import SOLVED_AT
 from analysis.report.common import FigureData, Note, _ci, _sweep, macro_name
-from analysis.report.learning import SOLVED_AT, solo_runs
+from analysis.report.learning import solo_runs
 
 COMPARED = ("single_env", "actor_learner")
 """The headline designs pqn is set beside."""

@@ -26,6 +26,7 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
+from analysis.report.claims import verdict
 from analysis.report.common import ARCH_ORDER, FigureData, Note, _ci, diverged, holdout_auc, macro_name
 
 SUITE_SWEEPS = ("minatar", "minatar_suite")
@@ -156,7 +157,6 @@ def _aggregate(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: li
     tested = [r for r in rows if "vs" in r]
     for r, corrected in zip(tested, stats.with_holm([r["vs"] for r in tested])):
         r["vs"] = corrected
-    from analysis.report.learning import verdict
 
     table = []
     for r in rows:
@@ -209,7 +209,6 @@ def _summary(made: FigureData, rows: list[dict]) -> None:
     """The aggregate's sentence, from the rows: how many parallel designs' final IQMs sit below
     single_env's (MinatarAggBelowFinal) and which comparisons the corrected test tells apart
     (MinatarAggToldApart), so the text cannot outlive the runs (tests/test_suite.py)."""
-    from analysis.report.learning import verdict
 
     final = {r["design"]: r["iqm"][0] for r in rows if r["measure"] == "normalised_final"}
     below = sum(final[d] < final["single_env"] for d in DESIGNS[1:] if d in final)

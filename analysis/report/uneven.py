@@ -15,7 +15,7 @@ from analysis import stats
 from analysis.load import RunSet
 from analysis.report.common import (FigureData, Note, _arch_label, _ci, _regular_curves, _sweep, holdout_auc,
                                     macro_name, speeds_only_where_made_alone)
-from analysis.report.learning import verdict
+from analysis.report.claims import verdict
 
 SHARE_KINDS = ("env_steps", "replay", "sampled")
 """Worker 0's share of each, times the worker count (1 = an equal share)."""

@@ -10,6 +10,7 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
+from analysis.report.claims import ALPHA, CAP, SOLVED_AT, after_solving, verdict
 from analysis.report.common import FigureData, Note, _ci, _sweep, holdout_auc, macro_name
 
 MITIGATIONS = ["none", "LayerNorm", "resets", "both"]
@@ -200,7 +201,6 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
     counts, the final and mean holdout returns, and the comparisons COMPARED_WITH names, with the exact
     rank test and Holm over the table's comparisons
     (tests/test_report_data.py::test_utd_long_cells_are_read_after_solving)."""
-    from analysis.report.learning import ALPHA, CAP, SOLVED_AT, after_solving, verdict
 
     runs = _long_runs(_sweep(rs.runs, "utd"))
     if runs.empty:
@@ -290,7 +290,6 @@ def _reset_env_steps(runs: pd.DataFrame) -> float:
 
 
 def plot_long(report, made: FigureData) -> None:
-    from analysis.report.learning import SOLVED_AT
     from analysis.report.plotting import plt, sns
 
     curves = made.data

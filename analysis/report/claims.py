@@ -1,0 +1,48 @@
+"""What a claim rests on, shared by every table that makes one: the solved line and the cap per
+env, the level a corrected test is held to and the word a comparison may carry, and what a run did
+after it first solved the task (the stability table and the utd sweep's long cells)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+SOLVED_AT = {"CartPole": 475.0}
+"""The final holdout return counted as solved, per env (CartPole-v1's own threshold): the table and
+the macros <Env><Design>Solved count the seeds that reached it."""
+CAP = {"CartPole": 500.0}
+"""The most an episode can return, per env: a run that reached it had solved the task."""
+ALPHA = 0.05
+P_FORMAT = "{:.3f}"
+
+
+def verdict(probability: float, corrected_p: float) -> str:
+    """The word a comparison may carry: told apart (better or worse, by the side of 0.5 its
+    probability of improvement is on) only where the Holm-corrected rank test's p is below ALPHA,
+    else not told apart (tests/test_report_data.py)."""
+    if not np.isfinite(corrected_p) or corrected_p >= ALPHA:
+        return "not told apart"
+    return "told apart, better" if probability > 0.5 else "told apart, worse"
+
+
+def after_solving(holdout: pd.DataFrame, run_ids, cap: float, solved: float) -> dict:
+    """What a group of runs did after first reaching the cap: how many reached it, how many of those
+    fell below `solved` at a later checkpoint, the share of the checkpoints after the first at the cap
+    that were below it, and the median drop (the cap less the lowest return after), over the runs
+    that reached it (stability_data; utd.long_data)."""
+    reached = fell = below = after_count = 0
+    drops = []
+    for run_id in run_ids:
+        curve = holdout[holdout["run_id"] == run_id].sort_values("env_step")["return_mean"].to_numpy()
+        at_cap = np.flatnonzero(curve >= cap)
+        if not len(at_cap):
+            continue
+        reached += 1
+        after = curve[at_cap[0] + 1:]
+        fell += int((after < solved).any())
+        below += int((after < solved).sum())
+        after_count += len(after)
+        drops.append(cap - after.min() if len(after) else 0.0)
+    return {"reached_cap": reached, "fell_below_solved": fell,
+            "share_below_after_cap": below / after_count if after_count else np.nan,
+            "median_drop": float(np.median(drops)) if drops else np.nan}

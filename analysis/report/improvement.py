@@ -1,0 +1,107 @@
+"""9. The probability of improvement over single_env, per env and design, on the headline runs:
+P(X > Y) with its interval beside the exact rank test, Holm-corrected over one env's table of one
+question (learning, or speed), and the verdict word that test can carry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis import stats
+from analysis.load import RunSet
+from analysis.report.claims import ALPHA, P_FORMAT, verdict
+from analysis.report.common import ARCH_ORDER, FigureData, Note, macro_name
+from analysis.report.learning import _headline_rows, _slug, measured_speeds
+
+# ---------------------------------------------------------------------- 9. probability of improvement
+IMPROVEMENT_METRICS = ["final_holdout_return", "holdout_auc", "env_steps_per_sec"]
+
+
+def data(rs: RunSet, note: Note) -> FigureData | None:
+    runs = _headline_rows(rs)
+    if runs.empty or "single_env" not in set(runs["architecture"]):
+        note("probability of improvement: needs `architectures` sweep runs including single_env")
+        return None
+    rows = []
+    for env, part in runs.groupby("env", sort=True):
+        base = part[part["architecture"] == "single_env"]
+        for arch in ARCH_ORDER[1:]:
+            other = part[part["architecture"] == arch]
+            if other.empty:
+                continue
+            for metric in IMPROVEMENT_METRICS:
+                if metric == "env_steps_per_sec":  # measured alone: these runs' own or the scaling sweep's
+                    mine, theirs = measured_speeds(rs, other)[0], measured_speeds(rs, base)[0]
+                else:
+                    mine, theirs = other[metric].dropna().to_numpy(), base[metric].dropna().to_numpy()
+                if not (len(mine) and len(theirs)):  # a design with no speed measured alone
+                    continue
+                vs = stats.compare(mine, theirs)
+                rows.append({"env": env, "architecture": arch, "metric": metric, "seeds": len(mine),
+                             "baseline_seeds": len(theirs), "probability": vs.probability, "low": vs.low,
+                             "high": vs.high, "rank_p": vs.p})
+    if not rows:
+        note("probability of improvement: no architecture besides single_env to compare")
+        return None
+    data = pd.DataFrame(rows)
+    # Holm over the comparisons one env's table makes of one question (every design against
+    # single_env on the two learning measures; apart, on speed): a verdict word is no stronger
+    # than its corrected test (issue 22).
+    data["family"] = np.where(data["metric"] == "env_steps_per_sec", "speed", "learning")
+    data["holm_p"] = np.nan
+    for _, part in data.groupby(["env", "family"]):
+        data.loc[part.index, "holm_p"] = stats.holm(part["rank_p"].to_numpy())
+    data["verdict"] = [verdict(r.probability, r.holm_p) for r in data.itertuples()]
+    made = FigureData(data)
+    for r in data.itertuples():
+        made.number(macro_name("poi", r.env, r.architecture, r.metric), r.probability, "{:.2f}")
+        for side in ("low", "high"):
+            made.number(macro_name("poi", r.env, r.architecture, r.metric, side), getattr(r, side), "{:.2f}")
+        made.number(macro_name("poi", r.env, r.architecture, r.metric, "p"), r.rank_p, P_FORMAT)
+        made.number(macro_name("poi", r.env, r.architecture, r.metric, "holm"), r.holm_p, P_FORMAT)
+        made.number(macro_name("poi", r.env, r.architecture, r.metric, "verdict"), r.verdict)
+    for env, part in data[data["family"] == "learning"].groupby("env", sort=True):
+        # how many learning comparisons Holm corrects over, and how wide the intervals on the mean
+        # holdout return are (the measure a return cap does not squeeze; the median half width over
+        # the designs): what these seeds can resolve
+        made.number(macro_name("poi", env, "learning comparisons"), len(part), "{:d}")
+        auc = part[part["metric"] == "holdout_auc"]
+        made.number(macro_name("poi", env, "holdout_auc", "half width"),
+                    float(np.median((auc["high"] - auc["low"]) / 2)), "{:.2f}")
+    labels = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout return",
+              "env_steps_per_sec": "env steps/s"}
+    for env, part in data.groupby("env", sort=True):
+        table = pd.DataFrame({
+            "design": part["architecture"], "measure": part["metric"].map(labels),
+            "seeds (design / single_env)": [f"{a} / {b}" for a, b in zip(part["seeds"], part["baseline_seeds"])],
+            "P(design > single_env) [95% CI]": [f"{r.probability:.2f} [{r.low:.2f}, {r.high:.2f}]"
+                                                for r in part.itertuples()],
+            "rank test p": part["rank_p"].map(P_FORMAT.format),
+            "Holm p": part["holm_p"].map(P_FORMAT.format), "verdict": part["verdict"]})
+        made.table(f"improvement_{_slug(env)}", table,
+                   f"{env}: each design against single_env, the probability that one of its runs beats a single_env "
+                   "run with its percentile-bootstrap 95% interval, the exact two-sided rank test's p, and that p "
+                   f"after Holm's correction over the {int((part['family'] == 'learning').sum())} learning "
+                   f"comparisons of this table (the {int((part['family'] == 'speed').sum())} speed comparisons "
+                   f"apart); the verdict is 'told apart' only where the corrected p is below {ALPHA}")
+    return made
+
+
+def plot(report, made: FigureData) -> None:
+    from analysis.report.plotting import plt
+
+    data = made.data
+    fig, axes = plt.subplots(1, len(IMPROVEMENT_METRICS), figsize=(14, 3.2), sharey=True)
+    labels = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout return over checkpoints",
+              "env_steps_per_sec": "env steps/s"}
+    for ax, metric in zip(axes, IMPROVEMENT_METRICS):
+        part = data[data["metric"] == metric].reset_index(drop=True)
+        ax.errorbar(part["probability"], range(len(part)),
+                    xerr=[part["probability"] - part["low"].fillna(part["probability"]),
+                          part["high"].fillna(part["probability"]) - part["probability"]], fmt="o", capsize=3)
+        ax.axvline(0.5, color="k", ls="--", lw=1)
+        ax.set_xlim(0, 1)
+        ax.set_yticks(range(len(part)))
+        ax.set_yticklabels(part["env"] + ": " + part["architecture"], fontsize=8)
+        ax.set_xlabel(f"P(architecture > single_env)\non {labels[metric]}")
+    report.figure(fig, "improvement", data)
