@@ -8,7 +8,8 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.load import RunSet
-from analysis.report.common import FigureData, Note, _headline, _sweep, env_first, headline_runs, macro_name
+from analysis.report.common import (DEDICATED_SWEEPS, FigureData, Note, _headline, _sweep, env_first, headline_runs,
+                                    macro_name)
 
 
 # ---------------------------------------------------------------------- 5. time breakdown
@@ -115,11 +116,16 @@ def _config_order(frame: pd.DataFrame) -> list[str]:
     return sorted(frame["config"].unique(), key=lambda c: (":" in c, c))
 
 
+LAG_ALSO_FROM = {"scaling", "utd", "hogwild", "pqn"}
+"""Dedicated sweeps whose runs the lag figure still reads: scaling's actor_learner and vector_env runs
+at 1-N workers are where lag grows, and the others record none. Every other dedicated sweep (a new one
+too) has a figure of its own and stays out."""
+
+
 def lag_data(rs: RunSet, note: Note) -> FigureData | None:
     """policy_lag_shares.csv, both frames stacked; in parts `lag` and `shares` apart, as drawn."""
     runs = rs.runs[rs.runs["result"].apply(lambda r: isinstance(r.get("policy_lag"), dict))
-                   & ~rs.runs["sweep"].isin(["uneven", "seed_shape", "shape_check", "shape_confirm", "per_hour",
-                                                "minatar_suite"])]  # each has a figure (or will) of its own
+                   & ~rs.runs["sweep"].isin(DEDICATED_SWEEPS - LAG_ALSO_FROM)]
     if runs.empty:
         note("policy lag: no runs recorded it (actor_learner, vector_env)")
         return None
