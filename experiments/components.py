@@ -97,11 +97,11 @@ def _experiment():
     from sacred import SETTINGS, Experiment
 
     from experiments.configs import NAMED_CONFIGS
-    from experiments.train import _cpu_count, _cpu_model, _git, _packages, _thread_env, build_config
+    from experiments.host import HOST_INFO
+    from experiments.train import build_config
 
     SETTINGS.CAPTURE_MODE = "sys"
-    ex = Experiment("components", save_git_info=False,
-                    additional_host_info=[_cpu_count, _cpu_model, _packages, _thread_env, _git])
+    ex = Experiment("components", save_git_info=False, additional_host_info=HOST_INFO)
     ex.add_config(dict(architecture="single_env", **DQNConfig().to_dict()))
     for name, values in NAMED_CONFIGS.items():
         ex.add_named_config(name, values)

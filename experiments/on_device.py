@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -70,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from architectures.core.limits import available_cores
+    from experiments.host import cpu_model
 
     cores, cuda = available_cores(), torch.cuda.is_available()
     deadline = time.monotonic() + 60 * args.minutes
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     shares = {"plan": 0.25, "shape_busy": 0.4, "device": 0.1, "minatar_scaling": 0.25}
     py = sys.executable
     done = {"host": {"cores": cores, "cuda": cuda, "gpu": torch.cuda.get_device_name(0) if cuda else None,
-                     "cpu": platform.processor() or platform.machine()}, "parts": {}}
+                     "cpu": cpu_model()}, "parts": {}}
     for part in parts:
         left = deadline - time.monotonic()
         budget = min(left, 60 * args.minutes * shares[part])

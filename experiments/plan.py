@@ -160,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     from architectures.core.envs import env_spec
     from architectures.core.limits import available_cores
     from experiments.components import measure
+    from experiments.host import cpu_model
 
     try:
         cfg, overrides = _config(tokens)
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     cores = available_cores()
     started = time.monotonic()
     what = overrides.text() or "the default config (CartPole-v1)"
-    print(f"plan for {what} on {cores} cores ({platform.processor() or platform.machine()})", file=sys.stderr)
+    print(f"plan for {what} on {cores} cores ({cpu_model()})", file=sys.stderr)
     print("measuring components, each warm and alone:", file=sys.stderr)
     costs = measure(cfg, cores=cores, budget_s=args.budget, log=lambda line: print(line, file=sys.stderr))
     threads = _threads(cfg, cores)
@@ -222,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
               f"measured {c['measured_env_steps_per_sec']:,.0f} env steps/s ({error:+.0%})")
     plan = {
         "config": cfg.to_dict(), "overrides": overrides.text(), "cores": cores,
-        "host": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version(),
+        "host": {"cpu": cpu_model(), "python": platform.python_version(),
                  "node": platform.node()},
         "component_costs_us": costs, "update_us_by_threads": threads,
         "predictions": [{"design": p.design, "workers": p.workers, "predicted_env_steps_per_sec": p.env_steps_per_sec,

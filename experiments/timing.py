@@ -17,7 +17,7 @@ import time
 
 from sacred import SETTINGS, Experiment
 
-from experiments.train import _cpu_count, _cpu_model, _git, _packages, _thread_env
+from experiments.host import HOST_INFO
 
 SETTINGS.CAPTURE_MODE = "sys"
 NETWORKS = {
@@ -27,8 +27,7 @@ NETWORKS = {
     "wide_mlp": ((64,), 18, (1024, 1024)),
 }
 
-ex = Experiment("update_timing", save_git_info=False,
-                additional_host_info=[_cpu_count, _cpu_model, _packages, _thread_env, _git])
+ex = Experiment("update_timing", save_git_info=False, additional_host_info=HOST_INFO)
 
 
 @ex.config

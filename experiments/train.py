@@ -13,14 +13,10 @@ one-line error naming the key and its valid range (exit code 2).
 from __future__ import annotations
 
 import os
-import platform
-import subprocess
 import sys
-from importlib import metadata
 
 import sacred.experiment
 from sacred import SETTINGS, Experiment
-from sacred.host_info import host_info_gatherer
 from sacred.utils import apply_backspaces_and_linefeeds
 
 from architectures import ARCHITECTURES, get_train_fn, preflight
@@ -30,6 +26,7 @@ from architectures.core.errors import RunDiverged, RunError
 from architectures.core.limits import checkpoint_bytes
 from architectures.run.checkpoint import check_before_run, remove_checkpoint
 from experiments.configs import NAMED_CONFIGS
+from experiments.host import HOST_INFO
 from experiments.store import (
     AtomicFileStorageObserver,
     RecordingMongoObserver,
@@ -44,58 +41,7 @@ from experiments.sweeps import RUNS_AT_ONCE_ENV
 # with child processes (sacred#705); "sys" capture only swaps sys.stdout/stderr.
 SETTINGS.CAPTURE_MODE = "sys"
 DEFAULT_RUNS_DIR = "results/runs"
-PACKAGES = ("torch", "numpy", "gymnasium", "minatar", "sacred", "pymongo")
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TORCH_NUM_THREADS")
-
-
-@host_info_gatherer("cpu_count")
-def _cpu_count() -> int | None:
-    return os.cpu_count()
-
-
-@host_info_gatherer("cpu_model")
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-@host_info_gatherer("packages")
-def _packages() -> dict[str, str]:
-    versions = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
-
-
-@host_info_gatherer("thread_env")
-def _thread_env() -> dict[str, str | None]:
-    return {name: os.environ.get(name) for name in THREAD_VARIABLES}
-
-
-@host_info_gatherer("git")
-def _git() -> dict[str, str | bool | None]:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                timeout=5).stdout.strip() or None
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                                    capture_output=True, text=True, timeout=5).stdout.strip())
-    except (OSError, subprocess.SubprocessError):
-        commit, dirty = None, None
-    return {"commit": commit, "dirty": dirty}
-
-
-ex = Experiment("parallel_dqn", save_git_info=False,
-                additional_host_info=[_cpu_count, _cpu_model, _packages, _thread_env, _git])
+ex = Experiment("parallel_dqn", save_git_info=False, additional_host_info=HOST_INFO)
 ex.captured_out_filter = apply_backspaces_and_linefeeds
 ex.add_config(dict(architecture="single_env", **DQNConfig().to_dict()))
 for _name, _values in NAMED_CONFIGS.items():
