@@ -249,15 +249,16 @@ def test_speeds_of_runs_made_several_at_once_are_never_quoted(tmp_path):
          "eval_episodes": 0}])
     poi = improvement.data(load_runs([str(tmp_path)]), [].append).data.set_index("metric")
     assert poi.loc["env_steps_per_sec", ["probability", "seeds", "baseline_seeds"]].tolist() == [1.0, 1, 2]
-    # The curves' wall-clock axis: env steps over the one-at-a-time speed, or the shared machine's, said so.
+    # The curves' wall-clock axis: env steps over the one-at-a-time speed; a cell never run alone is left
+    # off it (the shared machine's clock would make a design with more processes look slower), said so.
     notes = []
     curves = learning.curves_data(rs, notes.append).data
     single = curves[curves["architecture"] == "single_env"]
     assert single["train_seconds_median"].tolist() == pytest.approx([1000 / 5075, 2000 / 5075, 3000 / 5075])
     actor = curves[curves["architecture"] == "actor_learner"]
-    assert actor["train_seconds_median"].tolist() == pytest.approx([1000 / 1900, 2000 / 1900, 3000 / 1900])
-    assert notes == [("learning curves: CartPole actor_learner's runs were made several at a time and none of it "
-                      "alone; its wall-clock axis is the shared machine's")]
+    assert actor["train_seconds_median"].isna().all() and actor["return_iqm"].notna().all()
+    assert notes == [("learning curves: CartPole actor_learner (2)'s runs were made several at a time and no run "
+                      "of that cell alone; left off the wall-clock axis")]
 
 
 def test_headline_speeds_leave_the_warm_up_out(tmp_path):

@@ -174,17 +174,20 @@ def _catch_up(made: FigureData) -> None:
 def _solo_clock(note: Note, rs: RunSet, holdout: pd.DataFrame) -> pd.DataFrame:
     """A run made beside others (`--jobs N`) took longer than it would alone, and the designs with
     more processes lost more to sharing: its wall-clock axis is instead its env steps over the
-    design's one-at-a-time speed (solo_speeds, the scaling sweep's median), where there is one."""
+    design's one-at-a-time speed (solo_speeds, the scaling sweep's median), where there is one; where
+    there is none, the run is left off that axis rather than drawn on the shared machine's clock
+    (tests/test_report_stores.py)."""
     runs = rs.runs[rs.runs["run_id"].isin(holdout["run_id"])]
     holdout = holdout.copy()
     for (env, arch, workers, utd), cell in runs[~made_alone(runs)].groupby(["env", "architecture", "num_workers",
                                                                             "utd"]):
         speeds = solo_speeds(rs, env, arch, int(workers), float(utd))
-        if not len(speeds):
-            note(f"learning curves: {env} {arch}'s runs were made several at a time and none of it alone; "
-                 "its wall-clock axis is the shared machine's")
-            continue
         at = holdout["run_id"].isin(cell["run_id"])
+        if not len(speeds):
+            note(f"learning curves: {env} {arch} ({int(workers)})'s runs were made several at a time and no run of "
+                 "that cell alone; left off the wall-clock axis")
+            holdout.loc[at, "train_seconds"] = np.nan
+            continue
         holdout.loc[at, "train_seconds"] = holdout.loc[at, "env_step"] / float(np.median(speeds))
     return holdout
 
@@ -199,8 +202,8 @@ def plot_curves(report, made: FigureData) -> None:
         for j, x in enumerate(("env_step", "train_seconds_median")):
             ax = axes[i][j]
             for arch in ARCH_ORDER:
-                sub = data[(data["env"] == env) & (data["architecture"] == arch)]
-                if sub.empty:
+                sub = data[(data["env"] == env) & (data["architecture"] == arch)].dropna(subset=[x])
+                if sub.empty:  # no speed measured alone: not on the wall-clock axis
                     continue
                 ax.plot(sub[x], sub["return_iqm"], color=PALETTE[arch], label=arch, marker="o", ms=3)
                 ax.fill_between(sub[x], sub["return_low"], sub["return_high"], color=PALETTE[arch], alpha=0.2)

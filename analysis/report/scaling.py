@@ -13,7 +13,7 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
-from analysis import cost_model
+from analysis import cost_model, stats
 from analysis.load import LEARNING_RATE, TRAINING_EXPERIMENTS, NoRunsError, RunSet, load_runs
 from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, env_first, macro_name
 
@@ -166,6 +166,9 @@ def _settings(made: FigureData, runs: pd.DataFrame) -> None:
         tag = _tag(env)
         cells = part.groupby(["architecture", "num_workers", "env_step_cost_us", "utd"])
         made.number(macro_name("scaling", *tag, "seeds"), int(cells.size().min()), "{:d}")
+        if not tag:  # the smallest p the exact rank test can give at this many runs a side (all ordered)
+            n = int(cells.size().min())
+            made.number("ScalingSmallestP", stats.rank_test_p(np.arange(n) + n, np.arange(n)), "{:.2f}")
         made.number(macro_name("scaling", *tag, "seeds", "first"), int(part["seed"].min()), "{:d}")
         made.number(macro_name("scaling", *tag, "seeds", "last"), int(part["seed"].max()), "{:d}")
         model = part[part["architecture"] != "high_utd"]
@@ -320,14 +323,15 @@ def _plan_confirmed(made: FigureData, note: Note) -> None:
         for m in filter(None, map(CONFIRMED.match, lines)):
             if best and m.group(1, 2) == best:
                 predicted, measured = (float(v.replace(",", "")) for v in m.group(3, 4))
-                misses.append(100 * (measured / predicted - 1))
+                misses.append((100 * (measured / predicted - 1), measured))
                 recommended.add(f"{best[0]} ({best[1]})")
     if len(recommended) != 1:
         note(f"scaling: {PLAN_TEXT}'s plans recommend {sorted(recommended) or 'nothing'}; their misses are not quoted")
         return
     made.number("PlanCartPoleRecommended", recommended.pop())
-    for which, miss in zip(("first", "second"), misses):
+    for which, (miss, measured) in zip(("first", "second"), misses):
         made.number(macro_name("plan", "CartPole", "miss", which), miss, "{:+.0f}")
+        made.number(macro_name("plan", "CartPole", "measured", which), measured)
 
 
 def plot(report, made: FigureData) -> None:
