@@ -108,6 +108,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     made.number("PerHourWindow", window, "{:.0f}")
     made.number("PerHourStepsCap", steps_cap)
     made.number("PerHourSeeds", len(seeds), "{:d}")
+    made.number("PerHourComparisons", len(parallel), "{:d}")
     made.number("PerHourSeedsFirst", seeds[0], "{:d}")
     made.number("PerHourSeedsLast", seeds[-1], "{:d}")
     waits = runs["config"].map(lambda c: c.get("env_step_wait_us")).dropna()

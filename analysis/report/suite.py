@@ -182,6 +182,7 @@ def _aggregate(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: li
     made.number("MinatarAggGames", len(games), "{:d}")
     _summary(made, rows)
     made.number("MinatarAggSeeds", len(seeds), "{:d}")
+    made.number("MinatarAggComparisons", len(tested), "{:d}")
     made.table("minatar_aggregate", pd.DataFrame(table),
                f"MinAtar across {len(games)} games ({', '.join(games)}) x {len(seeds)} seeds "
                f"({seeds[0]}-{seeds[-1]}): returns divided by each game's anchor (Young & Tian's DQN at 5M frames); "
