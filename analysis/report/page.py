@@ -44,10 +44,11 @@ FIGURE_TEXT = {
         "final holdout IQM on CartPole was {CartPoleSingleEnvFinal} for single_env and "
         "{CartPoleActorLearnerFinal} for actor_learner."),
     "speed_quality": (
-        "Speed against quality: median env steps/s and IQM of the mean holdout return over checkpoints, "
-        "with 95% intervals, and the non-dominated frontier.",
+        "Speed against quality: median env steps/s of the scaling sweep's runs made alone and IQM of the "
+        "headline runs' mean holdout return over checkpoints, with 95% intervals; the dashed line joins the "
+        "point estimates no other design beats on both (not a test: their intervals may overlap).",
         "Which design is both fast and learns well? Right is faster and up learns better; a design on "
-        "the frontier is beaten by no other on both. On CartPole single_env made {CartPoleSingleEnvSteps} "
+        "the line is beaten by no other's point estimate on both. On CartPole single_env made {CartPoleSingleEnvSteps} "
         "env steps/s once learning and actor_learner {CartPoleActorLearnerSteps}."),
     "time_breakdown": (
         "Share of training wall-clock time per component, for the main process (the learner) and for "
