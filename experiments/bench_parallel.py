@@ -9,7 +9,8 @@ Every run is a fresh process (`python -m architectures <name>`), the contenders 
 within each round so drifting machine load hits all of them alike, and the speed-ups are
 ratios taken within a round. Throughput is env steps per second of training time (start-up
 and evaluation excluded; evaluation is off). Each parallel run also reports where its time
-went, the bottleneck, the policy lag and the hand-off cost per transition.
+went, the bottleneck, the age of the data it learned from (its `policy_lag`: learner updates
+between a transition's acting weights and its sampling) and the hand-off cost per transition.
 
 With `--named ENV` each design runs as the sweeps run it: the env's named config, then the design's
 own (its worker count, and pqn's learner: LayerNorm, RAdam, its rollouts), as `experiments.configs.resolve`
@@ -80,7 +81,8 @@ def describe(arch: str, r: dict) -> str:
     if "handoff_us_per_transition" in r:
         h = r["handoff_us_per_transition"]
         line += (f"\n{'':>16}hand-off {h['total']:.1f} us/transition (actor write {h['actor_write']:.1f}, "
-                 f"learner drain {h['learner_drain']:.1f}); policy lag mean {r['policy_lag']['mean']:.0f} updates")
+                 f"learner drain {h['learner_drain']:.1f}); sampled data's age (policy lag) mean "
+                 f"{r['policy_lag']['mean']:.0f} updates")
     return line
 
 
