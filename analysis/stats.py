@@ -221,9 +221,10 @@ def performance_profile(scores, thresholds, *, reps: int = DEFAULT_REPS, confide
 @dataclasses.dataclass(frozen=True)
 class Comparison:
     """One design's runs against another's, as every comparing table shows them: P(X > Y) with its
-    95% interval, the rank test's p (exact at one task, stratified over several) and, once a table's
-    comparisons are known, that p after Holm's correction over them. The interval alone is not the
-    verdict: it collapses where every pair is ordered, the rank test does not."""
+    95% interval, the rank test's p (exact at one task up to EXACT_UP_TO splits, stratified over
+    several) and, once a table's comparisons are known, that p after Holm's correction over them.
+    The interval alone is not the verdict: it collapses where every pair is ordered, the rank test
+    does not."""
     probability: float
     low: float
     high: float

@@ -2,7 +2,8 @@
 optimizer steps overlapped another worker's write and how many of the shared Adam state's step
 increments a race lost, against the return reached (final and mean over checkpoints) and
 throughput; and the lock question itself, as the probability that the lock-free runs learn
-better than the locked ones, with its 95% stratified-bootstrap interval (`hogwild_lock` table)."""
+better than the locked ones, with its 95% stratified-bootstrap interval, the exact rank test's p,
+Holm's over the learning measures and the verdict word it carries (`hogwild_lock` table)."""
 
 from __future__ import annotations
 

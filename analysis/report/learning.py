@@ -1,7 +1,7 @@
-"""3, 4 and 9: the headline comparison of architectures at equal env steps (the `architectures`
-sweep, or another sweep of training runs): learning curves, speed against quality with its
-table, and the probability of improvement over single_env. Three figures, one family: they
-select and pool the same runs."""
+"""3 and 4: the headline comparison of architectures at equal env steps (the `architectures`
+sweep, or another sweep of training runs): learning curves, and speed against quality with its
+table; and the helpers that select and pool those runs, which figure 9 (improvement.py) and the
+headline's tables (headline_tables.py) share."""
 
 from __future__ import annotations
 
@@ -158,9 +158,11 @@ def _catch_up(made: FigureData) -> None:
         if base.empty:
             continue
         end = base.iloc[-1]
+        if not np.isfinite(end["train_seconds_median"]):  # single_env off the wall-clock axis: nothing to say
+            continue
         made.number(macro_name(env, "single_env", "end", "seconds"), end["train_seconds_median"])
         reached = other[other["return_iqm"] >= end["return_iqm"]]
-        if reached.empty:
+        if reached.empty or not np.isfinite(reached.iloc[0]["train_seconds_median"]):
             continue
         first = reached.iloc[0]
         made.number(macro_name(env, "high_utd", "catch up", "steps"), first["env_step"])
@@ -176,7 +178,7 @@ def _solo_clock(note: Note, rs: RunSet, holdout: pd.DataFrame) -> pd.DataFrame:
     more processes lost more to sharing: its wall-clock axis is instead its env steps over the
     design's one-at-a-time speed (solo_speeds, the scaling sweep's median), where there is one; where
     there is none, the run is left off that axis rather than drawn on the shared machine's clock
-    (tests/test_report_stores.py)."""
+    (tests/test_report_data.py::test_speeds_of_runs_made_several_at_once_are_never_quoted)."""
     runs = rs.runs[rs.runs["run_id"].isin(holdout["run_id"])]
     holdout = holdout.copy()
     for (env, arch, workers, utd), cell in runs[~made_alone(runs)].groupby(["env", "architecture", "num_workers",

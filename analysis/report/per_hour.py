@@ -115,7 +115,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     wait_ms = float(waits.mode().iloc[0]) / 1000 if not waits.empty else None  # the env's wait, as its runs stored it
     if wait_ms is not None:
         made.number("PerHourWaitMs", wait_ms, "{:g}")
-    wait = f" {wait_ms:g} ms" if wait_ms is not None else ""
+    wait = f" {wait_ms:g} ms" if wait_ms is not None else " (its wait not recorded)"
     made.table("per_hour", pd.DataFrame(table_rows),
                f"Learning per second of training (the per-hour question, over the first {window:.0f} s): MinAtar "
                f"Breakout whose env step waits{wait}, each run alone, seeds "

@@ -310,8 +310,8 @@ RECOMMENDED = re.compile(r"^recommended:\s+(\w+) with (\d+) worker")
 
 def _plan_confirmed(made: FigureData, note: Note) -> None:
     """Each plan's recommendation in PLAN_TEXT and how its confirming run missed the model's
-    prediction of it (measured / predicted - 1, from the printed rates): PlanCartPoleRecommended,
-    PlanCartPoleMissFirst, ...Second."""
+    prediction of it (measured / predicted - 1, from the printed rates) and what it measured:
+    PlanCartPoleRecommended, PlanCartPoleMissFirst, ...Second, PlanCartPoleMeasuredFirst, ...Second."""
     if not os.path.exists(PLAN_TEXT):
         return
     with open(PLAN_TEXT) as f:

@@ -4,7 +4,8 @@ first and rush to update, while long-episode experience gets ignored". Per desig
 the slow worker's share of the env steps, of the replay and of the sampled batches, how old the
 acting weights were when each actor's transitions reached the learner, and learning at equal env
 steps; for actor_learner, equal per-checkpoint quotas against free-running actors as in Ape-X,
-with P(free > equal) and its interval (table `uneven`)."""
+with P(free > equal), its interval, the exact rank test's p, Holm's and the verdict (macros
+UnevenFree*: the text quotes them; the table `uneven` compares each design with single_env)."""
 
 from __future__ import annotations
 

@@ -229,7 +229,7 @@ def worker_pool(role: str, workers: int, timeout_s: float) -> Iterator[WorkerPoo
     """The scaffold every multi-process design runs in: shared blocks with the run's `control`
     flags and one `status` row per worker, a pool over them, and, however the run ends (a
     result, an exception, Ctrl-C), every worker stopped and every block freed
-    (tests/test_resume.py::test_every_block_is_freed_whatever_the_run_does)."""
+    (tests/test_resume.py::test_a_run_killed_whole_resumes_with_exact_counts_and_nothing_left_behind)."""
     blocks, pool = SharedBlocks(), None
     try:
         control = Control.allocate(blocks)
