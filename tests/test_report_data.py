@@ -446,7 +446,7 @@ def test_uneven_workers_the_slow_ones_share_its_age_and_the_quota_question(rs):
     assert numbers["UnevenFreeHolmEnvStepsPerSec"] == numbers["UnevenFreePEnvStepsPerSec"]
     [(name, table, _)] = made.tables
     assert name == "uneven" and table["design"].tolist() == sorted(set(data["config"]))
-    assert table["acting-weight age, slow / fast (updates)"].tolist() == ["7.0 / 4.0", "40.0 / 2.0", "-"]
+    assert table["weight age, slow / fast"].tolist() == ["7.0 / 4.0", "40.0 / 2.0", "-"]
     assert table["Holm p"].iloc[-1] == "-" and all(0 <= float(p) <= 1 for p in table["Holm p"].iloc[:-1])
     curves = made.parts["curves"]
     assert curves[curves["config"] == "single_env"]["return_iqm"].tolist() == pytest.approx([75.0, 150.0])

@@ -116,8 +116,18 @@ def _markdown(frame: pd.DataFrame) -> str:
     return "\n".join([header, rule, *rows])
 
 
+def _header(column: str) -> str:
+    """A long column name broken at its commas into stacked lines: a table is scaled to the text
+    width, and its headers, not its values, set how small it prints."""
+    text = str(column)
+    parts = [_tex_escape(part) for part in (text.split(", ") if len(text) > 16 else [text])]
+    if len(parts) == 1:
+        return "\\textbf{" + parts[0] + "}"
+    return "\\textbf{\\shortstack[l]{" + "\\\\".join(parts) + "}}"
+
+
 def _latex(frame: pd.DataFrame, caption: str, label: str) -> str:
-    columns = " & ".join(f"\\textbf{{{_tex_escape(c)}}}" for c in frame.columns)
+    columns = " & ".join(_header(c) for c in frame.columns)
     rows = " \\\\\n".join(" & ".join(_tex_escape(v) for v in row) for row in frame.itertuples(index=False))
     return (f"\\begin{{table}}[t]\n\\centering\\small\n\\caption{{{_tex_escape(caption)}}}\\label{{tab:{label}}}\n"
             f"\\resizebox{{\\linewidth}}{{!}}{{\\begin{{tabular}}{{{'l' * len(frame.columns)}}}\n\\toprule\n"

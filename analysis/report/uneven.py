@@ -103,16 +103,16 @@ def _table(made: FigureData, data: pd.DataFrame) -> None:
         area = stats.interval(group["holdout_auc"].dropna().to_numpy(), "iqm")
         shares = {k: group[f"slow_share_{k}"].median() for k in SHARE_KINDS}
         row = {"design": config, "seeds": len(group),
-               "env steps/s, median [95% CI]": _ci(*speed) if len(speeds) else "not measured",
-               **{f"slow worker's share of {k.replace('_', ' ')} (x2)": f"{v:.2f}" if np.isfinite(v) else "-"
+               "env steps/s [95% CI]": _ci(*speed) if len(speeds) else "not measured",
+               **{f"slow share, {k.replace('_', ' ')}": f"{v:.2f}" if np.isfinite(v) else "-"
                   for k, v in shares.items()},
-               "acting-weight age, slow / fast (updates)": (
+               "weight age, slow / fast": (
                    f"{group['staleness_slow'].median():.1f} / {group['staleness_fast'].median():.1f}"
                    if group["staleness_slow"].notna().any() else "-"),
-               "final holdout, IQM [95% CI]": _ci(*final, "{:.1f}"),
-               "mean holdout over checkpoints, IQM [95% CI]": _ci(*area, "{:.1f}")}
+               "final, IQM [95% CI]": _ci(*final, "{:.1f}"),
+               "mean over checkpoints, IQM [95% CI]": _ci(*area, "{:.1f}")}
         vs = against.get(config)
-        row["P(> single_env), mean holdout [95% CI]"] = _ci(vs.probability, vs.low, vs.high, "{:.2f}") if vs else "-"
+        row["P(> single_env), mean [95% CI]"] = _ci(vs.probability, vs.low, vs.high, "{:.2f}") if vs else "-"
         row["Holm p"] = f"{vs.holm:.3f}" if vs else "-"
         if vs:
             made.number(macro_name("uneven", config, "poi", "auc"), vs.probability, "{:.2f}")
@@ -132,7 +132,8 @@ def _table(made: FigureData, data: pd.DataFrame) -> None:
                 made.number(name + macro_name("staleness", which), value, "{:.1f}")
     made.table("uneven", pd.DataFrame(rows),
                "One slow worker among two (the uneven sweep, CartPole, worker 0 +1 ms per env step, runs one at a "
-               "time): throughput, the slow worker's share of the data (x2: 1 is an equal share), acting-weight age "
+               "time): throughput (median), the slow worker's share of the env steps, the replay and the sampled "
+               "batches (times two: 1 is an equal share), the acting weights' age in learner updates "
                "at hand-off, and holdout return at equal env steps; intervals are stratified-bootstrap 95% CIs; "
                "against single_env, the exact rank test's p after Holm's correction over the table's comparisons.")
     _quota_question(made, data)
