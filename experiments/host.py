@@ -45,15 +45,23 @@ def thread_env() -> dict[str, str | None]:
     return {name: os.environ.get(name) for name in THREAD_VARIABLES}
 
 
-def git() -> dict[str, str | bool | None]:
+def commit() -> str | None:
+    """The checkout's HEAD, or None outside a git checkout (records and predictions name it)."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                                timeout=5).stdout.strip() or None
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=5).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def git() -> dict[str, str | bool | None]:
+    head = commit()
+    try:
         dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
                                     capture_output=True, text=True, timeout=5).stdout.strip())
     except (OSError, subprocess.SubprocessError):
-        commit, dirty = None, None
-    return {"commit": commit, "dirty": dirty}
+        head, dirty = None, None
+    return {"commit": head, "dirty": dirty}
 
 
 HOST_INFO = [host_info_gatherer("cpu_count")(os.cpu_count), host_info_gatherer("cpu_model")(cpu_model),

@@ -19,10 +19,7 @@ import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def predictions(sweep_name: str, costs: dict, cores: int, scale: str = "small", cells: str | None = None) -> list[dict]:
@@ -58,14 +55,6 @@ def predictions(sweep_name: str, costs: dict, cores: int, scale: str = "small", 
     return rows
 
 
-def _commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=5).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sweep")
@@ -75,12 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cells", help="only these cells, as `experiments.sweep --cells` takes them "
                         "(minatar_breakout_cpu/pqn): one setting's costs predict that setting")
     args = parser.parse_args(argv)
+    from experiments.host import commit
+
     with open(args.costs) as f:
         plan = json.load(f)
     rows = predictions(args.sweep, plan["component_costs_us"], int(plan["cores"]), args.scale, args.cells)
     digest = hashlib.sha1(json.dumps(plan["component_costs_us"], sort_keys=True).encode()).hexdigest()[:12]
     record = {"sweep": args.sweep, "scale": args.scale, "cells": args.cells, "cores": plan["cores"], "costs_from": args.costs,
-              "costs_digest": digest, "commit": _commit(), "predictions": rows,
+              "costs_digest": digest, "commit": commit(), "predictions": rows,
               "component_costs_us": plan["component_costs_us"]}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(f"{args.out}.json", "w") as f:

@@ -1,11 +1,14 @@
 """What a claim rests on, shared by every table that makes one: the solved line and the cap per
 env, the level a corrected test is held to and the word a comparison may carry, and what a run did
-after it first solved the task (the stability table and the utd sweep's long cells)."""
+after it first solved the task (the stability table and the utd sweep's long cells), and the two
+families a table's comparisons are corrected in (compare_measures)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from analysis import stats
 
 SOLVED_AT = {"CartPole": 475.0}
 """The final holdout return counted as solved, per env (CartPole-v1's own threshold): the table and
@@ -46,3 +49,18 @@ def after_solving(holdout: pd.DataFrame, run_ids, cap: float, solved: float) -> 
     return {"reached_cap": reached, "fell_below_solved": fell,
             "share_below_after_cap": below / after_count if after_count else np.nan,
             "median_drop": float(np.median(drops)) if drops else np.nan}
+
+
+SPEED_MEASURE = "env_steps_per_sec"
+"""The one measure that is not learning: a table corrects it apart from the learning measures."""
+
+
+def compare_measures(mine: pd.DataFrame, theirs: pd.DataFrame, measures) -> dict[str, stats.Comparison]:
+    """Two groups of runs compared on each measure both have (NaNs dropped), with Holm's p over the
+    learning measures together and over speed alone, the families the hogwild-lock and uneven-quota
+    questions keep apart (tests/test_report_data.py)."""
+    compared = {m: stats.compare(mine[m].dropna().to_numpy(), theirs[m].dropna().to_numpy()) for m in measures
+                if mine[m].notna().any() and theirs[m].notna().any()}
+    for family in ([m for m in compared if m != SPEED_MEASURE], [m for m in compared if m == SPEED_MEASURE]):
+        compared.update(zip(family, stats.with_holm([compared[m] for m in family])))
+    return compared

@@ -12,9 +12,9 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
+from analysis.report.claims import ALPHA, SOLVED_AT, compare_measures, verdict
 from analysis.report.common import (FigureData, Note, _arch_label, _ci, _sweep, holdout_auc, macro_name,
                                     speeds_only_where_made_alone)
-from analysis.report.claims import ALPHA, SOLVED_AT, verdict
 
 LOCK_METRICS = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout over checkpoints",
                 "env_steps_per_sec": "env steps/s"}
@@ -67,16 +67,8 @@ def _lock_question(made: FigureData, data: pd.DataFrame) -> None:
     free, locked = data[data["config"] == "hogwild (no lock)"], data[data["config"] == "hogwild (lock)"]
     if free.empty or locked.empty:
         return
-    compared = {metric: (free[metric].dropna().to_numpy(), locked[metric].dropna().to_numpy())
-                for metric in LOCK_METRICS}
-    compared = {metric: stats.compare(x, y) for metric, (x, y) in compared.items() if len(x) and len(y)}
-    # Holm over the table's learning comparisons (speed, where measured alone, is a question of its own)
-    learning_metrics = [m for m in compared if m != "env_steps_per_sec"]
-    compared.update(zip(learning_metrics, stats.with_holm([compared[m] for m in learning_metrics])))
-    if "env_steps_per_sec" in compared:
-        compared["env_steps_per_sec"] = stats.with_holm([compared["env_steps_per_sec"]])[0]
     rows = []
-    for metric, vs in compared.items():
+    for metric, vs in compare_measures(free, locked, LOCK_METRICS).items():
         x, y = free[metric].dropna().to_numpy(), locked[metric].dropna().to_numpy()
         fmt = "{:,.0f}" if metric == "env_steps_per_sec" else "{:.1f}"
         word = verdict(vs.probability, vs.holm)

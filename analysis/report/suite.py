@@ -93,8 +93,9 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     made.number("MinatarSuiteTrainHours", own["train_seconds"].sum() / 3600, "{:.1f}")
     made.number("MinatarSuiteRunMinutes", own["train_seconds"].median() / 60, "{:.0f}")
     # the text says whether the suite is whole from the runs, not from when it was written
-    made.number("MinatarSuiteState", "complete" if len(games) == len(GAMES) else "partial")
-    made.number("MinatarSuiteLeftOut", "every game enters the aggregate" if len(games) == len(GAMES) else
+    complete = len(games) == len(GAMES)
+    made.number("MinatarSuiteState", "complete" if complete else "partial")
+    made.number("MinatarSuiteLeftOut", "every game enters the aggregate" if complete else
                 "the other games are still running, and the aggregate counts only complete games")
     made.parts.update(games=games, seeds=seeds)
     if len(games) >= 2:
@@ -210,13 +211,15 @@ def _summary(made: FigureData, rows: list[dict]) -> None:
     """The aggregate's sentence, from the rows: how many parallel designs' final IQMs sit below
     single_env's (MinatarAggBelowFinal) and which comparisons the corrected test tells apart
     (MinatarAggToldApart), so the text cannot outlive the runs (tests/test_suite.py)."""
-
     final = {r["design"]: r["iqm"][0] for r in rows if r["measure"] == "normalised_final"}
     below = sum(final[d] < final["single_env"] for d in DESIGNS[1:] if d in final)
     made.number("MinatarAggBelowFinal", COUNT_WORDS.get(below, str(below)))
-    told = [f"{r['design']} on the {'final' if r['measure'] == 'normalised_final' else 'mean'} return "
-            f"({verdict(r['vs'].probability, r['vs'].holm).split(', ')[1]})"
-            for r in rows if "vs" in r and verdict(r["vs"].probability, r["vs"].holm).startswith("told apart")]
+    told = []
+    for r in rows:
+        word = verdict(r["vs"].probability, r["vs"].holm) if "vs" in r else ""
+        if word.startswith("told apart"):
+            measure = "final" if r["measure"] == "normalised_final" else "mean"
+            told.append(f"{r['design']} on the {measure} return ({word.removeprefix('told apart, ')})")
     made.number("MinatarAggToldApart", "; ".join(told) if told else "none of them")
 
 

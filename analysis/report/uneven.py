@@ -14,9 +14,9 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
+from analysis.report.claims import compare_measures, verdict
 from analysis.report.common import (FigureData, Note, _arch_label, _ci, _regular_curves, _sweep, holdout_auc,
                                     macro_name, speeds_only_where_made_alone)
-from analysis.report.claims import verdict
 
 SHARE_KINDS = ("env_steps", "replay", "sampled")
 """Worker 0's share of each, times the worker count (1 = an equal share)."""
@@ -146,19 +146,12 @@ def _quota_question(made: FigureData, data: pd.DataFrame) -> None:
     equal = data[(data["architecture"] == "actor_learner") & data["config"].str.contains("equal quotas")]
     if free.empty or equal.empty:
         return
-    compared = {metric: (free[metric].dropna().to_numpy(), equal[metric].dropna().to_numpy())
-                for metric in QUOTA_METRICS}
-    compared = {metric: stats.compare(x, y) for metric, (x, y) in compared.items() if len(x) and len(y)}
-    # Holm over the learning measures; speed is a question of its own
-    learning = [m for m in compared if m != "env_steps_per_sec"]
-    compared.update(zip(learning, stats.with_holm([compared[m] for m in learning])))
-    for metric, vs in compared.items():
-        holm = vs.holm if metric in learning else vs.p
+    for metric, vs in compare_measures(free, equal, QUOTA_METRICS).items():
         for suffix, value in (("", vs.probability), ("Low", vs.low), ("High", vs.high)):
             made.number(macro_name("uneven", "free", "poi", metric) + suffix, value, "{:.2f}")
         made.number(macro_name("uneven", "free", "p", metric), vs.p, "{:.3f}")
-        made.number(macro_name("uneven", "free", "holm", metric), holm, "{:.3f}")
-        made.number(macro_name("uneven", "free", "verdict", metric), verdict(vs.probability, holm))
+        made.number(macro_name("uneven", "free", "holm", metric), vs.holm, "{:.3f}")
+        made.number(macro_name("uneven", "free", "verdict", metric), verdict(vs.probability, vs.holm))
         if metric == "holdout_auc" and vs.high > vs.low:  # seeds a side for +-TARGET_HALF_WIDTH, as 1 / sqrt(n)
             x, y = free[metric].dropna(), equal[metric].dropna()
             made.number("UnevenTargetHalfWidth", TARGET_HALF_WIDTH, "{:g}")

@@ -201,7 +201,6 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
     counts, the final and mean holdout returns, and the comparisons COMPARED_WITH names, with the exact
     rank test and Holm over the table's comparisons
     (tests/test_report_data.py::test_utd_long_cells_are_read_after_solving)."""
-
     runs = _long_runs(_sweep(rs.runs, "utd"))
     if runs.empty:
         note("utd long cells: none run; run `python -m experiments.sweep utd --out results/reference/utd`")
