@@ -37,7 +37,10 @@ class Bell:
     notify waits for every woken process to acknowledge, which stalled the learner on each
     update while the actors it woke were scheduled. A wake-up lost to a stale read costs the
     waiter at most BEAT_S, never a hang, since every wait re-checks its condition after each
-    beat (tests/test_shared.py::test_a_bell_wakes_a_blocked_waiter_without_polling)."""
+    beat (tests/test_shared.py::test_a_bell_wakes_a_blocked_waiter_without_polling). A post the
+    waiter never took (its beat ended and it saw the condition before the ringer's post landed)
+    costs its next wait one extra check, never a missed wake-up
+    (tests/test_shared.py::test_a_ringer_posts_only_flagged_waiters_and_clears_their_flags)."""
 
     ANY, RATE, ROOM = 1, 2, 3
     """What a waiter waits for (its flag's value): anything the ringer changes (start, release,
