@@ -624,3 +624,28 @@ def test_utd_long_cells_are_read_after_solving():
     assert numbers["UtdLongNoneFell"] == "3" and numbers["UtdLongComparisons"] == "6"
     assert numbers["UtdLongSmallestP"] == "0.100" and numbers["UtdLongBudget"] == "100,000"
     assert [name for name, _, _ in made.tables] == ["utd_long", "utd_long_tests"]
+
+
+@pytest.mark.parametrize("column, lines", [
+    ("seeds", ["seeds"]),
+    ("final >= 475", ["final >= 475"]),
+    ("reached 475 at a checkpoint", ["reached 475 at a", "checkpoint"]),
+    ("env steps to first reach it, median [95% CI]", ["env steps to first", "reach it", "median [95\\% CI]"]),
+    ("P(design > single_env) over game-seed pairs [95% CI]",
+     ["P(design >", "single\\_env) over", "game-seed pairs", "[95\\% CI]"]),
+    ("measured (median [min, max])", ["measured (median", "[min, max])"]),
+])
+def test_long_headers_stack_and_tables_only_shrink(column, lines):
+    """common._header stacks a long column name at commas, then spaces, at most HEADER_WIDTH
+    characters a line where its words allow (the pqn table's one-line headers shrank it past
+    legibility), never inside brackets, and guards a line that opens with "[" from being read as
+    the line break's optional skip (LaTeX stopped on "median\\\\[min"); common._latex shrinks a table
+    wider than the text and never enlarges a narrow one."""
+    from analysis.report.common import HEADER_WIDTH, _header, _latex
+
+    text = _header(column)
+    stacked = text.removeprefix("\\textbf{\\shortstack[l]{").removesuffix("}}").split("\\\\{}")
+    assert (stacked if len(lines) > 1 else [text.removeprefix("\\textbf{").removesuffix("}")]) == lines
+    assert all(len(line.replace("\\", "")) <= HEADER_WIDTH for line in lines)
+    table = _latex(pd.DataFrame({column: ["1"]}), "a caption", "t")
+    assert "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}" in table

@@ -8,6 +8,7 @@ import dataclasses
 import os
 import re
 import sys
+import textwrap
 from collections import Counter
 from typing import Callable
 
@@ -116,21 +117,45 @@ def _markdown(frame: pd.DataFrame) -> str:
     return "\n".join([header, rule, *rows])
 
 
+HEADER_WIDTH = 18
+"""The longest line of a table's header (characters): a table that is wider than the text is
+shrunk to it, so its headers, not its values, set how small it prints (the pqn table's
+single-line headers once shrank it past legibility)."""
+
+
 def _header(column: str) -> str:
-    """A long column name broken at its commas into stacked lines: a table is scaled to the text
-    width, and its headers, not its values, set how small it prints."""
+    """A long column name stacked into lines: broken at its commas, then at spaces, each line at
+    most HEADER_WIDTH characters where its words allow (tests/test_report_data.py::
+    test_long_headers_stack_and_tables_only_shrink)."""
     text = str(column)
-    parts = [_tex_escape(part) for part in (text.split(", ") if len(text) > 16 else [text])]
+    lines = [line for part in (_top_level_parts(text) if len(text) > HEADER_WIDTH else [text])
+             for line in textwrap.wrap(part, HEADER_WIDTH, break_long_words=False, break_on_hyphens=False)]
+    parts = [_tex_escape(line) for line in lines or [text]]
     if len(parts) == 1:
         return "\\textbf{" + parts[0] + "}"
-    return "\\textbf{\\shortstack[l]{" + "\\\\".join(parts) + "}}"
+    # "\\{}": a line that opens with "[" would be read as the line break's optional skip.
+    return "\\textbf{\\shortstack[l]{" + "\\\\{}".join(parts) + "}}"
+
+
+def _top_level_parts(text: str) -> list[str]:
+    """`text` split at the ", " that sit outside brackets: "median [min, max]" stays whole."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += (char in "([") - (char in ")]")
+        if depth == 0 and text.startswith(", ", i):
+            parts.append(text[start:i])
+            start = i + 2
+    return parts + [text[start:]]
 
 
 def _latex(frame: pd.DataFrame, caption: str, label: str) -> str:
+    """A booktabs table, shrunk to the text width when wider and never enlarged (a narrow table
+    scaled up to the width printed in a larger type than the text)."""
     columns = " & ".join(_header(c) for c in frame.columns)
     rows = " \\\\\n".join(" & ".join(_tex_escape(v) for v in row) for row in frame.itertuples(index=False))
+    width = "\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi"
     return (f"\\begin{{table}}[t]\n\\centering\\small\n\\caption{{{_tex_escape(caption)}}}\\label{{tab:{label}}}\n"
-            f"\\resizebox{{\\linewidth}}{{!}}{{\\begin{{tabular}}{{{'l' * len(frame.columns)}}}\n\\toprule\n"
+            f"\\resizebox{{{width}}}{{!}}{{\\begin{{tabular}}{{{'l' * len(frame.columns)}}}\n\\toprule\n"
             f"{columns} \\\\\n\\midrule\n{rows} \\\\\n\\bottomrule\n\\end{{tabular}}}}\n\\end{{table}}\n")
 
 
