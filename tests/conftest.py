@@ -17,3 +17,16 @@ def tiny_cfg() -> DQNConfig:
     return DQNConfig(env_id="CartPole-v1", seed=7, total_env_steps=1_200, hidden_sizes=(16, 16), buffer_size=1_000,
                      batch_size=16, learning_starts=200, eps_decay_steps=500, eval_every=400, eval_episodes=2,
                      target_update_period=20, log_every=200)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `cuda` are skipped where there is no CUDA device, with the reason said."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA: torch.cuda.is_available() is false on this machine; the meta-device "
+                                   "tests in tests/test_device.py cover its host reads and device mismatches here")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)

@@ -108,7 +108,8 @@ class DQNConfig:
     num_workers: int = 1
     """Actor/worker processes or envs (parallel architectures; single_env ignores it)."""
     weight_sync_period: int = 10
-    """actor_learner: learner updates between weight publications to the actors."""
+    """actor_learner: learner updates between weight publications to the actors; with a CUDA
+    learner, every design's host copy that acts is refreshed on this period too."""
     utd_slack_steps: int = 1_000
     """actor_learner: env steps the actors may run ahead of the utd target before they wait for
     the learner (Acme's rate-limiter error buffer); the learner waits whenever it is ahead."""
@@ -165,7 +166,13 @@ class DQNConfig:
     priority_beta: float = 0.4
     """Prioritized replay: importance weights (N * P(i)) ** -priority_beta, normalised by their max."""
     device: str = "cpu"
-    """Device of the learner's tensors: `cpu` or `cuda`."""
+    """Device of the learner's tensors: `cpu` or `cuda` (its networks, Adam and replay; acting stays
+    on the CPU with a copy of the weights refreshed every `weight_sync_period` updates; hogwild
+    refuses cuda). `meta` (no data, learns nothing) is the tests' stand-in for an accelerator."""
+    cuda_graph: bool = False
+    """device=cuda: replay each whole update (sample, forward, loss, backward, clip, Adam) as one
+    captured CUDA graph instead of launching its kernels one by one. Off by default: not yet run
+    on a GPU (the eager path it captures is tested here)."""
     log_every: int = 1_000
     """Env steps between logged training scalars (keeps metric volume small)."""
 
@@ -228,7 +235,7 @@ _INT_FIELDS = {"seed", "total_env_steps", "buffer_size", "batch_size", "learning
                "utd_slack_steps", "checkpoint_every", "reset_period", "actor_nice", "rollout_steps",
                "rollout_epochs", "rollout_minibatches"}
 _BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad", "prioritized", "checkpoint_replay", "hogwild_lock",
-                "lr_anneal"}
+                "lr_anneal", "cuda_graph"}
 
 
 def _coerce(key: str, annotation: Any, value: Any) -> Any:

@@ -16,6 +16,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from architectures.core.config import DQNConfig
+from architectures.core.device import check_device
 from architectures.core.envs import EnvSpec
 from architectures.core.networks import build_q_network
 
@@ -36,7 +37,9 @@ class FusedAdam:
         self.lr, self.eps, self.betas = lr, eps, betas
         self.exp_avgs = [torch.zeros_like(p) for p in self.params]
         self.exp_avg_sqs = [torch.zeros_like(p) for p in self.params]
-        self.steps = [torch.zeros((), dtype=torch.float32) for _ in self.params]
+        # Each step count on its parameter's device: CUDA's fused kernel reads it there (a count on
+        # the CPU failed every CUDA update: "state_steps is on cpu"; tests/test_device.py).
+        self.steps = [torch.zeros((), dtype=torch.float32, device=p.device) for p in self.params]
 
     def zero_grad(self) -> None:
         for p in self.params:
@@ -140,13 +143,13 @@ class DQNLearner:
     """Owns the online and target networks and the optimizer; `version` counts updates."""
 
     def __init__(self, online: nn.Module, cfg: DQNConfig, target: nn.Module | None = None,
-                 optimizer_state: dict | None = None):
+                 optimizer_state: dict | None = None, device: torch.device | str | None = None):
         """`target` and `optimizer_state` (FusedAdam's exp_avgs, exp_avg_sqs, steps) let several
-        processes share one target network and one Adam state (hogwild); by default each is new."""
+        processes share one target network and one Adam state (hogwild); by default each is new.
+        `device` overrides cfg.device (the tests' `meta` stand-in for an accelerator)."""
         self.cfg = cfg
-        self.device = torch.device(cfg.device)
-        if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError("device: 'cuda' requested but torch.cuda.is_available() is False")
+        self.device = torch.device(cfg.device) if device is None else torch.device(device)
+        check_device(self.device)
         self.online = online.to(self.device)
         self.target = copy.deepcopy(online).requires_grad_(False) if target is None else target
         self.optimizer = FusedAdam(list(self.online.parameters()), lr=cfg.lr, eps=cfg.adam_eps)
@@ -163,10 +166,18 @@ class DQNLearner:
         on_cpu = self.device.type == "cpu"
         self._mlp_gradient = MLPGradient(self.online, cfg.loss) if (
             cfg.mlp_fast_grad and on_cpu and MLPGradient.supports(self.online)) else None
-        self._put = torch.from_numpy if on_cpu else (lambda a: torch.from_numpy(a).to(self.device, non_blocking=True))
+
+    def _put(self, a: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """A batch field on the learner's device: a host array is copied there (a device replay's
+        fields are there already)."""
+        if isinstance(a, torch.Tensor):
+            return a
+        t = torch.from_numpy(a)
+        return t if self.device.type == "cpu" else t.to(self.device, non_blocking=True)
 
     def update(self, batch: dict[str, np.ndarray]) -> float:
-        """One gradient step on a replay batch; returns the TD loss.
+        """One gradient step on a replay batch; returns the TD loss (read on the host: a
+        synchronisation per update on CUDA, where core/device_step.py reads it per log instead).
 
         `last_q_taken` keeps this batch's Q(s, a) as a tensor: reading its mean costs a sync, so
         callers read it at their logging cadence instead of after every update."""
@@ -175,7 +186,12 @@ class DQNLearner:
         return loss
 
     def compute_gradient(self, batch: dict[str, np.ndarray]) -> float:
-        """Set every parameter's .grad for the TD loss on `batch` (reads the parameters only)."""
+        """Set every parameter's .grad for the TD loss on `batch`; returns the loss on the host."""
+        return float(self.gradient(batch))
+
+    def gradient(self, batch: dict[str, np.ndarray | torch.Tensor]) -> torch.Tensor:
+        """Set every parameter's .grad for the TD loss on `batch` (reads the parameters only);
+        returns the loss as a device scalar, with no host read."""
         cfg, put = self.cfg, self._put
         obs = put(batch["obs"])                                                       # (B, *obs)
         next_obs = put(batch["next_obs"])                                             # (B, *obs)
@@ -206,12 +222,20 @@ class DQNLearner:
         self.last_q_taken = q_taken.detach()  # (B,)
         if weights is not None:  # new priorities for the sampled rows
             self.last_td_abs = (self.last_q_taken - td_target).abs_()                 # (B,)
-        return float(loss.detach())
+        return loss.detach()
 
     def apply_gradient(self, sync_target: bool = True) -> None:
         """Adam step with the gradient `compute_gradient` left (the only parameter write); the
         target syncs every target_update_period versions unless the caller schedules it."""
+        self.step_optimizer()
+        self.advance(sync_target)
+
+    def step_optimizer(self) -> None:
+        """The device's part of applying a gradient: Adam's step (a CUDA graph captures it)."""
         self.optimizer.step()
+
+    def advance(self, sync_target: bool = True) -> None:
+        """The host's part: count the update, and sync the target on its period."""
         self.version += 1
         if sync_target and self.version % self.cfg.target_update_period == 0:
             self.sync_target()

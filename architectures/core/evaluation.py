@@ -9,6 +9,7 @@ throughput (callers time it separately and subtract it).
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -31,6 +32,7 @@ class HoldoutEvaluator:
         self.seeds = holdout_seeds(cfg.eval_episodes)
         self.env = make_env(cfg.env_id) if cfg.eval_episodes > 0 else None  # no added step cost
         self.net = net
+        self.before: Callable[[], None] | None = None  # refreshes `net` first (a device learner's host copy)
         self.checkpoints = checkpoint_steps(cfg.total_env_steps, cfg.eval_every)
         self.results: list[dict] = []  # {"env_steps", "returns", "lengths"} per checkpoint
 
@@ -46,6 +48,8 @@ class HoldoutEvaluator:
         `train_seconds`: the training clock at this checkpoint (evaluation excluded), kept so a
         learning curve can be drawn against wall-clock time as well as env steps."""
         returns, lengths = [], []
+        if self.env is not None and self.before is not None:
+            self.before()
         if self.env is not None:
             # A fresh, fixed RNG per checkpoint: the same weights always give the same returns.
             policy = GreedyPolicy(self.net, np.random.default_rng(HOLDOUT_SEED_BASE))

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from architectures.core.config import DQNConfig
+from architectures.core.device import host_float
 from architectures.core.dqn import build_learner
 from architectures.core.envs import env_spec, rng_seeds
 from architectures.core.metrics import NullReporter, Reporter
@@ -67,8 +68,8 @@ class DivergenceWatch:
         if learner.version == self.checked_at_update:  # no update since the last log
             return {}
         self.checked_at_update = learner.version
-        q_abs = float(learner.last_q_taken.abs().max())
-        grad_norm = float(learner.last_grad_norm if learner.last_grad_norm is not None else _grad_norm(learner.online))
+        q_abs = host_float(learner.last_q_taken.abs().max())
+        grad_norm = host_float(learner.last_grad_norm if learner.last_grad_norm is not None else _grad_norm(learner.online))
         # A plain max() drops a NaN (every comparison with it is false): NaN ranks above all here.
         self.max_abs_q = max(self.max_abs_q, q_abs, key=lambda v: (math.isnan(v), v))
         self.max_grad_norm = max(self.max_grad_norm, grad_norm)
@@ -105,7 +106,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     run = Run("high_utd", cfg, reporter, learner.online)
     learning = ReplayLearning(run, learner, replay, after_update=reset_hook)
     watch = run.attach("watch", DivergenceWatch(cfg))
-    policy = GreedyPolicy(learner.online, np.random.default_rng(rng_seeds(cfg.seed)[0]))
+    policy = GreedyPolicy(learning.acting.net, np.random.default_rng(rng_seeds(cfg.seed)[0]))  # on the CPU
     actor = EnvLoop(cfg, 0, policy, EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps))
     resumed = run.resume()  # None, or the state at the end of env step resumed.env_steps
     if resumed is not None:
@@ -119,7 +120,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         learning.learn_owed(env_steps)
 
         # ------------------------------------------------------------------ syncing
-        # Nothing to do: `policy` reads the learner's parameters through shared numpy views.
+        # Nothing to do: `policy` reads the learner's parameters through shared numpy views (a CUDA
+        # learner's host copy: `learning` refreshes it every weight_sync_period updates).
 
         # ------------------------------------------------------------------ logging / evaluation
         if run.log_due(env_steps):

@@ -80,6 +80,9 @@ def shared_memory_needs(cfg: DQNConfig, spec: EnvSpec, param_shapes: list[tuple]
 
 
 def preflight(cfg: DQNConfig) -> None:
+    if cfg.device != "cpu":  # the workers step one set of parameters in shared CPU memory
+        raise ConfigError(f"device: hogwild's workers write into shared parameters in CPU memory; it runs on the "
+                          f"cpu only (got {cfg.device!r}); actor_learner or single_env put the learner on CUDA")
     if cfg.prioritized:  # the workers would never update priorities: sampling would silently be uniform
         raise ConfigError("prioritized: hogwild workers do not update priorities; use single_env or actor_learner "
                           "for prioritized replay (got true)")

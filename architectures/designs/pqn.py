@@ -16,7 +16,11 @@ MLP, epsilon 1 -> 0.05 over half the run. Same section order as single_env.py; w
   (the actual step is recorded), as vector_env's does;
 - `learning_starts` holds back learning from the rollouts that end before it (0 in the `pqn` config);
 - checkpoints fall at rollout boundaries, where nothing is in flight; on resume every env starts
-  a fresh episode (as vector_env's), with the network, RAdam's state and every RNG as saved.
+  a fresh episode (as vector_env's), with the network, RAdam's state and every RNG as saved;
+- with `device=cuda` the network and RAdam live on the GPU: each rollout crosses to it in one copy
+  per field, the losses are summed there and read at the log, and the envs act on a host copy of
+  the network refreshed after each rollout's learning (the network a rollout is acted with is
+  fixed anyway: one publication per rollout changes nothing).
 
 Run it without Sacred:  python -m architectures pqn --num_workers 4 --total_env_steps 50000
 """
@@ -31,6 +35,7 @@ import numpy as np
 import torch
 
 from architectures.core.config import ConfigError, DQNConfig
+from architectures.core.device import ActingWeights, check_device, host_float
 from architectures.core.dqn import clip_grad_norm, td_loss
 from architectures.core.envs import make_env, rng_seeds
 from architectures.core.metrics import NullReporter, Reporter
@@ -74,21 +79,22 @@ def fit_rollout(net: torch.nn.Module, optimizer: torch.optim.Optimizer, shuffle:
                 on_update) -> None:
     """`rollout_epochs` passes over one rollout's B = T x N samples, each in `rollout_minibatches`
     shuffled minibatches of about B / minibatches, fitting Q(s, a) to the Q(lambda) targets;
-    `on_update(loss, q_taken)` after each update (the loop's books and divergence check). The
+    `on_update(loss, q_taken)` after each update, the loss a device scalar (the loop's books and
+    divergence check). The
     components time it alone (experiments/components_alone.py `rollout_costs`), so the cost model
     prices PQN's learning with the code the runs execute. b_obs (B, *obs), b_actions and b_targets (B,)."""
     params = list(net.parameters())
     for _ in range(cfg.rollout_epochs):
         order = shuffle.permutation(len(b_actions))
         for chunk in np.array_split(order, cfg.rollout_minibatches):
-            index = torch.as_tensor(chunk)
+            index = torch.as_tensor(chunk).to(b_actions.device)
             q_taken = net(b_obs[index]).gather(1, b_actions[index].unsqueeze(1)).squeeze(1)  # (b,)
             loss = td_loss(q_taken, b_targets[index], cfg.loss)
             optimizer.zero_grad(set_to_none=False)
             loss.backward()
             clip_grad_norm(params, cfg.max_grad_norm)
             optimizer.step()
-            on_update(float(loss.detach()), q_taken)
+            on_update(loss.detach(), q_taken)
 
 
 def preflight(cfg: DQNConfig) -> None:
@@ -115,10 +121,14 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
 def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
     # ------------------------------------------------------------------ setup
     n, T, space = cfg.num_workers, cfg.rollout_steps, envs.single_observation_space  # noqa: N806
-    net = build_q_network(space.shape, int(envs.single_action_space.n), cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
+    device = torch.device(cfg.device)
+    check_device(device)
+    net = build_q_network(space.shape, int(envs.single_action_space.n), cfg.hidden_sizes, cfg.layer_norm,
+                          cfg.seed).to(device)
     optimizer = make_optimizer(net, cfg)
     act_seed, batch_seed = rng_seeds(cfg.seed)
-    policy = GreedyPolicy(net, np.random.default_rng(act_seed))  # acts through numpy views of the weights
+    acting = ActingWeights(net)  # the network itself on the CPU; a host copy of a CUDA one
+    policy = GreedyPolicy(acting.net, np.random.default_rng(act_seed))  # acts through numpy views of the weights
     shuffle = np.random.default_rng(batch_seed)  # the minibatches' order
     streams = [EpisodeStream(cfg, i) for i in range(n)]  # seeds and episode totals per env
     epsilon = EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
@@ -127,13 +137,14 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
     actions, rewards = np.zeros((T, n), dtype=np.int64), np.zeros((T, n), dtype=np.float32)
     terminated, truncated = np.zeros((T, n), dtype=bool), np.zeros((T, n), dtype=bool)
     next_values = np.zeros((T, n), dtype=np.float32)
-    run = Run("pqn", cfg, reporter, net)  # no ReplayLearning: the rollout is the data
+    run = Run("pqn", cfg, reporter, acting.net)  # no ReplayLearning: the rollout is the data
     seconds, env_steps, done_rollouts, updates, loss_sum = dict.fromkeys(TIMES, 0.0), 0, 0, 0, 0.0
     resumed = run.resume()
     if resumed is not None:  # every env starts a fresh episode with the seed its stream was on
         saved = resumed.extras
         dropped = sum(s.restore(state) for s, state in zip(streams, saved["streams"]))
         net.load_state_dict(saved["net"])  # in place: the policy's numpy views stay valid
+        acting.publish(saved["updates"])
         optimizer.load_state_dict(saved["optimizer"])
         policy.rng.bit_generator.state, shuffle.bit_generator.state = saved["policy_rng"], saved["shuffle_rng"]
         env_steps, done_rollouts, updates, seconds = (resumed.env_steps, saved["rollouts"], saved["updates"],
@@ -142,12 +153,32 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
     obs, _ = envs.reset(seed=[s.episode_seed for s in streams])  # (N, *obs)
     perf = time.perf_counter
 
-    def on_update(value: float, q_taken: torch.Tensor) -> None:  # after each update: the books, the divergence check
-        nonlocal updates, loss_sum
+    device_losses = torch.zeros((), device=device)  # a device learner's losses since the last log
+
+    def on_update(loss: torch.Tensor, q_taken: torch.Tensor) -> None:  # after each update: the books, the divergence check
+        nonlocal updates, loss_sum, last_q
+        updates, last_q = updates + 1, q_taken
+        if not acting.separate:  # on the CPU a read costs nothing: the run stops at the update that diverged
+            value = float(loss)
+            check_finite(value, updates - 1)
+            loss_sum += value
+        else:  # on a device: summed there, read and checked at the log
+            device_losses.add_(loss)
+
+    def check_finite(value: float, update: int) -> None:
         if not math.isfinite(value):
-            raise run.diverged(f"non-finite TD loss ({value})", updates, env_steps, float(q_taken.detach().abs().max()))
-        loss_sum += value
-        updates += 1
+            raise run.diverged(f"non-finite TD loss ({value})", update, env_steps,
+                               host_float(last_q.detach().abs().max()) if last_q is not None else float("nan"))
+
+    def learned() -> LearningLog:  # the losses since the last log, read from the device there
+        nonlocal loss_sum
+        if acting.separate:
+            loss_sum = host_float(device_losses)
+            device_losses.zero_()
+            check_finite(loss_sum, updates)
+        return LearningLog(updates, loss_sum)
+
+    last_q = None
 
     run.start_clock(workers=lambda: [p.pid for p in envs.processes])
     while env_steps < cfg.total_env_steps:
@@ -184,7 +215,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
 
             # -------------------------------------------------------------- logging / evaluation
             if run.log_due(env_steps):
-                run.log(env_steps, sum((s.stats for s in streams), EpisodeStats()), LearningLog(updates, loss_sum))
+                run.log(env_steps, sum((s.stats for s in streams), EpisodeStats()), learned())
                 loss_sum = 0.0
             run.maybe_evaluate(env_steps)
 
@@ -194,22 +225,24 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
         next_values[steps - 1] = np.where(terminated[steps - 1] | truncated[steps - 1], next_values[steps - 1], last)
         targets = lambda_returns(rewards[:steps], terminated[:steps], truncated[:steps], next_values[:steps],
                                  cfg.gamma, cfg.q_lambda)
-        b_obs = torch.as_tensor(obs_buf[:steps].reshape(steps * n, *space.shape))  # (B, *obs)
-        b_actions = torch.as_tensor(actions[:steps].reshape(-1))  # (B,)
-        b_targets = torch.as_tensor(targets.reshape(-1))  # (B,)
+        b_obs = torch.as_tensor(obs_buf[:steps].reshape(steps * n, *space.shape)).to(device)  # (B, *obs)
+        b_actions = torch.as_tensor(actions[:steps].reshape(-1)).to(device)  # (B,)
+        b_targets = torch.as_tensor(targets.reshape(-1)).to(device)  # (B,)
         t4 = perf()
         if cfg.lr_anneal:  # linearly to 0 over the run's rollouts, as CleanRL anneals it
             optimizer.param_groups[0]["lr"] = cfg.lr * (1.0 - done_rollouts / rollouts)
 
         if env_steps >= cfg.learning_starts:
             fit_rollout(net, optimizer, shuffle, b_obs, b_actions, b_targets, cfg, on_update)
+            acting.publish(updates)  # a CUDA network's host copy: one copy per rollout
         done_rollouts += 1
         t5 = perf()
         seconds["targets"] += t4 - t3
         seconds["update"] += t5 - t4
 
         # ------------------------------------------------------------------ syncing
-        # Nothing to do: the policy acts through numpy views of the network's own weights.
+        # Nothing to do: the policy acts through numpy views of the network's own weights (a CUDA
+        # network's host copy was refreshed after the learning above).
 
         # ------------------------------------------------------------------ checkpointing (between rollouts)
         if run.save_due(env_steps):

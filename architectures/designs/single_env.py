@@ -5,7 +5,8 @@ logging/evaluation, checkpointing. The mechanics live in architectures/run/ (`En
 env, `ReplayLearning` learns from the replay, `Run` keeps the clock, log, evaluation and
 checkpoints); what is left here is the data flow, and here nothing is parallel, so "syncing" is
 free: the policy acts with numpy views of the learner's own weights, which see every update in
-place.
+place (with `device=cuda`, the learner's weights live on the GPU and the policy acts on a host
+copy refreshed every `weight_sync_period` updates: run/learning.py).
 
 Checkpoints fall on episode ends (nothing pending in the env or the n-step adder), so a
 resumed run ends bit for bit as an uninterrupted one (tests/test_resume.py).
@@ -39,7 +40,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     replay = make_replay(cfg, spec.obs_shape, spec.obs_dtype)  # uniform, or prioritized
     run = Run("single_env", cfg, reporter, learner.online)
     learning = ReplayLearning(run, learner, replay)
-    policy = GreedyPolicy(learner.online, np.random.default_rng(rng_seeds(cfg.seed)[0]))
+    policy = GreedyPolicy(learning.acting.net, np.random.default_rng(rng_seeds(cfg.seed)[0]))  # on the CPU
     actor = EnvLoop(cfg, 0, policy, EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps))
     resumed = run.resume()  # None, or the state at the end of env step resumed.env_steps
     if resumed is not None:
@@ -53,7 +54,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         learning.learn_owed(env_steps)
 
         # ------------------------------------------------------------------ syncing
-        # Nothing to do: `policy` reads the learner's parameters through shared numpy views.
+        # Nothing to do: `policy` reads the learner's parameters through shared numpy views (a CUDA
+        # learner's host copy: `learning` refreshes it every weight_sync_period updates).
 
         # ------------------------------------------------------------------ logging / evaluation
         run.log(env_steps, actor.stats)

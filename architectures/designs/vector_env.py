@@ -65,12 +65,12 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
     # ------------------------------------------------------------------ setup
     n, space = cfg.num_workers, envs.single_observation_space
     learner = build_learner(EnvSpec(space.shape, space.dtype, int(envs.single_action_space.n)), cfg)
-    policy = GreedyPolicy(learner.online, np.random.default_rng(rng_seeds(cfg.seed)[0]))
     replay = make_replay(cfg, space.shape, space.dtype)
     streams = [EpisodeStream(cfg, i) for i in range(n)]  # seeds, n-step adder, episode totals per env
     epsilon = EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
     run = Run("vector_env", cfg, reporter, learner.online)
     learning = ReplayLearning(run, learner, replay, sources=n)
+    policy = GreedyPolicy(learning.acting.net, np.random.default_rng(rng_seeds(cfg.seed)[0]))  # on the CPU
     seconds, env_steps, vector_steps = dict.fromkeys(TIMES, 0.0), 0, 0
     resumed = run.resume()
     if resumed is not None:  # every env starts a fresh episode with the seed its stream was on
@@ -115,7 +115,8 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
         seconds["replay_add"] += t4 - t3
 
         # ------------------------------------------------------------------ syncing
-        # Nothing to do: the policy acts through numpy views of the learner's own weights.
+        # Nothing to do: the policy acts through numpy views of the learner's own weights (a CUDA
+        # learner's host copy: `learning` refreshes it every weight_sync_period updates).
 
         # ------------------------------------------------------------------ logging / evaluation
         episodes = sum((s.stats for s in streams), EpisodeStats())
@@ -136,7 +137,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
         components={"act": (seconds["act"], vector_steps), "env_wait": (seconds["env_wait"], vector_steps),
                     "env_reset": (seconds["env_reset"], resets), "replay_add": (seconds["replay_add"], env_steps)},
         policy_lag=learning.lag.summary(),
-        **per_worker_summary(_stream_status(streams), replay.data["source"][:replay.size], learning.sampled))
+        **per_worker_summary(_stream_status(streams), replay.data["source"][:replay.size], learning.sampled_counts))
     main_parts = {"act": seconds["act"], "replay_add": seconds["replay_add"] + seconds["env_reset"],
                   "sample": learning.sample_s, "update": learning.update_s, "wait": seconds["env_wait"]}
     # Env-side busy time is bounded above by the step round trip (it includes the IPC).

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from architectures.core.config import DQNConfig
+from architectures.core.device import host_float
 from architectures.core.errors import RunDiverged
 from architectures.core.evaluation import HoldoutEvaluator
 from architectures.core.metrics import CpuMeter, Reporter, Stopwatch, Timers, cpu_summary
@@ -98,6 +99,10 @@ class Run:
         self._parts[name] = part
         return part
 
+    def play_with(self, net, refresh: Callable[[], None]) -> None:
+        """The holdout plays `net`, refreshed by `refresh()` first: a device learner's host copy."""
+        self.evaluator.net, self.evaluator.before = net, refresh
+
     @property
     def learning(self):
         """The attached ReplayLearning, or None (a design whose workers learn)."""
@@ -150,11 +155,11 @@ class Run:
         steps_per_sec = env_steps / self.clock.elapsed()
         report("env_steps_per_sec", steps_per_sec, env_steps)
         if learned is None:
-            learned = self.learning.log_stats()
+            learned = self.learning.log_stats(env_steps)
         if learned.updates > logged["updates"]:
             report("td_loss", learned.loss_sum / (learned.updates - logged["updates"]), env_steps)  # mean since the last log
             if learned.q_taken is not None:
-                report("q_mean", float(learned.q_taken.mean()), env_steps)  # latest batch
+                report("q_mean", host_float(learned.q_taken.mean()), env_steps)  # latest batch
             if learned.lag is not None:
                 window = learned.lag.window()
                 report("policy_lag_mean", window["mean"], env_steps)

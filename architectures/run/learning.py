@@ -9,6 +9,13 @@ updates `utd` owes after that many env steps; `sources` turns on the per-source 
 designs that learn from several workers; single_env leaves them off, keeping its hot loop as it
 was. `after_update()` runs after every update (weight publication, resets). A design without
 replay (PQN) or whose workers learn (hogwild) does not take it.
+
+A learner on a device (CUDA) learns through core/device_step.py: the replay's new rows are
+copied to the device before each update, the update runs there (eager or as a CUDA graph) and
+its loss and diagnostics are read once per log; `acting` is the host copy of the weights that
+the design acts and evaluates with, published every `weight_sync_period` updates. A non-finite
+loss then stops the run at the log that reads it, not at its update. Prioritized replay keeps the
+host sampler there (its sum tree is on the host), paying a copy and a read per update.
 """
 
 from __future__ import annotations
@@ -18,7 +25,11 @@ import time
 from typing import Callable
 
 import numpy as np
+import torch
 
+from architectures.core.device import ActingWeights, host_float
+from architectures.core.device_replay import DeviceReplay
+from architectures.core.device_step import DeviceLag, DeviceStep
 from architectures.core.diagnostics import PolicyLag
 from architectures.core.dqn import DQNLearner
 from architectures.core.envs import rng_seeds
@@ -40,6 +51,14 @@ class ReplayLearning:
         self.sampled = np.zeros(sources, dtype=np.int64) if sources else None
         self.sample_s = self.update_s = self.diag_s = 0.0  # hot-loop timers, the result's components
         self.loss_sum = 0.0  # TD losses since the last log
+        self.acting = ActingWeights(learner.online)  # what the design acts and evaluates with
+        self.device_step = None
+        if self.acting.separate and not cfg.prioritized:
+            self.device_replay = DeviceReplay(replay, learner.device, cfg.batch_size, seed=cfg.seed)
+            self.device_step = DeviceStep(learner, self.device_replay, sources, graph=cfg.cuda_graph)
+            self.lag = DeviceLag(self.device_step) if sources else None
+        if self.acting.separate:
+            run.play_with(self.acting.net, self.publish)
         run.attach("learning", self)
 
     @property
@@ -55,6 +74,8 @@ class ReplayLearning:
         owed = self.ratio.target_updates(env_steps) - learner.version
         if limit is not None:
             owed = min(owed, limit)
+        if self.device_step is not None:
+            return self._learn_on_device(owed)
         done = 0
         while done < owed and replay.size > 0:
             t0 = perf()
@@ -77,15 +98,54 @@ class ReplayLearning:
             self.diag_s += t2 - t1
             self.update_s += t3 - t2
             done += 1
-            if self.after_update is not None:
-                self.after_update()
+            self._after_update()
         return done
 
-    def log_stats(self) -> LearningLog:
-        """The run's log of the learning since the last one; the loss sum starts again."""
+    def _learn_on_device(self, owed: int) -> int:
+        """The device's updates: the new rows copied over (timed as `sample`), then each update
+        queued with no host read (timed as `update`: on CUDA the host's launches, not the GPU's
+        work, which shows where the host waits for it: a publication, a log)."""
+        perf, done = time.perf_counter, 0
+        while done < owed and self.replay.size > 0:
+            t0 = perf()
+            self.device_replay.sync()
+            t1 = perf()
+            self.device_step()
+            self.sample_s += t1 - t0
+            self.update_s += perf() - t1
+            done += 1
+            self._after_update()
+        return done
+
+    def _after_update(self) -> None:
+        self.acting.maybe_publish(self.learner.version, self.cfg.weight_sync_period)
+        if self.after_update is not None:
+            self.after_update()
+
+    def log_stats(self, env_steps: int) -> LearningLog:
+        """The run's log of the learning since the last one; the loss sum starts again. A device
+        learner's losses are read here, and a non-finite one stops the run."""
+        if self.device_step is not None:
+            self.loss_sum = self.device_step.read_loss()
+            if not math.isfinite(self.loss_sum):
+                q = self.learner.last_q_taken
+                raise self.run.diverged(f"non-finite TD loss (summed over the updates up to {self.learner.version:,})",
+                                        self.learner.version, env_steps,
+                                        host_float(q.abs().max()) if q is not None else float("nan"))
         stats = LearningLog(self.learner.version, self.loss_sum, self.learner.last_q_taken, self.lag)
         self.loss_sum = 0.0
         return stats
+
+    def publish(self) -> None:
+        """Refresh the acting copy now (before a holdout, at a parking point)."""
+        self.acting.publish(self.learner.version)
+
+    @property
+    def sampled_counts(self) -> np.ndarray | None:
+        """Each source's count of sampled transitions (None without per-source diagnostics)."""
+        if self.device_step is not None and self.sampled is not None:
+            return self.device_step.read_sampled()
+        return self.sampled
 
     def components(self, updates: int) -> dict[str, tuple[float, int]]:
         """The result's time-breakdown rows of learning: name -> (seconds, calls)."""
@@ -99,7 +159,8 @@ class ReplayLearning:
                 "replay": self.replay.state_dict() if self.cfg.checkpoint_replay else None,
                 "replay_rng": self.replay_rng.bit_generator.state,
                 "lag": self.lag.state_dict() if self.lag is not None else None,
-                "sampled": None if self.sampled is None else self.sampled.copy(),
+                "sampled": None if self.sampled is None else self.sampled_counts.copy(),
+                "device_replay": self.device_replay.state_dict() if self.device_step is not None else None,
                 "hot_seconds": {"sample": self.sample_s, "update": self.update_s, "diagnostics": self.diag_s},
                 "loss_sum": self.loss_sum}
 
@@ -111,6 +172,13 @@ class ReplayLearning:
         if self.lag is not None:
             self.lag.load_state_dict(state["lag"])
             self.sampled[:] = state["sampled"]
+        if self.device_step is not None:
+            self.device_step.sync_version()
+            if state.get("device_replay") is not None:
+                self.device_replay.load_state_dict(state["device_replay"])
+            if self.sampled is not None:
+                self.device_step.sampled[:len(self.sampled)].copy_(torch.from_numpy(self.sampled))
+        self.publish()
         hot = state["hot_seconds"]
         self.sample_s, self.update_s, self.diag_s = hot["sample"], hot["update"], hot["diagnostics"]
         self.loss_sum = state["loss_sum"]

@@ -136,7 +136,7 @@ class ActorBooks:
             worker_acting_staleness_mean=(self.worker_staleness[:, 0] / np.maximum(1, self.worker_staleness[:, 1])
                                           ).tolist(),
             actor_quotas=self.cfg.actor_quotas,
-            **per_worker_summary(status, learning.replay.data["source"][:learning.replay.size], learning.sampled),
+            **per_worker_summary(status, learning.replay.data["source"][:learning.replay.size], learning.sampled_counts),
             actor_time_breakdown={role: {"seconds_per_actor": s, "us_per_env_step": 1e6 * s * n / max(1, env_steps)}
                                   for role, s in actor_seconds.items()},
         )

@@ -177,13 +177,12 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     started = time.perf_counter()
     spec, n = env_spec(cfg.env_id), cfg.num_workers
     learner = build_learner(spec, cfg)
-    params = [p.detach().numpy() for p in learner.online.parameters()]
     replay = make_replay(cfg, spec.obs_shape, spec.obs_dtype)
     with worker_pool("actor", n, cfg.worker_timeout_s) as pool:
         blocks, status, control = pool.blocks, pool.status, pool.control
         ring_arrays = [TransitionRing.allocate(blocks, f"ring{i}", RING_CAPACITY,
                                                transition_dtype(spec.obs_shape, spec.obs_dtype)) for i in range(n)]
-        shapes = [tuple(p.shape) for p in params]
+        shapes = [tuple(p.shape) for p in learner.online.parameters()]
         weight_arrays = WeightChannel.allocate(blocks, shapes)
         ring_locks, weight_lock, claim_lock = [pool.ctx.Lock() for _ in range(n)], pool.ctx.Lock(), pool.ctx.Lock()
         weights = WeightChannel(weight_arrays["weights"], weight_arrays["weights_header"], weight_lock, shapes)
@@ -200,12 +199,15 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             publish_due = publish_due or learner.version % cfg.weight_sync_period == 0
             if publish_due:  # never waits on an actor that is copying weights out: tries again next update
                 began = time.perf_counter()
-                if weights.publish(params, learner.version, block=False):
+                if acting.version != learner.version:  # a CUDA learner's weights: one copy to the host
+                    acting.publish(learner.version)
+                if weights.publish(acting.arrays, learner.version, block=False):
                     publish_due = False
                     books.publications.published(learner.version, time.perf_counter() - began)
 
         run = Run("actor_learner", cfg, reporter, learner.online)
         learning = ReplayLearning(run, learner, replay, sources=n, after_update=publish)
+        acting = learning.acting  # the weights actors get: the learner's own, or its host copy (CUDA)
         slack_updates = int(cfg.utd_slack_steps * learning.ratio.ratio)  # the actors' rate limiter, read here
         resumed = run.resume()
         actor_states = [None] * n
@@ -214,7 +216,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             control[Control.RELEASED] = run.next_stop
             control[Control.LEARNER_VERSION] = learner.version
             control[Control.CLAIMED] = run.resumed_from_env_steps
-        weights.publish(params, learner.version)
+        weights.publish(acting.arrays, learner.version)
 
         def sink(rows: np.ndarray, priorities: np.ndarray) -> None:
             books.store(rows, priorities, learner.version, replay)

@@ -152,7 +152,6 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     torch.set_num_threads(cfg.learner_thread_count)
     spec, n = env_spec(cfg.env_id), cfg.num_workers
     learner = build_learner(spec, cfg)
-    params = [p.detach().numpy() for p in learner.online.parameters()]
     replay = make_replay(cfg, spec.obs_shape, spec.obs_dtype)
     status = np.zeros(n, STATUS_DTYPE)  # the learner's copy of each actor's counters, as of its last batch
     status["weights_version"] = -1
@@ -160,9 +159,9 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     books, weights = ActorBooks(cfg, status), [0, None]  # staleness at hand-off, publications, hand-off tally
 
     def publish() -> None:  # after every update: weights into the object store on their period
-        if learner.version % cfg.weight_sync_period == 0:
+        if learner.version % cfg.weight_sync_period == 0:  # `learning` refreshed a CUDA learner's host copy
             began = time.perf_counter()
-            weights[:] = [learner.version, ray.put(flat(params))]
+            weights[:] = [learner.version, ray.put(flat(learning.acting.arrays))]
             books.publications.published(learner.version, time.perf_counter() - began)
 
     run = Run("actor_learner", cfg, reporter, learner.online)
@@ -187,7 +186,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         actors = [remote.options(name=f"{tag}_{i}").remote(i, cfg, worker_fault(i), resume[i]) for i in range(n)]
         where = wait_ready(ray, actors, max(120.0, cfg.worker_timeout_s))
         status["pid"] = [pid for pid, _ in where]
-        weights[:] = [learner.version, ray.put(flat(params))]
+        weights[:] = [learner.version, ray.put(flat(learning.acting.arrays))]
         startup_seconds = time.perf_counter() - started
         perf = time.perf_counter
         last_check = time.monotonic()
