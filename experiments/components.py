@@ -36,20 +36,66 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
     wait_us, cfg = cfg.env_step_wait_us, cfg.replace(env_step_wait_us=0.0)  # the wait is measured apart
     bench = Bench.open(cfg)
     costs = env_costs(bench, wait_us, budget_s, log)
+    own_wait = own_env_wait(costs, log)  # the env's own blocking (a user env's simulator, socket): not CPU
     costs.update(acting_costs(bench, vector_sizes(cores), log))
     costs.update(learning_costs(bench, budget_s, log))
     costs.update(hand_off_costs(bench, log))
     costs.update(rollout_costs(bench, vector_sizes(cores), log))
     bench.env.close()
-    costs.update(loop_costs(bench, cores, wait_us, budget_s, log))
-    costs.update(role_costs(cfg, cores, wait_us, budget_s, log))
+    costs.update(loop_costs(bench, cores, wait_us, budget_s, log, own_wait))
+    costs.update(role_costs(cfg, cores, wait_us, budget_s, log, own_wait))
+    if own_wait:
+        without_own_wait(costs, own_wait, cores)
     costs["contention"] = contention(cfg, cores, budget_s * 0.05)
     log(f"  single_env's loop with a loop like it on every other core: {costs['contention']['us']:.2f}x its time "
         "alone")
     return costs
 
 
-def loop_costs(bench: Bench, cores: int, wait_us: float, budget_s: float, log) -> dict:
+OWN_WAIT_MIN_US, OWN_WAIT_SHARE = 50.0, 0.2
+"""An env step's wall time beyond its CPU time counts as the env's own wait when it is over both
+50 us and a fifth of the step: a plain CartPole or MinAtar step's wall and CPU differ by a few us."""
+
+
+def own_env_wait(costs: dict, log) -> float:
+    """The part of the env step that blocks without CPU, measured in the process that steps it
+    (wall time against this thread's CPU time), with no config key: the env step's cost becomes its
+    CPU, and the rest joins `env_wait`, wall time that is not CPU, as `env_step_wait_us` would. 0
+    where the step is (nearly) all CPU. A mixed step is modelled as its mix."""
+    step = costs["env_step"]
+    own = step["us"] - step["cpu_us"]
+    if own <= max(OWN_WAIT_MIN_US, OWN_WAIT_SHARE * step["us"]):
+        return 0.0
+    scale = step["cpu_us"] / step["us"]
+    costs["env_step"] = {**step, "us": step["cpu_us"], "p10": step["p10"] * scale, "p90": step["p90"] * scale,
+                         "wall_us": step["us"]}
+    wait = costs.get("env_wait") or {"us": 0.0, "p10": 0.0, "p90": 0.0, "cpu_us": step["cpu_us"]}
+    costs["env_wait"] = {**wait, "us": wait["us"] + own, "p10": wait["p10"] + own, "p90": wait["p90"] + own,
+                         "own_us": own}
+    log(f"  the env step blocks: {own:,.1f} of its {step['us']:,.1f} us are not CPU; modelled as a wait of "
+        f"{own:,.1f} us and {step['cpu_us']:,.1f} us of CPU")
+    return own
+
+
+def without_own_wait(costs: dict, own: float, cores: int) -> None:
+    """The loops measured as they run hold the env's own wait in their wall times, where the model
+    wants CPU (the wait is `env_wait`, added once): take it out of single_env's loop's env step, of
+    hogwild's loop per env step (one worker waits it whole; `cores` workers wait theirs at once) and
+    of vector_env's round trips (N envs wait at once). The waiting loop (`in_loop_waiting`) is the
+    loop as measured."""
+    costs.setdefault("in_loop_waiting", {k: dict(v) for k, v in costs["in_loop"].items()})
+    step = costs["in_loop"]["env_step"]
+    costs["in_loop"]["env_step"] = {k: max(1.0, v - own) for k, v in step.items()}
+    if "hogwild_in_loop" in costs:
+        costs["hogwild_in_loop"] = {k: max(1.0, v - own) for k, v in costs["hogwild_in_loop"].items()}
+    if "hogwild_at_cores" in costs:
+        costs["hogwild_at_cores"] = {k: max(1.0, v * cores - own) / cores for k, v in costs["hogwild_at_cores"].items()}
+    for name in ("vector_round_trip", "vector_round_trip_learning"):
+        for n, row in (costs.get(name) or {}).items():
+            costs[name][n] = {k: max(1.0, v - own) for k, v in row.items()}
+
+
+def loop_costs(bench: Bench, cores: int, wait_us: float, budget_s: float, log, own_wait: float = 0.0) -> dict:
     """The loops' costs, REPEATS times and interleaved, each the median repeat: on a shared machine
     a single pass caught seconds-long slow spells (an update 1.8x, hogwild's loop 2.5x dearer in
     one pass than in the next), and the median of three spread over a minute rejects one."""
@@ -58,7 +104,7 @@ def loop_costs(bench: Bench, cores: int, wait_us: float, budget_s: float, log) -
     for _ in range(REPEATS):
         rep = vector_costs(cfg, cores, bench.learner, bench.policy, bench.replay, bench.rng)
         rep["in_loop"] = in_loop(cfg, budget_s * 0.3 / REPEATS)
-        if wait_us > 0:  # the same loop where the env waits: a process that idles pays more per update
+        if wait_us > 0 and not own_wait:  # the same loop where the env waits: a process that idles pays more per update
             rep["in_loop_waiting"] = in_loop(cfg.replace(env_step_wait_us=wait_us), budget_s * 0.15 / REPEATS)
         rep["hogwild_in_loop"] = design_in_loop("hogwild", cfg, budget_s * 0.3 / REPEATS)
         repeats.append(rep)
@@ -73,7 +119,7 @@ def loop_costs(bench: Bench, cores: int, wait_us: float, budget_s: float, log) -
     return costs
 
 
-def role_costs(cfg: DQNConfig, cores: int, wait_us: float, budget_s: float, log) -> dict:
+def role_costs(cfg: DQNConfig, cores: int, wait_us: float, budget_s: float, log, own_wait: float = 0.0) -> dict:
     """hogwild's loop at `cores` workers, actor_learner's roles time-sharing the cores and, where
     the env waits, its roles past the cores."""
     costs: dict = {}
@@ -84,7 +130,7 @@ def role_costs(cfg: DQNConfig, cores: int, wait_us: float, budget_s: float, log)
     shared = costs["actor_learner_shared"]
     log(f"  actor_learner at {cores} actors ({cores + 1} processes on {cores} cores), CPU per env step: learner "
         f"{shared['learner']['us']:,.1f} us, actors {shared['actors']['us']:,.1f} us (wall {shared['wall']['us']:,.1f} us)")
-    if wait_us > 0:  # past the cores, where the env waits: what each role really pays in CPU
+    if wait_us > 0 or own_wait:  # past the cores, where the env waits: what each role really pays in CPU
         costs.update(waiting_roles(cfg.replace(env_step_wait_us=wait_us), waiting_counts(cores)))
         log("  actor_learner where the env waits, CPU per env step: " + ", ".join(
             f"{n} actors: actors {costs['actor_learner_waiting_actors'][n]['us']:,.1f} us, learner "

@@ -11,7 +11,11 @@ For the env and learner config given (Sacred's `with` syntax, as `experiments.tr
    oversubscribed where the busy processes outnumber the cores) with analysis/cost_model.py,
    naming the role that bounds each point; where the env waits (`env_step_wait_us`), past the
    cores too, up to 64 workers or one count past where the learner bounds;
-3. recommends a design, a worker count and the learner's torch threads, with the predicted
+   where CUDA is present, the learner on CUDA too, in single_env's loop as a run pays it
+   (experiments/plan_devices.py), and every design predicted with the learner on each device;
+   the env step's wall time against its CPU time, so an env of the user's own that blocks on
+   something outside the process is modelled as a wait with no config key;
+3. recommends a design, a worker count, the learner's device and torch threads, with the predicted
    gain over single_env, and confirms it: the recommended point and the runner-up run for real
    (short runs, evaluation off, one at a time, each in a fresh process), predicted beside
    measured; the learner's threads are measured in place, the recommended run at
@@ -20,7 +24,8 @@ For the env and learner config given (Sacred's `with` syntax, as `experiments.tr
 4. writes plan.json (per design and worker count `predicted_env_steps_per_sec` and
    `bottleneck`; per confirmed run `measured_env_steps_per_sec`; the component costs; the host)
    and plan.png (the predicted curves with the measured points) into --out.
-About 2 minutes on a 2-core machine with the default budget. Bad config input stops it before
+About 2 minutes on a 2-core machine with the default budget and a fast env, longer where the env
+step is slow (the confirming runs and the loops are sized in env steps; plan says its estimate). Bad config input stops it before
 any measurement, with one line naming the key (exit 2).
 """
 
@@ -161,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     from architectures.core.limits import available_cores
     from experiments.components import measure
     from experiments.host import cpu_model
+    from experiments.plan_devices import learner_devices, measure_devices
 
     try:
         cfg, overrides = _config(tokens)
@@ -174,14 +180,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"plan for {what} on {cores} cores ({cpu_model()})", file=sys.stderr)
     print("measuring components, each warm and alone:", file=sys.stderr)
     costs = measure(cfg, cores=cores, budget_s=args.budget, log=lambda line: print(line, file=sys.stderr))
+    by_device = measure_devices(cfg, costs, learner_devices(), args.budget * 0.1,
+                                lambda line: print(line, file=sys.stderr))
     threads = _threads(cfg, cores)
     best_threads = min(threads, key=threads.get) if threads else 1
     if 1 not in threads or threads[best_threads] > 0.9 * threads[1]:
         best_threads = 1  # under 10% faster is not worth a core the actors could use
     print("  update by torch threads: " + ", ".join(f"{t}: {us:,.0f} us" for t, us in threads.items()), file=sys.stderr)
-    predictions = predict_all(medians(costs), utd=cfg.utd, cores=cores, weight_sync_period=cfg.weight_sync_period)
+    per_device = {device: predict_all(medians(c), utd=cfg.utd, cores=cores, weight_sync_period=cfg.weight_sync_period)
+                  for device, c in by_device.items()}
+    device = max(per_device, key=lambda d: recommend(per_device[d])[0].env_steps_per_sec)
+    predictions = per_device[device]
     best, runner_up = recommend(predictions)
-    base = predictions[0].env_steps_per_sec
+    base = per_device["cpu"][0].env_steps_per_sec  # single_env with its learner on the CPU
+    if device != "cpu":
+        print(f"the learner on {device}: predicted {best.env_steps_per_sec:,.0f} env steps/s against "
+              f"{recommend(per_device['cpu'])[0].env_steps_per_sec:,.0f} on the CPU", file=sys.stderr)
+        cfg = cfg.replace(device=device)
     confirmed = []
     if not args.no_confirm:
         print(f"confirming: {best.design} ({best.workers}) and {runner_up.design} ({runner_up.workers}), "
@@ -210,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         mark = " (oversubscribed)" if p.oversubscribed else ""
         print(f"{p.design:<14} {p.workers:>7} {p.env_steps_per_sec:>22,.0f} {p.env_steps_per_sec / base:>11.2f}x  "
               f"{p.bottleneck}{mark}")
-    print(f"\nrecommended: {best.design} with {best.workers} worker(s), learner_threads={learner_threads} (actors and "
+    print(f"\nrecommended: {best.design} with {best.workers} worker(s), the learner on {device}, "
+          f"learner_threads={learner_threads} (actors and "
           f"workers 1; an isolated update was fastest at {best_threads}): predicted "
           f"{best.env_steps_per_sec:,.0f} env steps/s, {best.env_steps_per_sec / base:.2f}x single_env "
           f"({base:,.0f}); bound by {best.bottleneck}")
@@ -230,7 +246,13 @@ def main(argv: list[str] | None = None) -> int:
                          "bottleneck": p.bottleneck, "oversubscribed": p.oversubscribed, "role_rates": p.rates}
                         for p in predictions],
         "learner_threads_in_place": {str(t): r["measured_env_steps_per_sec"] for t, r in in_place.items()},
-        "recommended": {"design": best.design, "workers": best.workers, "torch_threads": best_threads,
+        "learner_devices": {d: {"costs_us": {k: by_device[d][k] for k in ("sample", "update")},
+                                "predictions": [{"design": p.design, "workers": p.workers,
+                                                 "predicted_env_steps_per_sec": p.env_steps_per_sec,
+                                                 "bottleneck": p.bottleneck} for p in preds]}
+                            for d, preds in per_device.items()},
+        "recommended": {"design": best.design, "workers": best.workers, "device": device,
+                        "torch_threads": best_threads,
                         "learner_threads": learner_threads, "actor_threads": 1,
                         "predicted_env_steps_per_sec": best.env_steps_per_sec,
                         "predicted_gain_over_single_env": best.env_steps_per_sec / base},

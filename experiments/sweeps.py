@@ -324,11 +324,14 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
                  "paper": _timing_grid(dict(updates=2_000, warmup=200), network=_NETWORKS,
                                        batch_size=(32, 128, 512), torch_threads=tuple(range(1, _CORES + 1)))},
           experiment="timing"),
-    Sweep("device", "time per gradient step on CPU against CUDA (host-to-device copy included), per network "
-          "and batch size; the CUDA runs are skipped where CUDA is absent",
-          minutes={"small": 3, "paper": 10},
-          cells={scale: _timing_grid(dict(updates=300 if scale == "small" else 2_000, warmup=50),
-                                     network=_NETWORKS, batch_size=(32, 128, 512), device=("cpu", "cuda"))
+    Sweep("device", "time per gradient step on CPU against CUDA, per network and batch size: the CPU's update, "
+          "and on CUDA the host-batch update (a copy in and a read back per update), the device update (replay on "
+          "the GPU, nothing read back) and that as one CUDA graph; the CUDA runs are skipped where CUDA is absent",
+          minutes={"small": 4, "paper": 12},
+          cells={scale: [c for c in _timing_grid(dict(updates=300 if scale == "small" else 2_000, warmup=50),
+                                                 network=_NETWORKS, batch_size=(32, 128, 512),
+                                                 device=("cpu", "cuda"), update_path=("host", "device", "graph"))
+                         if c.updates["device"] == "cuda" or c.updates["update_path"] == "host"]
                  for scale in SCALES},
           experiment="timing"),
     Sweep("uneven", "one slow worker among two (+1 ms per env step for worker 0): actor_learner with equal "

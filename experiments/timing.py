@@ -8,6 +8,16 @@ It answers the reporting user's first question properly: how long one update of 
 network and batch size, as the median over many updates after a warm-up. The batch comes from
 a fixed replay of random transitions and is sampled fresh each update, so its host-to-device
 copy is inside the timed step on CUDA (synchronised before the clock stops).
+
+`update_path` says which update (the device sweep times each where CUDA is present):
+- `host`: a host batch, the update, its loss read on the host (a CPU learner's update; on CUDA,
+  a copy in and a synchronisation per update): each update timed alone;
+- `device`: the replay on the device and the whole update there with nothing read back
+  (core/device_step.py, what a CUDA learner runs), eager: blocks of `block` updates timed with
+  one synchronisation at the end, so the time is the update's throughput cost, as a run pays it;
+- `graph`: the same, replayed as one CUDA graph (`cuda_graph`).
+For the device paths, `host_us` is the host's time to issue an update (launches) and, on CUDA,
+`gpu_us` the GPU's time for it (CUDA events): where the time goes.
 """
 
 from __future__ import annotations
@@ -27,6 +37,8 @@ NETWORKS = {
     "wide_mlp": ((64,), 18, (1024, 1024)),
 }
 
+PATHS = ("host", "device", "graph")
+
 ex = Experiment("update_timing", save_git_info=False, additional_host_info=HOST_INFO)
 
 
@@ -36,6 +48,8 @@ def _config():
     batch_size = 128  # transitions per update
     torch_threads = 1  # torch intra-op threads
     device = "cpu"  # cpu or cuda
+    update_path = "host"  # host, device or graph (see the module docstring)
+    block = 20  # device paths: updates per timed block
     updates = 500  # timed updates
     warmup = 100  # untimed updates first (allocator, caches, lazy init)
     seed = 1
@@ -53,6 +67,10 @@ def _validate(config: dict, command_name: str, logger) -> dict:
         problems.append(f"warmup: must be an integer >= 0 (got {config['warmup']!r})")
     if config["device"] != "cpu" and not str(config["device"]).startswith("cuda"):
         problems.append(f"device: must be 'cpu' or 'cuda[:N]' (got {config['device']!r})")
+    if config["update_path"] not in PATHS:
+        problems.append(f"update_path: must be one of {', '.join(PATHS)} (got {config['update_path']!r})")
+    elif config["update_path"] == "graph" and not str(config["device"]).startswith("cuda"):
+        problems.append("update_path: 'graph' needs device=cuda (a CUDA graph)")
     if problems:
         print(f"error: {problems[0]}", file=sys.stderr)
         raise SystemExit(2)
@@ -60,8 +78,8 @@ def _validate(config: dict, command_name: str, logger) -> dict:
 
 
 @ex.main
-def main(network: str, batch_size: int, torch_threads: int, device: str, updates: int, warmup: int,
-         seed: int, _run) -> dict:
+def main(network: str, batch_size: int, torch_threads: int, device: str, update_path: str, block: int,
+         updates: int, warmup: int, seed: int, _run) -> dict:
     import numpy as np
     import torch
 
@@ -83,6 +101,11 @@ def main(network: str, batch_size: int, torch_threads: int, device: str, updates
                               rng.standard_normal(obs_shape).astype(np.float32), int(rng.integers(actions)),
                               float(rng.standard_normal()), 0.99, 0, 0))
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    common = {"network": network, "batch_size": batch_size, "device": device, "update_path": update_path,
+              "torch_threads": torch_threads, "threads_in_effect": torch.get_num_threads(), "updates": updates,
+              "warmup": warmup}
+    if update_path != "host":
+        return {**common, **device_path_times(learner, replay, update_path == "graph", updates, warmup, block, sync)}
     for _ in range(warmup):
         learner.update(replay.sample(batch_size, rng))
     sync()
@@ -95,10 +118,51 @@ def main(network: str, batch_size: int, torch_threads: int, device: str, updates
         times[i] = time.perf_counter() - start
     us = times * 1e6
     p10, p50, p90 = np.percentile(us, [10, 50, 90])
-    return {"network": network, "batch_size": batch_size, "device": device, "torch_threads": torch_threads,
-            "threads_in_effect": torch.get_num_threads(), "hand_derived_gradient": learner._mlp_gradient is not None,
+    return {**common, "hand_derived_gradient": learner._mlp_gradient is not None,
             "update_us_median": float(p50), "update_us_p10": float(p10), "update_us_p90": float(p90),
-            "update_us_mean": float(us.mean()), "updates": updates, "warmup": warmup}
+            "update_us_mean": float(us.mean())}
+
+
+def device_path_times(learner, replay, graph: bool, updates: int, warmup: int, block: int, sync) -> dict:
+    """us per update of the device update (eager or graphed), in blocks synchronised once each:
+    wall per update (`update_us_*`), the host's issue time per update, and the GPU's (CUDA events)."""
+    import numpy as np
+    import torch
+
+    from architectures.core.device_replay import DeviceReplay
+    from architectures.core.device_step import DeviceStep
+
+    mirror = DeviceReplay(replay, learner.device, learner.cfg.batch_size, seed=0)
+    mirror.sync()
+    step = DeviceStep(learner, mirror, sources=1, graph=graph)
+    for _ in range(max(warmup, 1)):
+        step()
+    sync()
+    cuda = learner.device.type == "cuda"
+    walls, issues, gpus = [], [], []
+    for _ in range(max(1, updates // block)):
+        if cuda:
+            began_event, ended_event = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            began_event.record()
+        start = time.perf_counter()
+        for _ in range(block):
+            step()
+        issued = time.perf_counter()
+        if cuda:
+            ended_event.record()
+        sync()
+        walls.append((time.perf_counter() - start) / block)
+        issues.append((issued - start) / block)
+        if cuda:
+            gpus.append(began_event.elapsed_time(ended_event) / 1e3 / block)
+    us = np.array(walls) * 1e6
+    p10, p50, p90 = np.percentile(us, [10, 50, 90])
+    out = {"update_us_median": float(p50), "update_us_p10": float(p10), "update_us_p90": float(p90),
+           "update_us_mean": float(us.mean()), "block": block, "host_us_median": float(np.median(issues) * 1e6),
+           "hand_derived_gradient": learner._mlp_gradient is not None}
+    if gpus:
+        out["gpu_us_median"] = float(np.median(gpus) * 1e6)
+    return out
 
 
 def cli(argv: list[str] | None = None) -> None:
