@@ -24,6 +24,7 @@ twice is a duplicate (tests/test_report_stores.py).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -61,6 +62,15 @@ class RunSet:
     metrics: pd.DataFrame
     holdout: pd.DataFrame
     problems: list[str] = field(default_factory=list)
+
+    def on_machine(self, machine: str = "") -> "RunSet":
+        """The runs made on `machine` ("": this suite's own machine, whose sweeps the figures read)."""
+        keep = self.runs["machine"] == machine
+        ids = set(self.runs.loc[keep, "run_id"])
+        def pick(frame: pd.DataFrame) -> pd.DataFrame:
+            return frame[frame["run_id"].isin(ids)] if "run_id" in frame else frame
+
+        return RunSet(self.runs[keep].reset_index(drop=True), pick(self.metrics), pick(self.holdout), self.problems)
 
 
 class NoRunsError(RuntimeError):
@@ -158,6 +168,27 @@ def _name_runs(documents: list[Document], problems: list[str]) -> list[Document]
 
 
 # ---------------------------------------------------------------------- frames
+MACHINE_FILE = "machine.json"
+"""A store made on another machine names it in this file at its root ({"machine": "sixteen_cores"}):
+its runs' sweep reads `<machine>/<sweep>`, so no figure of this machine's sweeps takes them in."""
+
+
+@functools.lru_cache(maxsize=None)
+def machine_of(folder: str) -> str:
+    """The `machine` named by the nearest MACHINE_FILE at or above `folder`, or "" (this machine)."""
+    if folder.startswith(("mongodb://", "mongodb+srv://")):
+        return ""
+    here = os.path.abspath(folder)
+    while True:
+        marker = os.path.join(here, MACHINE_FILE)
+        if os.path.isfile(marker):
+            return str(_read_json(marker).get("machine", ""))
+        parent = os.path.dirname(here)
+        if parent == here:
+            return ""
+        here = parent
+
+
 def learning_rate(result: dict, config: dict, metrics: dict) -> float:
     """env steps/s from the first logged env step at or after `learning_starts` to the end of the
     run: the rate a long run sees. A run's own `env_steps_per_sec` averages its warm-up in (no
@@ -207,9 +238,11 @@ def _frames(documents: list[Document], problems: list[str]) -> RunSet:
             continue
         experiment = (run.get("experiment") or {}).get("name", "")
         host = run.get("host") or {}
+        machine = machine_of(where)
+        sweep = sacred_id.rsplit("-", 1)[0] if "-" in sacred_id else ""
         keys = {
             "run_id": run_id,
-            "sweep": sacred_id.rsplit("-", 1)[0] if "-" in sacred_id else "",
+            "sweep": f"{machine}/{sweep}" if machine else sweep,
             # A training run's architecture; any other experiment's runs go by its name.
             "architecture": (config.get("architecture") or result.get("architecture") or experiment)
             if experiment in TRAINING_EXPERIMENTS else experiment,
@@ -218,7 +251,7 @@ def _frames(documents: list[Document], problems: list[str]) -> RunSet:
             "seed": int(config.get("seed", 0)),
             "env": _env_name(config.get("env_id")),
         }
-        row = dict(keys, experiment=experiment, source=where,
+        row = dict(keys, experiment=experiment, source=where, machine=machine,
                    overrides=(run.get("meta") or {}).get("comment") or "")  # a sweep's `with ...`
         row.update({key: config.get(key) for key in CONFIG_COLUMNS})
         row.update({key: result.get(key) for key in RESULT_COLUMNS})
@@ -248,7 +281,7 @@ def _frames(documents: list[Document], problems: list[str]) -> RunSet:
         if experiment in TRAINING_EXPERIMENTS and config.get("eval_episodes", 1) and not result.get("holdout_curve"):
             problems.append(f"run {run_id} ({where}): no holdout checkpoints stored; left out of learning curves")
 
-    runs = pd.DataFrame(run_rows, columns=KEY_COLUMNS + ["experiment", "source", "overrides"] + CONFIG_COLUMNS
+    runs = pd.DataFrame(run_rows, columns=KEY_COLUMNS + ["experiment", "source", "machine", "overrides"] + CONFIG_COLUMNS
                         + RESULT_COLUMNS + [LEARNING_RATE, "bottleneck", "cpu_model", "cpu_count", "git_commit",
                                             "result", "config"])
     metrics_frame = pd.DataFrame(metric_rows, columns=KEY_COLUMNS + ["metric", "env_step", "wall_time", "value"])
@@ -257,7 +290,7 @@ def _frames(documents: list[Document], problems: list[str]) -> RunSet:
 
 
 # ---------------------------------------------------------------------- entry point
-FRAME_VERSION = 5
+FRAME_VERSION = 6
 """Bumped when the frames' layout changes in a way the column lists below do not show; the
 column lists are part of the fingerprint themselves (a column added without a bump once served
 a stale cache without it: tests/test_analysis.py::test_a_new_column_is_never_served_from_an_old_cache)."""
@@ -277,6 +310,7 @@ def _fingerprint(sources: list[str]) -> str:
                 except OSError:
                     continue
                 digest.update(f"{path}/{name}:{stat.st_mtime_ns}:{stat.st_size}".encode())
+            digest.update(machine_of(path).encode())
     return digest.hexdigest()
 
 

@@ -61,19 +61,20 @@ def own_env_wait(costs: dict, log) -> float:
     """The part of the env step that blocks without CPU, measured in the process that steps it
     (wall time against this thread's CPU time), with no config key: the env step's cost becomes its
     CPU, and the rest joins `env_wait`, wall time that is not CPU, as `env_step_wait_us` would. 0
-    where the step is (nearly) all CPU. A mixed step is modelled as its mix."""
+    where the step is (nearly) all CPU. A mixed step is modelled as its mix. Time the thread spent
+    queued for a CPU (another process on its core) is neither, and is left out of the wait."""
     step = costs["env_step"]
-    own = step["us"] - step["cpu_us"]
+    own = step["us"] - step["cpu_us"] - step.get("queued_us", 0.0)
     if own <= max(OWN_WAIT_MIN_US, OWN_WAIT_SHARE * step["us"]):
         return 0.0
-    scale = step["cpu_us"] / step["us"]
-    costs["env_step"] = {**step, "us": step["cpu_us"], "p10": step["p10"] * scale, "p90": step["p90"] * scale,
+    scale = (step["us"] - own) / step["us"]  # the step's work (and any queueing) without the wait
+    costs["env_step"] = {**step, "us": step["us"] - own, "p10": step["p10"] * scale, "p90": step["p90"] * scale,
                          "wall_us": step["us"]}
     wait = costs.get("env_wait") or {"us": 0.0, "p10": 0.0, "p90": 0.0, "cpu_us": step["cpu_us"]}
     costs["env_wait"] = {**wait, "us": wait["us"] + own, "p10": wait["p10"] + own, "p90": wait["p90"] + own,
                          "own_us": own}
-    log(f"  the env step blocks: {own:,.1f} of its {step['us']:,.1f} us are not CPU; modelled as a wait of "
-        f"{own:,.1f} us and {step['cpu_us']:,.1f} us of CPU")
+    log(f"  the env step blocks: {own:,.1f} of its {step['us']:,.1f} us are neither CPU nor queued for one; "
+        f"modelled as a wait of {own:,.1f} us and {step['us'] - own:,.1f} us of work")
     return own
 
 

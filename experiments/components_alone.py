@@ -23,20 +23,32 @@ def spread(samples: list[float]) -> dict:
     return {"us": float(qs[1]), "p10": float(qs[0]), "p90": float(qs[2])}
 
 
+def queued_seconds() -> float:
+    """This thread's time spent runnable but waiting for a CPU (Linux /proc/thread-self/schedstat),
+    or 0 where it cannot be read: wall time that is neither work nor a wait of the env's own."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def timed(fn, calls: int, blocks: int = BLOCKS, warmup: int | None = None) -> dict:
     """us per call of fn(), median over `blocks` blocks of `calls` calls, after a warm-up; `cpu_us`
-    is this thread's CPU per call in the same blocks (the median block's), wall and CPU apart: an
-    env that waits takes wall time and no CPU."""
+    is this thread's CPU per call in the same blocks and `queued_us` its time waiting for a CPU
+    (the median block's of each): wall, work and preemption apart. An env that waits takes wall
+    time that is neither; a busy env on a shared machine takes wall time that is queued."""
     for _ in range(warmup if warmup is not None else max(1, calls // 5)):
         fn()
-    samples, cpu = [], []
+    samples, cpu, queued = [], [], []
     for _ in range(blocks):
-        start, start_cpu = time.perf_counter(), time.thread_time()
+        start, start_cpu, start_queued = time.perf_counter(), time.thread_time(), queued_seconds()
         for _ in range(calls):
             fn()
         samples.append(1e6 * (time.perf_counter() - start) / calls)
         cpu.append(1e6 * (time.thread_time() - start_cpu) / calls)
-    return {**spread(samples), "cpu_us": float(np.median(cpu))}
+        queued.append(1e6 * (queued_seconds() - start_queued) / calls)
+    return {**spread(samples), "cpu_us": float(np.median(cpu)), "queued_us": float(np.median(queued))}
 
 
 def env_wait(env_id: str, wait_us: float, step_us: float, steps: int = 400) -> dict:

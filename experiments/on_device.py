@@ -1,24 +1,25 @@
-"""The prepared script for a lent GPU machine (16 cores, one GPU): one command, under 10 minutes.
+"""The prepared script for a lent machine with many cores and a GPU: one call, one archive.
 
-    python -m experiments.on_device                      # everything, into results/device/
-    python -m experiments.on_device --only plan --minutes 4
+    python -m experiments.on_device --out $OUT/device          # everything, in under 8 minutes
+    python -m experiments.on_device --minutes 3 --only plan    # a part of it
 
-What it runs, in order, each part given a share of the time limit and skipped (with a line
-saying so) when the time is spent:
-1. `plan` for CartPole at env_step_cost_us 0 and 1000 (issue: a measured plan for a bigger
-   machine): the components, CUDA's update with its host-to-device copy where CUDA is present,
-   predictions at 1 .. 16 workers and 32, and the confirming runs;
-2. the practitioner's shape with busy envs (issue 21): `seed_shape`'s cells, one seed, with the
-   env step burning 2.2 ms of CPU instead of waiting (`env_step_cost_us=2200 env_step_wait_us=0`),
-   on the machine's real cores, the learner of single_env, actor_learner and vector_env on CUDA
-   where present (hogwild's workers share CPU tensors: on CPU); `plan --no-confirm` writes the
-   cost model's prediction for that shape first, before any of the runs exist;
-3. the `device` sweep: one gradient step on CPU against CUDA, per network and batch size;
-4. the MinAtar Breakout cells of the `scaling` sweep at 1, 2, 4, 8 and 12 workers with their
-   components (the conv update on CUDA is in part 3).
-Everything lands under --out (default results/device/), with a `manifest.json` naming what ran,
-how long it took and what was skipped. Without CUDA it still runs (the CUDA parts say they are
-skipped), so it can be tried here first.
+On the lent machine (no package registry there), carry the wheels `../shared/gpu-machine/wheels.sh`
+downloads and install them as it says, then run the line above. In order, each step given a share
+of the time left and skipped, saying so, when it is spent:
+1. `cuda_tests`: `pytest -m cuda -x` (the CUDA paths: the learner, the device replay, the CUDA
+   graph against the eager update, every design with a CUDA learner); a failure stops every CUDA
+   step after it;
+2. `plan`: `plan --no-confirm` on the busy shape (the env step burns 2.2 ms of CPU): the learner
+   measured in the loop on the CPU and on CUDA, every design predicted with each, written before
+   any run of the steps below;
+3. `busy_cpu`, `busy_cuda`: the busy shape's single_env and actor_learner at 1-16 actors, the learner
+   on the CPU, then on CUDA;
+4. `busy_others`: vector_env and hogwild at 4, 8, 12 and 16 workers (hogwild on the CPU: its workers
+   share CPU parameters);
+5. `device_sweep`: one gradient step, CPU against CUDA's host-batch, device and graph updates.
+`manifest.json` names what ran (command, exit code, seconds, log) and what was skipped and why, and
+the whole --out folder is packed into one archive, `<out>.tgz`. Without CUDA the CUDA steps are
+skipped and the rest runs, shorter (`--env-steps`), so the script is tried here end to end first.
 """
 
 from __future__ import annotations
@@ -26,98 +27,113 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
+import tarfile
 import time
+from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PARTS = ("plan", "shape_busy", "device", "minatar_scaling")
 BUSY_SHAPE = ["env_step_cost_us=2200", "env_step_wait_us=0"]
 """The practitioner's shape with the env's 2.2 ms as CPU in the process that steps it."""
+WORKERS = (4, 8, 12, 16)
 
 
-def shape_busy_commands(py: str, out: str, cuda: bool) -> list[tuple[str, list[str]]]:
-    """The shape_busy part's commands, in order: the prediction, then the runs (named, for the
-    manifest). tests/test_plan.py::test_the_device_script_predicts_the_busy_shape_before_its_runs."""
-    on_cuda = BUSY_SHAPE + (["device=cuda"] if cuda else [])
-    sweep = [py, "-m", "experiments.sweep", "seed_shape", "--seeds", "1", "--out", os.path.join(out, "runs")]
-    return [("predict", [py, "-m", "experiments.plan", "--no-confirm", "--budget", "30", "--out",
-                         os.path.join(out, "plan"), "with", "practitioner_shape", *on_cuda]),
-            ("runs", sweep + ["--cells", "practitioner_shape/single_env,practitioner_shape/actor_learner,"
-                              "practitioner_shape/vector_env", "with", *on_cuda]),
-            ("hogwild_runs", sweep + ["--cells", "practitioner_shape/hogwild", "with", *BUSY_SHAPE])]
+@dataclass(frozen=True)
+class Step:
+    name: str
+    command: list[str]
+    share: float  # of the time left, against the shares of the steps still to come
+    cuda: bool = False  # needs CUDA (skipped without it, or once the CUDA tests failed)
+
+
+def steps(py: str, out: str, env_steps: int, plan_budget: float) -> list[Step]:
+    """The script's steps in order (tests/test_on_device.py checks their order and that each parses)."""
+    shape = [*BUSY_SHAPE, f"total_env_steps={env_steps}"]
+    sweep = [py, "-m", "experiments.sweep", "seed_shape", "--seeds", "1"]
+    main = "practitioner_shape/single_env,practitioner_shape/actor_learner"
+    others = ",".join(f"practitioner_shape/{design}/num_workers={n}" for design in ("vector_env", "hogwild")
+                      for n in WORKERS)
+    return [Step("cuda_tests", [py, "-m", "pytest", "-m", "cuda", "-x", "-q", "-p", "no:cacheprovider",
+                                os.path.join(ROOT, "tests")], 0.1, cuda=True),
+            Step("plan", [py, "-m", "experiments.plan", "--no-confirm", "--budget", f"{plan_budget:g}", "--out",
+                          os.path.join(out, "plan"), "with", "practitioner_shape", *BUSY_SHAPE], 0.2),
+            Step("busy_cpu", [*sweep, "--out", os.path.join(out, "busy-cpu"), "--cells", main, "with", *shape], 0.2),
+            Step("busy_cuda", [*sweep, "--out", os.path.join(out, "busy-cuda"), "--cells", main, "with", *shape,
+                               "device=cuda"], 0.2, cuda=True),
+            Step("busy_others", [*sweep, "--out", os.path.join(out, "busy-others"), "--cells", others, "with", *shape],
+                 0.2),
+            Step("device_sweep", [py, "-m", "experiments.sweep", "device", "--out", os.path.join(out, "device-sweep")],
+                 0.1)]
 
 
 def _run(cmd: list[str], log_path: str, timeout_s: float) -> dict:
+    """Run one step in its own process group; past its time the whole group is stopped (a sweep's
+    runs and their workers die with it)."""
     began = time.monotonic()
     with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            code = subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s).returncode
+            code: int | str = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGINT)  # a sweep records its running run as interrupted
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
             code = "timeout"
     return {"command": " ".join(cmd[1:]), "exit": code, "seconds": round(time.monotonic() - began, 1),
-            "log": os.path.relpath(log_path, ROOT)}
+            "log": os.path.basename(log_path)}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=os.path.join(ROOT, "results", "device"))
-    parser.add_argument("--minutes", type=float, default=9.0, help="time limit for everything (default 9)")
-    parser.add_argument("--only", choices=PARTS, action="append", help="run only these parts")
+    parser.add_argument("--minutes", type=float, default=7.5, help="time limit for everything (default 7.5)")
+    parser.add_argument("--env-steps", type=int, default=0,
+                        help="env steps per shape run (default: 12,000 with 8 cores or more, else 1,500)")
+    parser.add_argument("--only", action="append", help="run only these steps (by name)")
     args = parser.parse_args(argv)
-    os.makedirs(args.out, exist_ok=True)
     import torch
 
     from architectures.core.limits import available_cores
     from experiments.host import cpu_model
 
     cores, cuda = available_cores(), torch.cuda.is_available()
+    env_steps = args.env_steps or (12_000 if cores >= 8 else 1_500)
     deadline = time.monotonic() + 60 * args.minutes
-    parts = args.only or list(PARTS)
-    shares = {"plan": 0.25, "shape_busy": 0.4, "device": 0.1, "minatar_scaling": 0.25}
-    py = sys.executable
-    done = {"host": {"cores": cores, "cuda": cuda, "gpu": torch.cuda.get_device_name(0) if cuda else None,
-                     "cpu": cpu_model()}, "parts": {}}
-    for part in parts:
+    plan = steps(sys.executable, args.out, env_steps, plan_budget=30 if cores >= 8 else 10)
+    unknown = set(args.only or []) - {s.name for s in plan}
+    if unknown:
+        parser.error(f"--only: unknown step(s) {', '.join(sorted(unknown))} (valid: {', '.join(s.name for s in plan)})")
+    os.makedirs(args.out, exist_ok=True)
+    manifest = {"host": {"cores": cores, "cuda": cuda, "gpu": torch.cuda.get_device_name(0) if cuda else None,
+                         "cpu": cpu_model(), "torch": torch.__version__}, "env_steps_per_shape_run": env_steps,
+                "minutes": args.minutes, "steps": {}}
+    chosen = [s for s in plan if not args.only or s.name in args.only]
+    cuda_failed = False
+    for i, step in enumerate(chosen):
         left = deadline - time.monotonic()
-        budget = min(left, 60 * args.minutes * shares[part])
-        if budget < 30:
-            done["parts"][part] = {"skipped": f"{left:.0f} s left of the limit"}
-            print(f"{part}: skipped, {left:.0f} s left", file=sys.stderr)
-            continue
-        print(f"{part}: up to {budget:.0f} s", file=sys.stderr, flush=True)
-        if part == "plan":
-            runs = {}
-            for cost in (0, 1000):
-                out = os.path.join(args.out, f"plan-cartpole-cost{cost}")
-                runs[f"cost{cost}"] = _run([py, "-m", "experiments.plan", "--out", out, "--budget", "30",
-                                            "--confirm-seconds", "10", "with", "cartpole",
-                                            f"env_step_cost_us={cost}"], out + ".log", budget / 2)
-            done["parts"][part] = runs
-        elif part == "shape_busy":
-            out, runs, began = os.path.join(args.out, "shape-busy"), {}, time.monotonic()
-            os.makedirs(out, exist_ok=True)
-            for name, cmd in shape_busy_commands(py, out, cuda):
-                left_here = budget - (time.monotonic() - began)
-                if left_here < 20:
-                    runs[name] = {"skipped": f"{left_here:.0f} s left of the part's share"}
-                    continue
-                runs[name] = _run(cmd, os.path.join(out, f"{name}.log"), left_here)
-            done["parts"][part] = runs
-        elif part == "device":
-            out = os.path.join(args.out, "device-sweep")
-            done["parts"][part] = _run([py, "-m", "experiments.sweep", "device", "--out", out], out + ".log", budget)
+        budget = left * step.share / sum(s.share for s in chosen[i:])
+        why = ("no CUDA on this machine" if step.cuda and not cuda else "the CUDA tests failed" if step.cuda and
+               cuda_failed else f"{left:.0f} s left of the time limit" if budget < 20 else None)
+        if why:
+            manifest["steps"][step.name] = {"skipped": why}
+            print(f"{step.name}: skipped ({why})", file=sys.stderr)
         else:
-            out = os.path.join(args.out, "minatar-scaling")
-            code = ("import sys; from experiments.sweeps import SWEEPS, Sweep, _scaling; "
-                    "SWEEPS['scaling'] = Sweep('scaling', 'MinAtar Breakout cells on the lent machine', "
-                    "{'small': 8, 'paper': 8}, {'small': _scaling({0.0: 20_000}, [1, 2, 4, 8, 12], "
-                    "env='minatar_breakout_cpu'), 'paper': []}); "
-                    "from experiments.sweep import main; sys.exit(main(sys.argv[1:]))")
-            done["parts"][part] = _run([py, "-c", code, "scaling", "--out", out], out + ".log", budget)
+            print(f"{step.name}: up to {budget:.0f} s", file=sys.stderr, flush=True)
+            done = manifest["steps"][step.name] = _run(step.command, os.path.join(args.out, f"{step.name}.log"), budget)
+            cuda_failed = cuda_failed or (step.name == "cuda_tests" and done["exit"] != 0)
+            print(f"{step.name}: exit {done['exit']} after {done['seconds']:.0f} s", file=sys.stderr, flush=True)
         with open(os.path.join(args.out, "manifest.json"), "w") as f:
-            json.dump(done, f, indent=1)
-    print(json.dumps(done, indent=1))
+            json.dump(manifest, f, indent=1)
+    archive = args.out.rstrip(os.sep) + ".tgz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(args.out, arcname=os.path.basename(args.out.rstrip(os.sep)))
+    print(json.dumps(manifest, indent=1))
+    print(f"wrote {archive}", file=sys.stderr)
     return 0
 
 

@@ -400,25 +400,6 @@ def test_past_the_cores_the_roles_pay_the_cpu_measured_in_their_runs(actors, act
     assert best.oversubscribed and best.env_steps_per_sec == max(q.env_steps_per_sec for q in points)
 
 
-def test_the_device_script_predicts_the_busy_shape_before_its_runs():
-    """issue 21, point 7: on a lent machine the busy shape is predicted first, then run, the
-    learner on CUDA where present and hogwild on CPU; every command parses."""
-    from experiments.on_device import shape_busy_commands
-
-    commands = shape_busy_commands("python", "/tmp/out", cuda=True)
-    assert [name for name, _ in commands] == ["predict", "runs", "hogwild_runs"]
-    predict, runs, hogwild = (cmd for _, cmd in commands)
-    assert "--no-confirm" in predict and "device=cuda" in predict and "env_step_cost_us=2200" in predict
-    assert "device=cuda" in runs and "device=cuda" not in hogwild and "env_step_wait_us=0" in hogwild
-    assert "device=cuda" not in shape_busy_commands("python", "/tmp/out", cuda=False)[1][1]
-    at = hogwild.index("with")
-    listing = subprocess.run([sys.executable, *hogwild[1:at], "--dry-run", *hogwild[at:]], cwd=ROOT,
-                             capture_output=True, text=True)
-    assert listing.returncode == 0, listing.stderr[-800:]
-    said = listing.stdout + listing.stderr
-    assert "6 runs" in said and said.count("practitioner_shape hogwild") == 6 and "env_step_cost_us=2200" in said
-
-
 def test_predict_picks_cells():
     """`experiments.predict --cells`: the scaling sweep holds CartPole and Breakout cells at the same
     (design, workers), and rows are one per (design, workers), so without a pick Breakout's pqn cells

@@ -40,19 +40,57 @@ def test_the_learner_in_the_loop_costs_what_the_loop_pays_for_it():
     assert cheaper["update"] == row["update"]
 
 
-@pytest.mark.parametrize("wall,cpu,own", [
-    (10.0, 9.5, 0.0),          # CartPole's own step: all work
-    (3_400.0, 110.0, 3_290.0),  # a step that blocks on another process: all wait but its CPU
-    (2_000.0, 1_300.0, 700.0),  # a mixed step: its mix
-    (300.0, 270.0, 0.0),        # under a fifth of the step: noise, not a wait
+@pytest.mark.parametrize("wall,cpu,queued,own", [
+    (10.0, 9.5, 0.0, 0.0),            # CartPole's own step: all work
+    (3_400.0, 110.0, 0.0, 3_290.0),   # a step that blocks on another process: all wait but its CPU
+    (2_000.0, 1_300.0, 0.0, 700.0),   # a mixed step: its mix
+    (300.0, 270.0, 0.0, 0.0),         # under a fifth of the step: noise, not a wait
+    (3_890.0, 2_288.0, 1_590.0, 0.0),  # a busy step on a shared machine: queued for a CPU, not waiting
 ])
-def test_an_envs_own_wait_is_told_from_its_work(wall, cpu, own):
-    costs = {"env_step": {"us": wall, "p10": wall, "p90": wall, "cpu_us": cpu}}
+def test_an_envs_own_wait_is_told_from_its_work(wall, cpu, queued, own):
+    costs = {"env_step": {"us": wall, "p10": wall, "p90": wall, "cpu_us": cpu, "queued_us": queued}}
     assert own_env_wait(costs, lambda line: None) == pytest.approx(own)
     if own:
         assert costs["env_step"]["us"] == pytest.approx(cpu) and costs["env_wait"]["us"] == pytest.approx(own)
     else:
         assert "env_wait" not in costs and costs["env_step"]["us"] == wall
+
+
+def test_a_busy_step_queued_behind_other_work_is_not_read_as_a_wait():
+    """A busy env step timed while another process spins on the same CPU: its wall time doubles,
+    its CPU does not, and the time queued for the CPU tells the two apart."""
+    import multiprocessing as mp
+    import os
+
+    from experiments.components_alone import timed
+
+    if not os.path.exists("/proc/thread-self/schedstat"):
+        pytest.skip("no /proc/thread-self/schedstat here: queueing cannot be told from waiting")
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(before)})
+    spinner = mp.get_context("fork").Process(target=_spin, daemon=True)
+    spinner.start()
+    try:
+        step = timed(lambda: _busy_us(500), 40, blocks=3)
+    finally:
+        spinner.kill()
+        spinner.join()
+        os.sched_setaffinity(0, before)
+    assert step["us"] > 1.5 * step["cpu_us"]  # the spinner took the core half the time
+    assert own_env_wait({"env_step": step}, lambda line: None) == 0.0
+
+
+def _spin() -> None:  # forked with the test's one-core affinity
+    while True:
+        pass
+
+
+def _busy_us(us: float) -> None:
+    import time
+
+    end = time.thread_time() + us / 1e6
+    while time.thread_time() < end:
+        pass
 
 
 def test_the_loops_lose_the_envs_own_wait_once():

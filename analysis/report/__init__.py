@@ -39,6 +39,7 @@ from analysis.report import (
     pqn,
     scaling,
     shape,
+    sixteen,
     suite,
     threads,
     uneven,
@@ -74,12 +75,16 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("figure_practitioner_shape", shape.data, shape.plot),
            ("figure_practitioner_shape_check", shape.check_data, shape.plot),
            ("figure_practitioner_shape_confirm", shape.confirm_data, shape.plot),
+           ("figure_sixteen_cores_shape", sixteen.data, sixteen.plot),
            ("figure_per_hour", per_hour.data, per_hour.plot),
            ("figure_minatar_suite", suite.data, suite.plot),
            ("table_pqn_cartpole", pqn.data, None),
            ("table_pqn_speed_check", pqn.speed_check_data, None),
            ("table_pqn_side_by_side", pqn.side_by_side_data, None)]
 """(name in a failure's note, data function, plotting function), in the order they are built."""
+ALL_MACHINES = {"figure_sixteen_cores_shape"}
+"""The families that read stores made on other machines (analysis/load.py MACHINE_FILE); every other
+family reads this suite's own machine's runs only."""
 
 
 def __getattr__(name: str):
@@ -99,14 +104,15 @@ def build(sources: list[str], out: str, cache_dir: str | None = None) -> Report:
     report = Report(out)
     for problem in runset.problems:
         report.note(problem)
-    runs = runset.runs
+    local = runset.on_machine("")  # this machine's runs: the stores brought from others are read apart
+    runs = local.runs
     report.number("RunsTotal", len(runs), "{}")
     report.number("CpuModel", str(runs["cpu_model"].mode().iloc[0]) if runs["cpu_model"].notna().any() else "unknown")
     report.number("CpuCount", str(int(runs["cpu_count"].mode().iloc[0])) if runs["cpu_count"].notna().any() else "?")
     for name, data, plot in FIGURES:
         np.random.seed(0)  # seaborn's strip-plot jitter: the same figure on every rebuild
         try:
-            made = data(runset, report.note)
+            made = data(runset if name in ALL_MACHINES else local, report.note)
             if made is not None:
                 if plot is not None:  # a table family has no figure
                     plot(report, made)

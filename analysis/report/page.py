@@ -121,6 +121,16 @@ FIGURE_TEXT = {
         "recommended point's measured speed with its dashed prediction. {ShapeConfirmRecommended} "
         "measured {ShapeConfirmRecommendedMeasured} env steps/s against {ShapeConfirmRecommendedPredicted} "
         "predicted; {ShapeConfirmCellsWithinTwenty} of {ShapeConfirmCells} cells came within 20%."),
+    "sixteen_cores_shape": (
+        "The practitioner's shape on 16 real cores (an env step burning 2.2 ms of CPU, one run at a time): env "
+        "steps/s against workers (median, min-max bars over 1-3 runs), each point labelled with the bound its "
+        "runs' own breakdown names, beside the practitioner's reported curve (black) and the 2-core emulation "
+        "with an env that waits (dotted).",
+        "Does moving env stepping into workers pay on a machine with many cores, and what bounds it? A curve "
+        "rises while its workers bound it and flattens where the learner does. single_env made "
+        "{SixteenSingleEnv} env steps/s; actor_learner made {SixteenActorLearnerOneTwo} at 12 actors "
+        "({SixteenActorLearnerOneTwoGain}x, where the practitioner got {SixteenPractitionerGain}x) and "
+        "{SixteenActorLearnerOneSix} at 16, where its learner bounds it."),
     "per_hour": (
         "Learning per second of training on an env whose step waits: holdout return at the last "
         "checkpoint each run had reached by then (IQM over seeds, 95% stratified-bootstrap band), "

@@ -1,0 +1,43 @@
+"""Stores made on another machine (results/reference/sixteen_cores): read apart from this machine's
+sweeps, and drawn beside the practitioner's curve with each point's bound."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+from analysis.load import MACHINE_FILE, load_runs, machine_of
+from analysis.report import sixteen
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIXTEEN = os.path.join(ROOT, "results", "reference", "sixteen_cores")
+
+
+def test_another_machines_store_keeps_its_runs_out_of_this_machines_sweeps(tmp_path):
+    here = tmp_path / "here"
+    shutil.copytree(os.path.join(SIXTEEN, "machine_a", "busy_cpu"), here / "busy")
+    shutil.copytree(os.path.join(SIXTEEN, "machine_a", "busy_cpu"), tmp_path / "there" / "busy")
+    (tmp_path / "there" / MACHINE_FILE).write_text(json.dumps({"machine": "elsewhere"}))
+    rs = load_runs([str(tmp_path)])
+    assert set(rs.runs["machine"]) == {"", "elsewhere"}
+    assert set(rs.runs["sweep"]) == {"seed_shape", "elsewhere/seed_shape"}
+    local = rs.on_machine("")
+    assert set(local.runs["sweep"]) == {"seed_shape"} and len(local.runs) == len(rs.runs) // 2
+    assert set(local.metrics["run_id"]) <= set(local.runs["run_id"])
+    assert machine_of(str(here)) == ""
+
+
+def test_the_sixteen_core_table_names_each_points_bound():
+    notes = []
+    made = sixteen.data(load_runs([SIXTEEN]), notes.append)
+    points = made.parts["points"].set_index(["architecture", "num_workers"])
+    assert round(points.loc[("single_env", 1), "env_steps_per_sec"]) == 391
+    assert points.loc[("actor_learner", 8), "runs"] == 3 and round(points.loc[("actor_learner", 8), "low"]) == 3417
+    assert points.loc[("actor_learner", 1), "bound"] == "actors"
+    assert points.loc[("actor_learner", 16), "bound"] == "learner"
+    assert points.loc[("vector_env", 16), "bound"] == "envs"
+    assert points.loc[("hogwild", 16), "bound"].startswith("workers")
+    assert made.parts["emulated"] is None  # no 2-core shape_confirm runs in these stores
+    numbers = dict((name, value) for name, value, _ in made.numbers)
+    assert round(numbers["SixteenActorLearnerOneTwoGain"], 1) == round(4864 / 391, 1)
