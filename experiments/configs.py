@@ -85,3 +85,7 @@ def resolve(named, updates: dict) -> dict:
         values.update(NAMED_CONFIGS[name])
     values.update(updates)
     return values
+# A user env whose step blocks ~3 ms on a simulator in another process, with nothing in the config saying
+# so (tests/remote_envs.py): the `own_wait` sweep, against plan's predictions from its measured wait.
+NAMED_CONFIGS["remote_cartpole"] = {**NAMED_CONFIGS["cartpole"], "batch_size": 32,
+                                    "env_id": "tests.remote_envs:RemoteCartPole-v0"}

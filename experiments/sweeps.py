@@ -105,6 +105,10 @@ CHECK_WORKERS = {"actor_learner": (2, 8, 16, 24), "vector_env": (4, 12), "hogwil
 """The shape's second, out-of-sample check (`shape_check`): past the first table's worker counts."""
 
 
+OWN_WAIT_WORKERS = {"actor_learner": (2, 4, 8, 16, 24), "vector_env": (4, 8), "hogwild": (4, 8)}
+"""`own_wait`: a user env that blocks on another process, its wait told by plan with no config key."""
+
+
 CONFIRM_WORKERS = {"actor_learner": (4, 12, 16, 32), "vector_env": (8,), "hogwild": (8, 16)}
 """The shape's third check (`shape_confirm`): plan's recommendation where the env waits (actor_learner
 12, bound by the cores at the CPU its runs paid) and runner-up (hogwild 8), beside counts the
@@ -130,15 +134,14 @@ def _per_hour(seconds_scale: float = 1.0) -> list[Cell]:
     return cells
 
 
-def _shape(steps: int, workers: dict[str, tuple[int, ...]] | None = None) -> list[Cell]:
+def _shape(steps: int, workers: dict[str, tuple[int, ...]] | None = None, named: str = "practitioner_shape") -> list[Cell]:
     """The practitioner's shape (a 2.2 ms env step that waits, a ~0.6 ms update at utd 0.25):
     single_env and each parallel design at its worker counts in `workers` (every design at
     SHAPE_WORKERS by default; CHECK_WORKERS for `shape_check`), evaluation off, one at a time."""
     workers = workers or {arch: SHAPE_WORKERS for arch in ("actor_learner", "vector_env", "hogwild")}
     budget = dict(_NO_EVAL, total_env_steps=steps, eval_every=steps, worker_timeout_s=120.0)
-    return [Cell(("practitioner_shape", "single_env"), dict(budget))] + [
-        Cell(("practitioner_shape", arch), dict(budget, num_workers=n)) for arch, counts in workers.items()
-        for n in counts]
+    return [Cell((named, "single_env"), dict(budget))] + [
+        Cell((named, arch), dict(budget, num_workers=n)) for arch, counts in workers.items() for n in counts]
 
 
 # high_utd in the headline runs at the utd grid's steadiest high ratio: 4 updates per env step
@@ -296,6 +299,14 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           minutes={"small": 12, "paper": 30},
           cells={"small": _shape(20_000, CONFIRM_WORKERS), "paper": _shape(60_000, CONFIRM_WORKERS)},
           seeds={"small": 2, "paper": 3}, interleave=True),
+    Sweep("own_wait", "a user env whose step blocks ~3 ms on another process (tests.remote_envs:RemoteCartPole-v0) "
+          "and no config key saying so: single_env, actor_learner at 2-24 actors, vector_env and hogwild at 4 and 8, "
+          "throughput only, one at a time, against plan's predictions committed before the runs "
+          "(results/reference/own_wait/predicted.md)",
+          minutes={"small": 12, "paper": 30},
+          cells={"small": _shape(12_000, OWN_WAIT_WORKERS, "remote_cartpole"),
+                 "paper": _shape(40_000, OWN_WAIT_WORKERS, "remote_cartpole")},
+          seeds={"small": 3, "paper": 3}, interleave=True),
     Sweep("per_hour", "learning per hour, the practitioner's question: MinAtar Breakout whose step waits 2 ms "
           "without CPU, single_env and actor_learner (16), vector_env (12) and hogwild (12) for about 140 training "
           "seconds each (the paper scale: 10 times longer), holdout at 10 checkpoints with their training seconds; one "
