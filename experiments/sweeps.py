@@ -327,6 +327,13 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
                  + [Cell(("cartpole", "single_env"), {}), Cell(("cartpole", "actor_learner"), {"num_workers": 2})]
                  for scale in SCALES},
           seeds={"small": 3, "paper": 5}),
+    Sweep("apex_epsilons", "Ape-X's fixed per-actor epsilons (0.4 ** (1 + 7 i / 7), actor_epsilons=apex) against the "
+          "one decaying schedule every actor shares, actor_learner at 8 actors on CartPole, 100k env steps, "
+          "evaluation seeds; learning only (two at a time: --jobs 2 --nice)",
+          minutes={"small": 25, "paper": 50},
+          cells={scale: [Cell(("cartpole", "actor_learner"), {"num_workers": 8, "actor_epsilons": eps})
+                         for eps in ("schedule", "apex")] for scale in SCALES},
+          seeds={"small": 10, "paper": 10}),
     Sweep("threads", "time per gradient step against torch threads 1..cores, per network and batch size "
           "(median over many updates after warm-up)",
           minutes={"small": 2 + 0.1 * 9 * _CORES, "paper": 5 + 0.5 * 9 * _CORES},
