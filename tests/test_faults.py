@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from architectures import get_train_fn
-from architectures.core.config import DQNConfig
+from architectures import get_train_fn, preflight
+from architectures.core.config import ConfigError, DQNConfig
 from architectures.core.errors import CheckpointSaveFailed, NonFiniteEnvValue, RunDiverged
 from architectures.registry import NAMES
 from architectures.run.checkpoint import CHECKPOINT_FORMAT, save_checkpoint
@@ -111,6 +111,46 @@ def test_a_diverged_run_is_recorded_as_diverged_and_exits_3(tmp_path):
     run = json.load(open(store / "1" / "run.json"))
     assert run["status"] == "COMPLETED" and run["result"]["diverged"] is True
     assert run["result"]["diverged_at_update"] >= 1
+
+
+# ---------------------------------------------------------------------- every episode has an end
+ENDLESS = "tests.fault_envs:Endless-v0"  # never terminates, registered without max_episode_steps
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_an_env_without_a_cap_is_refused_before_the_run_naming_the_key(design):
+    with pytest.raises(ConfigError) as caught:
+        preflight(design, DQNConfig(env_id=ENDLESS, **TINY))
+    message = str(caught.value)
+    assert message.startswith(f"max_episode_steps: {ENDLESS!r} is registered without an episode cap") and (
+        "set max_episode_steps=N" in message and "\n" not in message)
+
+
+def test_a_holdout_with_no_end_is_refused_where_no_preflight_ran():
+    """The design's own call (`python -m architectures`, a library user) makes the holdout env: an
+    env that could never end is refused there too, in the same line, instead of hanging."""
+    from architectures.core.evaluation import HoldoutEvaluator
+
+    with pytest.raises(ConfigError, match=r"^max_episode_steps: 'tests.fault_envs:Endless-v0' is registered"):
+        HoldoutEvaluator(DQNConfig(env_id=ENDLESS, **TINY), None)
+    assert HoldoutEvaluator(DQNConfig(env_id=ENDLESS, **{**TINY, "eval_episodes": 0}), None).env is None  # no holdout
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_an_env_that_never_ends_is_cut_at_max_episode_steps_in_training_and_on_the_holdout(design):
+    result = get_train_fn(design)(DQNConfig(env_id=ENDLESS, max_episode_steps=50, **TINY), None)
+    assert result["env_steps"] == TINY["total_env_steps"]
+    assert result["holdout_truncated"] == [TINY["eval_episodes"]] * 2  # each holdout episode cut, and counted
+    assert result["episodes"] == TINY["total_env_steps"] // 50  # training episodes end at the cap too
+
+
+def test_an_env_without_a_cap_stops_the_command_in_one_line_and_records_nothing(tmp_path):
+    store = tmp_path / "runs"
+    proc = _train(["with", f"env_id={ENDLESS}", *CLI_TINY, "-F", str(store)])
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    [line] = _errors(proc.stderr)
+    assert line.startswith("error: max_episode_steps:") and "Traceback" not in proc.stderr
+    assert not _run_folders(store)
 
 
 # ---------------------------------------------------------------------- a full disk
