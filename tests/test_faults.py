@@ -5,10 +5,12 @@ allowed; the bad envs come from tests/fault_envs.py."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import traceback
 
 import numpy as np
 import pytest
@@ -16,10 +18,12 @@ import torch
 
 from architectures import get_train_fn, preflight
 from architectures.core.config import ConfigError, DQNConfig
-from architectures.core.errors import CheckpointSaveFailed, NonFiniteEnvValue, RunDiverged
+from architectures.core.errors import CheckpointSaveFailed, EnvFailed, NonFiniteEnvValue, RunDiverged
 from architectures.registry import NAMES
 from architectures.run.checkpoint import CHECKPOINT_FORMAT, save_checkpoint
 from experiments.store import atomic_write
+from tests.fault_envs import RAISED, RAISES_AT
+from tests.test_actor_learner import assert_clean
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DESIGNS = list(NAMES)  # every design in the registry: a new one is tested here without a line of its own
@@ -151,6 +155,41 @@ def test_an_env_without_a_cap_stops_the_command_in_one_line_and_records_nothing(
     [line] = _errors(proc.stderr)
     assert line.startswith("error: max_episode_steps:") and "Traceback" not in proc.stderr
     assert not _run_folders(store)
+
+
+# ---------------------------------------------------------------------- an env that raises
+WHERE = {"single_env": "the main process", "high_utd": "the main process", "actor_learner": r"actor \d, pid \d+",
+         "hogwild": r"worker \d, pid \d+", "vector_env": r"env \d, pid \d+", "pqn": r"env \d, pid \d+"}
+"""The process each design steps its envs in, as the error names it."""
+WHEN = {"StepRaises-v0": f"its env step {RAISES_AT}: RuntimeError: {RAISED} \\(at step {RAISES_AT}\\)",
+        "ResetRaises-v0": f"reset, after 0 env steps: OSError: {RAISED}: cannot reset"}
+
+
+@pytest.mark.parametrize("design, env", [(d, e) for d in DESIGNS for e in WHEN])
+def test_an_env_that_raises_ends_the_run_in_one_line_naming_env_process_step_and_message(design, env):
+    assert set(WHERE) == set(DESIGNS)  # a new design says where its envs run
+    with pytest.raises(EnvFailed) as caught:
+        get_train_fn(design)(DQNConfig(env_id=f"tests.fault_envs:{env}", **TINY), None)
+    message = str(caught.value)
+    assert re.fullmatch(rf"env tests\.fault_envs:{env} \({WHERE[design]}\) raised in {WHEN[env]}", message), message
+    assert "in fault" in "".join(traceback.format_exception(caught.value)) or env != "StepRaises-v0"  # the env's frame
+    assert_clean()
+
+
+@pytest.mark.parametrize("design", ["single_env", "actor_learner", "vector_env"])  # main, spawned, AsyncVectorEnv
+def test_an_env_that_raises_prints_one_line_and_its_traceback_goes_to_the_record(tmp_path, design):
+    store = tmp_path / "runs"
+    proc = _train(["with", design, "env_id=tests.fault_envs:StepRaises-v0", *CLI_TINY, "-F", str(store)])
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    [line] = _errors(proc.stderr)
+    assert re.fullmatch(rf"error: env tests\.fault_envs:StepRaises-v0 \({WHERE[design]}\) raised in "
+                        rf"{WHEN['StepRaises-v0']}", line), line
+    assert "Traceback" not in proc.stderr
+    [folder] = _run_folders(store)
+    run = json.load(open(store / folder / "run.json"))
+    trace = "".join(run["fail_trace"])
+    assert run["status"] == "FAILED" and f"raise RuntimeError(f\"{{RAISED}}" in trace  # the env's own frame
+    assert_clean()
 
 
 # ---------------------------------------------------------------------- a full disk

@@ -33,7 +33,7 @@ class HoldoutEvaluator:
     def __init__(self, cfg: DQNConfig, net: QNetwork):
         self.cfg = cfg
         self.seeds = holdout_seeds(cfg.eval_episodes)
-        self.env = (make_env(cfg.env_id, max_episode_steps=cfg.max_episode_steps)
+        self.env = (make_env(cfg.env_id, max_episode_steps=cfg.max_episode_steps, holdout=True)
                     if cfg.eval_episodes > 0 else None)
         if self.env is not None and self.env.spec.max_episode_steps is None:  # an episode might never end
             self.env.close()
