@@ -155,19 +155,65 @@ def main(argv: list[str] | None = None) -> int:
     if "with" in argv:
         argv, tokens = argv[:argv.index("with")], argv[argv.index("with") + 1:]
     args = parser.parse_args(argv)
-    from analysis.cost_model import medians, predict_all, recommend
     from architectures.core.config import ConfigError
     from architectures.core.envs import env_spec
-    from architectures.core.limits import available_cores
-    from experiments.components import measure
-    from experiments.host import cpu_model
 
     try:
         cfg, overrides = _config(tokens)
         env_spec(cfg.env_id)
     except (ConfigError, ValueError) as err:
         parser.exit(2, f"error: {err}\n")
-    os.makedirs(args.out, exist_ok=True)
+    try:
+        return _plan(args, cfg, overrides)
+    except Exception as err:  # noqa: BLE001 - one line naming the measurement; the traceback to a log
+        log = _traceback_log()
+        if os.path.isdir(args.out) and not os.listdir(args.out):
+            os.rmdir(args.out)  # made for this plan, and nothing in it
+        said, step = " ".join(str(err).split()) or type(err).__name__, failed_step(err)
+        kept = "plan.json written, plan.png not" if step == MEASUREMENTS["_figure"] else "nothing written"
+        print(f"error: plan: {step} failed: {said}; {kept} to {args.out} (traceback: {log})", file=sys.stderr)
+        return 1
+
+
+MEASUREMENTS = {
+    "env_costs": "measuring the env step", "env_wait": "measuring the env's wait",
+    "acting_costs": "measuring acting (a greedy action, the n-step fold, the replay store)",
+    "learning_costs": "measuring sampling and the update", "hand_off_costs": "measuring the shared-memory hand-off",
+    "rollout_costs": "measuring pqn's learning", "vector_costs": "measuring AsyncVectorEnv's round trip",
+    "in_loop": "measuring single_env's loop", "design_in_loop": "measuring hogwild's loop",
+    "shared_roles": "measuring actor_learner's roles sharing the cores",
+    "waiting_roles": "measuring actor_learner's roles where the env waits",
+    "contention": "measuring single_env's loop beside co-runners", "_threads": "timing the update by torch threads",
+    "confirm": "a confirming run", "_figure": "drawing plan.png",
+}
+"""The function a failure happened in (the innermost of these on its traceback) -> what plan was doing."""
+
+
+def failed_step(err: BaseException) -> str:
+    """What plan was doing when `err` was raised: the innermost step of MEASUREMENTS on its traceback."""
+    import traceback
+
+    frames = [frame.name for frame in traceback.extract_tb(err.__traceback__)]
+    return next((MEASUREMENTS[name] for name in reversed(frames) if name in MEASUREMENTS), "planning")
+
+
+def _traceback_log() -> str:
+    """The current exception's traceback, written to a log file of its own; returns its path."""
+    import tempfile
+    import traceback
+
+    fd, path = tempfile.mkstemp(prefix="plan-", suffix=".log")
+    with os.fdopen(fd, "w") as f:
+        f.write(traceback.format_exc())
+    return path
+
+
+def _plan(args, cfg, overrides) -> int:
+    from analysis.cost_model import medians, predict_all, recommend
+    from architectures.core.limits import available_cores
+    from experiments.components import measure
+    from experiments.host import cpu_model
+
     cores = available_cores()
     started = time.monotonic()
     what = overrides.text() or "the default config (CartPole-v1)"
@@ -238,8 +284,10 @@ def main(argv: list[str] | None = None) -> int:
                       "predicted_env_steps_per_sec": runner_up.env_steps_per_sec},
         "confirmed": confirmed, "seconds": time.monotonic() - started,
     }
-    with open(os.path.join(args.out, "plan.json"), "w") as f:
-        json.dump(plan, f, indent=1)
+    from experiments.store import atomic_write
+
+    os.makedirs(args.out, exist_ok=True)  # only now: a plan that fails leaves no folder behind
+    atomic_write(os.path.join(args.out, "plan.json"), json.dumps(plan, indent=1).encode())
     _figure(os.path.join(args.out, "plan.png"), predictions, confirmed, f"plan: {what} on {cores} cores")
     print(f"\nwrote {args.out}/plan.json and plan.png in {time.monotonic() - started:.0f} s", file=sys.stderr)
     return 0
