@@ -12,6 +12,7 @@ one-line error naming the key and its valid range (exit code 2).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -208,10 +209,37 @@ _sacred_print = sacred.experiment.print_filtered_stacktrace
 sacred.experiment.print_filtered_stacktrace = _print_error
 
 
+def _record_of(run) -> str:
+    """Where the run's record is: its FileStorage folder, or its MongoDB id."""
+    for observer in ex.observers:
+        if getattr(observer, "dir", None):
+            return observer.dir
+    return f"run {run._id}" if run is not None and run._id is not None else "the store"
+
+
+def interrupted_line(run) -> str:
+    """What Ctrl-C kept of the run, and how to go on."""
+    kept = f"error: interrupted (Ctrl-C): the run's record is kept as INTERRUPTED ({_record_of(run)})"
+    path = (run.config.get("checkpoint_path") if run is not None else "") or ""
+    if path and os.path.exists(path):
+        return f"{kept}, and its last checkpoint {path!r}; run the same command again to resume from it"
+    return (f"{kept}, with no checkpoint to resume from; the same command starts the run afresh "
+            "(checkpoint_every=N checkpoint_path=FILE make a run resumable)")
+
+
+# Sacred logs "Aborted after ..." on Ctrl-C; cli() prints interrupted_line instead.
+logging.getLogger(ex.path).addFilter(lambda record: not str(record.msg).startswith("Aborted after"))
+
+
 def cli(argv: list[str] | None = None) -> None:
     argv = list(sys.argv if argv is None else argv)
     check_named_configs(argv)
-    run = ex.run_commandline(attach_observers(ex, argv))
+    try:
+        run = ex.run_commandline(attach_observers(ex, argv))
+    except KeyboardInterrupt:  # Sacred recorded the run as INTERRUPTED; its workers are stopped
+        in_sweep = RUNS_AT_ONCE_ENV in os.environ  # the sweep says what it kept, in one line of its own
+        print(interrupted_line(ex.current_run), file=sys.stdout if in_sweep else sys.stderr, flush=True)
+        raise SystemExit(130) from None
     failure = store_failure(ex.observers)
     if failure is not None:  # the last record (completed) could not be written: the run is not stored
         print(f"error: {failure}; the run's record is not complete", file=sys.stderr)

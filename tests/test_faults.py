@@ -192,6 +192,26 @@ def test_an_env_that_raises_prints_one_line_and_its_traceback_goes_to_the_record
     assert_clean()
 
 
+# ---------------------------------------------------------------------- Ctrl-C
+def test_ctrl_c_on_a_run_is_one_line_saying_what_was_kept_and_how_to_resume(tmp_path):
+    store, checkpoint = tmp_path / "runs", tmp_path / "run.pt"
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.train", "with", *CLI_TINY, "total_env_steps=10000000",
+                             "eval_every=5000000", "checkpoint_every=300", f"checkpoint_path={checkpoint}",
+                             "-F", str(store)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, env={**os.environ, "PYTHONPATH": ROOT},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
+    deadline = time.monotonic() + 60
+    while not checkpoint.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr[-2000:]
+    [line] = _errors(stderr)
+    assert line == (f"error: interrupted (Ctrl-C): the run's record is kept as INTERRUPTED ({store / '1'}), and its "
+                    f"last checkpoint '{checkpoint}'; run the same command again to resume from it")
+    assert json.load(open(store / "1" / "run.json"))["status"] == "INTERRUPTED"
+
+
 # ---------------------------------------------------------------------- a full disk
 def test_a_disk_that_fills_mid_run_fails_the_run_and_leaves_whole_records(small_disk):
     store = small_disk / "runs"

@@ -208,6 +208,23 @@ def test_plan_refuses_a_bad_key_before_measuring_anything(tmp_path):
     assert not (tmp_path / "plan.json").exists()
 
 
+def test_an_env_that_raises_stops_plan_in_one_line_naming_the_measurement_and_leaves_no_folder(tmp_path):
+    out = tmp_path / "plan"
+    proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(out), "--budget", "2", "--no-confirm",
+                           "with", "env_id=tests.fault_envs:StepRaises-v0"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    [line] = [x for x in proc.stderr.splitlines() if x.startswith("error:")]
+    said, _, log = line.partition(" (traceback: ")
+    assert said == ("error: plan: measuring the env step failed: env tests.fault_envs:StepRaises-v0 (the main "
+                    "process) raised in its env step 100: RuntimeError: the simulator lost its licence server (at "
+                    f"step 100); nothing written to {out}")
+    assert not out.exists()  # no empty folder left behind
+    with open(log.rstrip(")")) as f:
+        assert "raise RuntimeError" in f.read()  # the env's own frame, in the log the line names
+    os.remove(log.rstrip(")"))
+
+
 def test_the_scaling_figure_draws_the_model_beside_the_measured_points(tmp_path):
     import pandas as pd
     from sacred import Experiment

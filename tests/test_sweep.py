@@ -196,6 +196,39 @@ def test_a_sweep_killed_mid_run_resumes_and_counts_every_run_once(tmp_path):
     assert os.listdir(out / "_checkpoints") == []  # finished runs leave no checkpoint behind
 
 
+def test_ctrl_c_on_a_sweep_is_one_line_saying_what_was_kept_and_how_to_resume(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", TINY_SWEEP, "tiny", "--out", str(out)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:  # one run completed, the next one running
+        found = _statuses(out, polling=True) if out.exists() else {}
+        if {"COMPLETED", "RUNNING"} <= {r["status"] for r in found.values()}:
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the sweep and its run
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr[-2000:]
+    [line] = [x for x in stderr.splitlines() if x.startswith("error:")]
+    [cut] = [k for k, r in _statuses(out).items() if r["status"] == "INTERRUPTED"]  # every record parses
+    assert line.startswith(f"error: interrupted (Ctrl-C): 1 of 3 runs are complete and kept in {out}; 1 interrupted "
+                           f"({cut})") and line.endswith("run the same command again to resume (completed runs are "
+                                                         "skipped)")
+    assert not any(str(out) in p for p in _processes())  # no run of it goes on alone
+
+
+def _processes() -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                found.append(f.read().replace(b"\0", b" ").decode())
+        except OSError:
+            pass
+    return found
+
+
 def _completed(**result) -> str:
     return json.dumps({"status": "COMPLETED", "result": {"env_steps_per_sec": 1000.0, "final_holdout_return": 500.0,
                                                          **result}})
