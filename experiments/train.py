@@ -227,8 +227,20 @@ def interrupted_line(run) -> str:
             "(checkpoint_every=N checkpoint_path=FILE make a run resumable)")
 
 
-# Sacred logs "Aborted after ..." on Ctrl-C; cli() prints interrupted_line instead.
-logging.getLogger(ex.path).addFilter(lambda record: not str(record.msg).startswith("Aborted after"))
+def summary_line(run) -> str:
+    """One line for a finished run in place of Sacred's whole result dict, which its record holds."""
+    result = run.result if isinstance(run.result, dict) else {}
+    ret = result.get("final_holdout_return")
+    parts = [f"{result.get('env_steps', 0):,} env steps", f"{result.get('env_steps_per_sec', float('nan')):,.0f} "
+             f"env steps/s over the whole run"]
+    if isinstance(ret, (int, float)) and ret == ret:
+        parts.append(f"final holdout return {ret:.1f}")
+    return f"result: {result.get('architecture', '?')}, {', '.join(parts)}; the whole result is in {_record_of(run)}"
+
+
+# Sacred logs the whole result dict on success (hundreds of lines), and "Aborted after ..." on Ctrl-C;
+# cli() prints summary_line and interrupted_line instead.
+logging.getLogger(ex.path).addFilter(lambda record: not str(record.msg).startswith(("Result: ", "Aborted after")))
 
 
 def cli(argv: list[str] | None = None) -> None:
@@ -249,6 +261,8 @@ def cli(argv: list[str] | None = None) -> None:
         line = RunDiverged.describe(result["diverged_reason"], result["diverged_at_update"], result["env_steps"])
         print(f"error: {line}; recorded as diverged", file=sys.stderr)
         raise SystemExit(3)
+    if isinstance(result, dict) and run.status == "COMPLETED":
+        print(summary_line(run))  # on stdout: a sweep's run's log, not its terminal
 
 
 if __name__ == "__main__":
