@@ -139,8 +139,14 @@ def _figure(path: str, predictions, confirmed: list[dict], title: str) -> None:
     ax.legend(fontsize=7, loc="best")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    import io
+
+    from experiments.atomic import atomic_write
+
+    image = io.BytesIO()
+    fig.savefig(image, format="png")
     plt.close(fig)
+    atomic_write(path, image.getvalue())  # whole or not at all
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -284,7 +290,7 @@ def _plan(args, cfg, overrides) -> int:
                       "predicted_env_steps_per_sec": runner_up.env_steps_per_sec},
         "confirmed": confirmed, "seconds": time.monotonic() - started,
     }
-    from experiments.store import atomic_write
+    from experiments.atomic import atomic_write
 
     os.makedirs(args.out, exist_ok=True)  # only now: a plan that fails leaves no folder behind
     atomic_write(os.path.join(args.out, "plan.json"), json.dumps(plan, indent=1).encode())

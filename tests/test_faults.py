@@ -68,14 +68,18 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-def _fill(folder) -> None:
+def _fill(folder, leave: int = 0) -> None:
+    """Fill the disk, then free `leave` bytes again (to the block)."""
+    path = os.path.join(folder, "filler")
     try:
-        with open(os.path.join(folder, "filler"), "wb") as f:
+        with open(path, "wb") as f:
             while True:
-                f.write(b"\0" * 65536)
+                f.write(b"\0" * 4096)
                 f.flush()
     except OSError:
         pass
+    if leave:
+        os.truncate(path, max(0, os.path.getsize(path) - leave))
 
 
 # ---------------------------------------------------------------------- non-finite values
@@ -265,6 +269,66 @@ def test_a_source_snapshot_left_empty_is_copied_again(tmp_path):
     proc = _train(["with", *CLI_TINY, "-F", str(store)])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert empty.read_bytes() == open(source, "rb").read()
+
+
+# ---------------------------------------------------------------------- the report on a full disk
+REPORT_RESULT = {"architecture": "single_env", "env_steps": 3_000, "env_steps_per_sec": 1_000.0, "train_seconds": 3.0,
+                 "final_holdout_return": 100.0, "holdout_curve": [{"env_steps": 1_000, "return_mean": 50.0},
+                                                                  {"env_steps": 3_000, "return_mean": 100.0}]}
+
+
+def _report_store(folder, runs: int) -> str:
+    from tests.synthetic_runs import write_run
+
+    for seed in range(1, runs + 1):
+        write_run(os.path.join(folder, "architectures"), f"architectures-{seed}", {"seed": seed},
+                  {**REPORT_RESULT, "final_holdout_return": 100.0 * seed})
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def good_report(tmp_path_factory):
+    """A whole report of two runs, built once; each case copies it onto its small disk."""
+    from analysis import report as report_mod
+
+    root = tmp_path_factory.mktemp("report")
+    report_mod.build([_report_store(root / "store", 2)], str(root / "out"))
+    return root / "out"
+
+
+def _files(folder) -> dict:
+    return {os.path.relpath(os.path.join(base, name), folder): open(os.path.join(base, name), "rb").read()
+            for base, _, names in os.walk(folder) for name in names}
+
+
+@pytest.mark.parametrize("free_kb", [0, 24, 96])  # full; room for a few tables; for a figure or two
+def test_a_report_on_a_full_disk_stops_in_one_line_and_the_last_report_survives(small_disk, good_report, capsys,
+                                                                                free_kb):
+    import shutil
+
+    from analysis import report as report_mod
+
+    out = small_disk / "report"
+    shutil.copytree(good_report, out)
+    before = _files(out)
+    store = _report_store(small_disk.parent / "store", 3)  # a third run: every table would change
+    _fill(small_disk, leave=free_kb * 1024)
+    assert report_mod.main(["--runs", store, "--out", str(out), "--cache", ""]) == 1
+    [line] = _errors(capsys.readouterr().err)
+    assert line.startswith(f"error: the report in '{out}' could not be written (No space left on device, at ")
+    assert line.endswith("nothing of this build was kept and the report there before is as it was")
+    assert _files(out) == before  # whole and unchanged: no 0-byte, cut, temp or staged file left
+
+
+def test_a_report_into_a_new_folder_on_a_full_disk_leaves_nothing(small_disk, tmp_path, capsys):
+    from analysis import report as report_mod
+
+    store = _report_store(tmp_path / "store", 2)
+    _fill(small_disk)
+    assert report_mod.main(["--runs", store, "--out", str(small_disk / "new" / "report"), "--cache", ""]) == 1
+    [line] = _errors(capsys.readouterr().err)
+    assert "could not be written (No space left on device" in line
+    assert sorted(os.listdir(small_disk)) == ["filler"]  # the folders it made are gone again
 
 
 # ---------------------------------------------------------------------- checkpoints

@@ -15,7 +15,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import LEARNING_RATE, NoRunsError, RunSet, load_runs
 from analysis.report.claims import SOLVED_AT
-from analysis.report.common import (ARCH_ORDER, FigureData, Note, _arch_label, _ci, _headline, _regular_curves,
+from analysis.report.common import (ARCH_ORDER, committed, FigureData, Note, _arch_label, _ci, _headline, _regular_curves,
                                     diverged, diverged_line, env_first, headline_runs, holdout_auc, macro_name, made_alone,
                                     speeds_only_where_made_alone)
 
@@ -81,7 +81,7 @@ def measured_speeds(rs: RunSet, group: pd.DataFrame) -> tuple[np.ndarray, str]:
     return speeds, f"scaling sweep, {len(speeds)} runs" if len(speeds) else "not measured"
 
 
-WINDOW_CHECK = os.path.join("results", "benchmarks", "minatar_window_check")
+WINDOW_CHECK = committed("results", "benchmarks", "minatar_window_check")
 """The MinAtar single_env and high_utd `scaling` cells rerun side by side, seed by seed, in the
 window in which the reference set's high_utd cell was remade (results/README.md): stored Sacred
 runs, kept apart from results/reference/ (their run ids are the reference set's). That window's
@@ -92,7 +92,7 @@ side by side is the ratio the reference set's high_utd cell, made in that slower
 @functools.cache
 def window_check(path: str = WINDOW_CHECK) -> dict:
     """{(env, design): median env steps/s once learning (SPEED)} of the window check's runs, read
-    from the stored benchmark at `path` (cwd-relative, as shape.PREDICTIONS); {} where it is not there."""
+    from the stored benchmark at `path` (found from the package, as shape.PREDICTIONS); {} where it is not there."""
     if not os.path.isdir(path):
         return {}
     try:
