@@ -266,10 +266,12 @@ def interrupted_line(plan: Plan) -> str:
 # ---------------------------------------------------------------------- the outcome
 def summarise(plan: Plan, started: float) -> list[str]:
     """The table of every landed run as stored now, and the tally; returns the failed runs."""
-    print(f"\n{'run':<24} {'status':<11} {'speed':>9} {'return':>8}  config")
+    print(f"\n{'run':<24} {'status':<11} {'steps/s':>9} {'return':>8}  config")
     records = {r.run_id: plan.store.record(r.run_id) for r in plan.landed}
     for r in plan.landed:
         print(summary_line(r, records[r.run_id].label(), records[r.run_id].result))
+    print("steps/s: env steps per second over the whole run; the report counts them once learning has started "
+          "(learning_starts on), so its speeds differ")
     line, failed = tally([r.run_id for r in plan.todo], records, (time.monotonic() - started) / 60)
     print(f"\n{line}", file=sys.stderr)
     return failed

@@ -87,6 +87,8 @@ class Report:
         self.written: list[str] = []
         self.captions: dict[str, tuple[str, str]] = {}
         """Per written .png and .md: (caption, answer) as given, "" where none was (page.py fills them in)."""
+        self.runs_read: dict[str, str] = {}
+        """Per written .png: the runs it read, said after its caption on the page."""
         self.staged: dict[str, str] = {}
         """Each file written so far, relative to `out` -> where it waits until commit."""
         self.made = [os.path.join(out, sub) for sub in self.SUBFOLDERS if not os.path.isdir(os.path.join(out, sub))]
@@ -144,9 +146,10 @@ class Report:
         self.notes.append(line)
         print(f"report: {line}", file=sys.stderr)
 
-    def figure(self, fig, name: str, data: pd.DataFrame, caption: str = "", answer: str = "") -> None:
+    def figure(self, fig, name: str, data: pd.DataFrame, caption: str = "", answer: str = "", read: str = "") -> None:
         """Saves `fig` as figures/<name>.pdf|.png and `data` as its CSV; the page shows `caption`
-        and `answer` where given, else page.FIGURE_TEXT's, where the figure texts live."""
+        and `answer` where given, else page.FIGURE_TEXT's, where the figure texts live, and after
+        the caption `read`: the runs the figure read, where its family says (runs_read)."""
         from analysis.report.plotting import plt  # only a drawn figure needs matplotlib
 
         images = {}
@@ -163,6 +166,8 @@ class Report:
         base = os.path.join(self.out, rel)
         self.written.append(base + ".png")
         self.captions[base + ".png"] = (caption, answer)
+        if read:
+            self.runs_read[base + ".png"] = read
 
     def table(self, name: str, frame: pd.DataFrame, caption: str) -> None:
         rel = os.path.join("tables", name)
@@ -197,10 +202,18 @@ def _tex_escape(text: str) -> str:
     return str(text).replace("%", "\\%").replace("_", "\\_").replace("&", "\\&").replace("#", "\\#")
 
 
+def _cell(value) -> str:
+    """A table cell as text: a missing number is "-", never "nan" (a data function that has too few
+    runs for a value says so in the cell itself; this is the last guard)."""
+    if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+        return "-"
+    return str(value)
+
+
 def _markdown(frame: pd.DataFrame) -> str:
     header = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "---|" * len(frame.columns)
-    rows = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    rows = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join([header, rule, *rows])
 
 
@@ -239,7 +252,7 @@ def _latex(frame: pd.DataFrame, caption: str, label: str) -> str:
     """A booktabs table, shrunk to the text width when wider and never enlarged (a narrow table
     scaled up to the width printed in a larger type than the text)."""
     columns = " & ".join(_header(c) for c in frame.columns)
-    rows = " \\\\\n".join(" & ".join(_tex_escape(v) for v in row) for row in frame.itertuples(index=False))
+    rows = " \\\\\n".join(" & ".join(_tex_escape(_cell(v)) for v in row) for row in frame.itertuples(index=False))
     width = "\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi"
     return (f"\\begin{{table}}[t]\n\\centering\\small\n\\caption{{{_tex_escape(caption)}}}\\label{{tab:{label}}}\n"
             f"\\resizebox{{{width}}}{{!}}{{\\begin{{tabular}}{{{'l' * len(frame.columns)}}}\n\\toprule\n"
@@ -325,6 +338,18 @@ def diverged(runs: pd.DataFrame) -> pd.Series:
     """Whether each run's result says `"diverged": true` (a non-finite TD loss or Q value stopped
     it, or high_utd's |Q| check fired); runs that stored no such field did not."""
     return runs["diverged"].eq(True) if "diverged" in runs else pd.Series(False, index=runs.index)
+
+
+def runs_read(runs: pd.DataFrame) -> str:
+    """Which stored runs a figure or table read, for its caption: `6 runs of the smoke sweep`, or
+    `50 runs: 30 of the architectures sweep, 20 of the minatar sweep`."""
+    if "sweep" not in runs:
+        return f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+    sweeps = runs["sweep"].fillna("").astype(str).value_counts().sort_index()
+    where = {s: f"the {s} sweep" if s else "no sweep" for s in sweeps.index}
+    if len(sweeps) == 1:
+        return f"{len(runs)} run{'s' if len(runs) != 1 else ''} of {where[sweeps.index[0]]}"
+    return f"{len(runs)} runs: " + ", ".join(f"{n} of {where[s]}" for s, n in sweeps.items())
 
 
 def headline_runs(runs: pd.DataFrame) -> pd.DataFrame:

@@ -17,6 +17,8 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from analysis.report.common import committed
+
 PAGE = "index.html"
 
 FIGURE_TEXT = {
@@ -44,9 +46,10 @@ FIGURE_TEXT = {
         "final holdout IQM on CartPole was {CartPoleSingleEnvFinal} for single_env and "
         "{CartPoleActorLearnerFinal} for actor_learner."),
     "speed_quality": (
-        "Speed against quality: median env steps/s of the scaling sweep's runs made alone and IQM of the "
-        "headline runs' mean holdout return over checkpoints, with 95% intervals; the dashed line joins the "
-        "point estimates no other design beats on both (not a test: their intervals may overlap).",
+        "Speed against quality: each design's median env steps/s once learning has started (from runs made "
+        "alone: which, below) and IQM of the headline runs' mean holdout return over checkpoints, with 95% "
+        "intervals; the dashed line joins the point estimates no other design beats on both (not a test: their "
+        "intervals may overlap).",
         "Which design is both fast and learns well? Right is faster and up learns better; a design on "
         "the line is beaten by no other's point estimate on both. On CartPole single_env made {CartPoleSingleEnvSteps} "
         "env steps/s once learning and actor_learner {CartPoleActorLearnerSteps}."),
@@ -174,7 +177,9 @@ def _texts(report, path: str) -> tuple[str, str, str]:
     name = os.path.splitext(os.path.basename(path))[0]
     caption, answer = report.captions.get(path, ("", ""))
     default = FIGURE_TEXT.get(name, (name, ""))
-    return name, fill(caption or default[0], report.macros), fill(answer or default[1], report.macros)
+    read = report.runs_read.get(path, "")
+    caption = fill(caption or default[0], report.macros) + (f" Runs read: {read}." if read else "")
+    return name, caption, fill(answer or default[1], report.macros)
 
 
 def _figure(report, path: str) -> str:
@@ -236,7 +241,8 @@ def write(report, runset, sources: list[str], out: str) -> str:
     written = list(dict.fromkeys(report.written))
     figures = [p for p in written if p.endswith(".png")]
     tables = [p for p in written if p.endswith(".md")]
-    command = shlex.join(["python", "-m", "analysis.report", "--runs", *map(_here, sources), "--out", _here(out)])
+    python = _here(committed(".venv", "bin", "python"))  # the README's install, from where this report was built
+    command = shlex.join([python, "-m", "analysis.report", "--runs", *map(_here, sources), "--out", _here(out)])
     cores = report.macros.get("CpuCount", "?")
     machine = f"on {report.macros.get('CpuModel', 'unknown')} ({'unknown' if cores == '?' else cores} cores)"
     notes = "".join(f"<li>{html.escape(line)}</li>" for line in report.notes) or "<li>none: every run was used</li>"

@@ -248,7 +248,10 @@ def side_by_side_data(rs: RunSet, note: Note, paths: dict[str, str] | None = Non
                                                       zip(data["ratio"], data["ratio_low"], data["ratio_high"])]}),
         "pqn beside single_env and actor_learner, measured side by side: each design as the sweeps run it, a "
         "free env step, evaluation off, the designs alternating within each round, one run at a time on the "
-        "otherwise idle machine (experiments.bench_parallel --named); speeds are over the whole run")
+        "otherwise idle machine (experiments.bench_parallel --named); speeds are over the whole run. Read from the "
+        "committed benchmark, not from this report's runs: "
+        + ", ".join(os.path.relpath(p, committed()) for p in (SIDE_BY_SIDE if paths is None else paths).values()
+                    if _bench(p) is not None))
     for r in rows:
         if r["design"] == "single_env":
             continue
