@@ -79,6 +79,21 @@ def test_a_throughput_sweep_runs_seed_by_seed_with_the_same_ids():
     assert all(r.updates["utd"] == expected[r.named[0]] and r.updates["env_step_cost_us"] == 0.0 for r in high)
 
 
+@pytest.mark.parametrize("tokens, label", [
+    ([], "cartpole single_env seed=101 total_env_steps=5000"),
+    (["lr=0.001"], "cartpole single_env seed=101 total_env_steps=5000 [with lr=0.001]"),
+    (["total_env_steps=3000"], "cartpole single_env seed=101 [with total_env_steps=3000]"),  # once, not twice
+    (["env_id=my_envs:Corridor-v0", "total_env_steps=3000"],  # the user's env: never labelled cartpole
+     "single_env seed=101 [with env_id=my_envs:Corridor-v0 total_env_steps=3000]"),
+])
+def test_a_runs_label_shows_each_override_once_and_never_the_config_it_replaced(tokens, label):
+    from experiments.sweep_grid import Overrides
+
+    [run] = [r for r in sweep_grid.expand(SWEEPS["smoke"], "small", 1, Overrides.parse(tokens))
+             if r.architecture == "single_env"]
+    assert run.label() == label
+
+
 def test_dry_run_lists_runs_and_estimate_and_runs_nothing(tmp_path):
     proc = _sweep(["smoke", "--dry-run", "--out", str(tmp_path / "out")])
     assert proc.returncode == 0, proc.stderr
