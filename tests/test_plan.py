@@ -201,6 +201,11 @@ def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
     assert "predicted" in proc.stdout and "measured" in proc.stdout  # side by side
 
 
+def test_plans_default_folder_is_ignored_by_git():
+    for path in ("results/plan/plan.json", "results/plan-mine/plan.png"):  # the default --out, the README's example
+        assert subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT).returncode == 0, path
+
+
 def test_plan_refuses_a_bad_key_before_measuring_anything(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(tmp_path), "with", "no_such_key=1"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)

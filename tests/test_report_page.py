@@ -192,3 +192,15 @@ def test_the_page_reads_in_a_headless_browser(built):
     width, height = struct.unpack(">II", head[16:24])
     assert head[:8] == b"\x89PNG\r\n\x1a\n" and width >= 1000 and height >= 600
     assert os.path.getsize(shot) > 20_000  # text and a figure, not a blank screen
+
+
+def test_no_command_the_readme_or_the_report_gives_writes_into_the_committed_reference_set():
+    """results/reference/ is the writeup's committed runs: a note told users to resume a sweep with
+    `--out results/reference/utd` (issue 32). The browser test's needs, and how to install them,
+    stand beside its skip in the README."""
+    texts = {"README.md": open(os.path.join(ROOT, "README.md")).read()}
+    for path in glob.glob(os.path.join(ROOT, "analysis", "report", "*.py")):
+        texts[os.path.relpath(path, ROOT)] = open(path).read()
+    assert [name for name, text in texts.items() if "--out results/reference" in text] == []
+    readme = texts["README.md"]
+    assert "chromedriver" in readme and "`./setup.sh --browser`" in readme
