@@ -20,8 +20,9 @@ For the env and learner config given (Sacred's `with` syntax, as `experiments.tr
 4. writes plan.json (per design and worker count `predicted_env_steps_per_sec` and
    `bottleneck`; per confirmed run `measured_env_steps_per_sec`; the component costs; the host)
    and plan.png (the predicted curves with the measured points) into --out.
-About 2 minutes on a 2-core machine with the default budget. Bad config input stops it before
-any measurement, with one line naming the key (exit 2).
+About 2 minutes on a 2-core machine with the default budget and a fast env, longer with a slow
+one: it times the env step first and prints its estimate (estimate_seconds). Bad config input
+stops it before any measurement, with one line naming the key (exit 2).
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ MEASUREMENTS = {
     "shared_roles": "measuring actor_learner's roles sharing the cores",
     "waiting_roles": "measuring actor_learner's roles where the env waits",
     "contention": "measuring single_env's loop beside co-runners", "_threads": "timing the update by torch threads",
-    "confirm": "a confirming run", "_figure": "drawing plan.png",
+    "confirm": "a confirming run", "_figure": "drawing plan.png", "env_step_seconds": "timing the env step",
 }
 """The function a failure happened in (the innermost of these on its traceback) -> what plan was doing."""
 
@@ -214,6 +215,40 @@ def _traceback_log() -> str:
     return path
 
 
+FIXED_SECONDS, CONFIRM_RUNS, CONFIRM_START_S, FIXED_ENV_STEPS = 10.0, 4, 3.0, 55_000
+"""plan's time, as estimate_seconds adds it up: start-up and the model, the confirming runs (the
+recommendation and the runner-up, and the recommendation at learner_threads 1 and 2, each with its
+process start) and the env steps its measurements take whatever the budget (the loops' shortest
+runs, the vector envs' round trips). Fitted on this 2-core machine: the default config (CartPole,
+~10 us a step) took 122 s, an env whose step took 2 ms 232 s (issue 32), where 'about two minutes'
+had been promised for both."""
+
+
+def env_step_seconds(cfg, steps: int = 50, limit_s: float = 1.0) -> float:
+    """The env's step as plan will meet it (its added cost and wait included), timed over up to
+    `steps` steps or `limit_s` seconds, resets included: what plan's estimate scales with."""
+    from architectures.core.envs import make_env
+
+    env = make_env(cfg.env_id, cfg.env_step_cost_us, cfg.env_step_wait_us, cfg.max_episode_steps)
+    try:
+        env.reset(seed=0)
+        began, done = time.perf_counter(), 0
+        while done < steps and (done == 0 or time.perf_counter() - began < limit_s):
+            if any(env.step(env.action_space.sample())[2:4]):
+                env.reset()
+            done += 1
+        return (time.perf_counter() - began) / done
+    finally:
+        env.close()
+
+
+def estimate_seconds(step_s: float, budget_s: float, confirm_s: float) -> float:
+    """plan's time from the env's measured step (FIXED_SECONDS ...): the measurements' budget, the
+    confirming runs (none with --no-confirm: confirm_s 0), and FIXED_ENV_STEPS at the env's pace."""
+    confirming = CONFIRM_RUNS * (confirm_s + CONFIRM_START_S) if confirm_s else 0.0
+    return FIXED_SECONDS + budget_s + confirming + FIXED_ENV_STEPS * step_s
+
+
 def _plan(args, cfg, overrides) -> int:
     from analysis.cost_model import medians, predict_all, recommend
     from architectures.core.limits import available_cores
@@ -224,6 +259,10 @@ def _plan(args, cfg, overrides) -> int:
     started = time.monotonic()
     what = overrides.text() or "the default config (CartPole-v1)"
     print(f"plan for {what} on {cores} cores ({cpu_model()})", file=sys.stderr)
+    step_s = env_step_seconds(cfg)
+    print(f"the env step takes {1e6 * step_s:,.0f} us here: expect about "
+          f"{estimate_seconds(step_s, args.budget, 0 if args.no_confirm else args.confirm_seconds) / 60:.0f} min",
+          file=sys.stderr)
     print("measuring components, each warm and alone:", file=sys.stderr)
     costs = measure(cfg, cores=cores, budget_s=args.budget, log=lambda line: print(line, file=sys.stderr))
     threads = _threads(cfg, cores)

@@ -201,6 +201,20 @@ def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
     assert "predicted" in proc.stdout and "measured" in proc.stdout  # side by side
 
 
+@pytest.mark.parametrize("cost_us, confirm_s, minutes", [
+    (0.0, 15.0, (1.5, 2.6)),     # CartPole as it is: 122 s measured on 2 cores
+    (2_000.0, 15.0, (3.4, 4.6)),  # a 2 ms step: 232 s measured, where 'about two minutes' was promised
+    (2_000.0, 0.0, (2.0, 3.2)),   # --no-confirm: no confirming runs
+])
+def test_plan_estimates_its_time_from_the_envs_measured_step(cost_us, confirm_s, minutes):
+    from architectures.core.config import DQNConfig
+    from experiments.plan import env_step_seconds, estimate_seconds
+
+    step_s = env_step_seconds(DQNConfig(env_step_cost_us=cost_us))
+    assert cost_us / 1e6 <= step_s < cost_us / 1e6 + 2e-3  # what the step really takes here
+    assert minutes[0] <= estimate_seconds(step_s, 40.0, confirm_s) / 60 <= minutes[1]
+
+
 def test_plans_default_folder_is_ignored_by_git():
     for path in ("results/plan/plan.json", "results/plan-mine/plan.png"):  # the default --out, the README's example
         assert subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT).returncode == 0, path
@@ -219,6 +233,7 @@ def test_an_env_that_raises_stops_plan_in_one_line_naming_the_measurement_and_le
                            "with", "env_id=tests.fault_envs:StepRaises-v0"], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "the env step takes " in proc.stderr and " min" in proc.stderr  # its estimate, first
     [line] = [x for x in proc.stderr.splitlines() if x.startswith("error:")]
     said, _, log = line.partition(" (traceback: ")
     assert said == ("error: plan: measuring the env step failed: env tests.fault_envs:StepRaises-v0 (the main "
