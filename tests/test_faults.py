@@ -196,6 +196,20 @@ def test_an_env_that_raises_prints_one_line_and_its_traceback_goes_to_the_record
     assert_clean()
 
 
+@pytest.mark.parametrize("fault, said", [
+    ("1:crash:100", r"actor 1 \(pid \d+\) raised RuntimeError: injected crash \(PDQN_FAULT\) after [\d,]+ env steps"),
+    ("0:kill:100", r"actor 0 \(pid \d+\) was killed by SIGKILL after [\d,]+ env steps"),
+])
+def test_a_worker_that_raises_or_dies_is_one_line_too(tmp_path, fault, said):
+    """The faults table's 'a worker': it printed Sacred's traceback of the WorkerFailed."""
+    store = tmp_path / "runs"
+    proc = _train(["with", "actor_learner", *CLI_TINY, "-F", str(store)], PDQN_FAULT=fault)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    [line] = _errors(proc.stderr)
+    assert re.fullmatch(f"error: {said}", line), line
+    assert_clean()
+
+
 # ---------------------------------------------------------------------- Ctrl-C
 def test_ctrl_c_on_a_run_is_one_line_saying_what_was_kept_and_how_to_resume(tmp_path):
     store, checkpoint = tmp_path / "runs", tmp_path / "run.pt"

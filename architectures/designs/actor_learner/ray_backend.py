@@ -39,7 +39,8 @@ import torch
 
 from architectures.core.config import DQNConfig
 from architectures.core.dqn import build_learner
-from architectures.core.envs import env_spec, name_this_process, rng_seeds
+from architectures.core.env_guard import name_this_process
+from architectures.core.envs import env_spec, rng_seeds
 from architectures.core.errors import RunError
 from architectures.core.limits import available_cores
 from architectures.core.metrics import NullReporter, Reporter
