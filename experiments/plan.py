@@ -170,11 +170,12 @@ def main(argv: list[str] | None = None) -> int:
         env_spec(cfg.env_id)
     except (ConfigError, ValueError) as err:
         parser.exit(2, f"error: {err}\n")
+    existed = os.path.isdir(args.out)
     try:
         return _plan(args, cfg, overrides)
     except Exception as err:  # noqa: BLE001 - one line naming the measurement; the traceback to a log
         log = _traceback_log()
-        if os.path.isdir(args.out) and not os.listdir(args.out):
+        if not existed and os.path.isdir(args.out) and not os.listdir(args.out):
             os.rmdir(args.out)  # made for this plan, and nothing in it
         said, step = " ".join(str(err).split()) or type(err).__name__, failed_step(err)
         kept = "plan.json written, plan.png not" if step == MEASUREMENTS["_figure"] else "nothing written"
