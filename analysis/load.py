@@ -36,6 +36,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from experiments.atomic import atomic_write
+
 KEY_COLUMNS = ["run_id", "sweep", "architecture", "num_workers", "utd", "seed", "env"]
 """Identify a run in every frame."""
 CONFIG_COLUMNS = ["env_id", "total_env_steps", "learning_starts", "eval_every", "layer_norm", "reset_period",
@@ -342,8 +344,10 @@ def load_runs(sources: list[str], *, cache_dir: str | None = None, mongo_client_
     runset = _frames(documents, problems)
     if runset.runs.empty:
         raise NoRunsError("no usable runs found:\n  " + "\n  ".join(problems or [f"sources: {sources}"]))
-    if key:
-        os.makedirs(cache_dir, exist_ok=True)
-        with open(cached, "wb") as f:
-            pickle.dump(runset, f)
+    if key:  # a cache, not a record: one that cannot be written is skipped, and never left cut
+        try:
+            os.makedirs(cache_dir, exist_ok=True)
+            atomic_write(cached, pickle.dumps(runset))
+        except OSError:
+            pass
     return runset

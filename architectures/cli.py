@@ -8,6 +8,7 @@ import json
 import sys
 
 from architectures.core.config import ConfigError, DQNConfig, describe
+from architectures.core.errors import RunError
 
 
 def parse_config(argv: list[str] | None = None) -> DQNConfig:
@@ -42,5 +43,12 @@ def main(architecture: str, argv: list[str] | None = None) -> None:
     except ConfigError as err:  # found once the run looks at its machine: shared memory, a checkpoint
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
+    except RunError as err:  # a fault of the run that names itself: an env that raised, a worker, a NaN
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:  # every worker is stopped on the way out; nothing is tracked here
+        print("error: interrupted (Ctrl-C); nothing is recorded without tracking (its checkpoint, if "
+              "checkpoint_path was set, is kept: the same command resumes from it)", file=sys.stderr)
+        sys.exit(130)
     json.dump(result, sys.stdout, indent=1)
     print()

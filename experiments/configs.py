@@ -25,6 +25,9 @@ NAMED_CONFIGS: dict[str, dict] = {
         double_dqn=True, loss="huber", max_grad_norm=10.0, utd=1.0, target_update_period=1_000,
         target_tau=1.0, eps_start=1.0, eps_end=0.01, eps_decay_steps=100_000,
         eval_every=50_000, eval_episodes=10, eval_epsilon=0.0,
+        # MinAtar registers no episode cap, and a greedy policy may never lose (a committed Seaquest
+        # holdout episode lasted 104,841 steps): a cap above every committed episode, so none changes.
+        max_episode_steps=108_000,
     ),
 }
 # MinAtar Breakout as calibrated here (`python -m experiments.sweep calibrate_breakout`, calibration

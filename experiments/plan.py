@@ -24,9 +24,9 @@ For the env and learner config given (Sacred's `with` syntax, as `experiments.tr
 4. writes plan.json (per design and worker count `predicted_env_steps_per_sec` and
    `bottleneck`; per confirmed run `measured_env_steps_per_sec`; the component costs; the host)
    and plan.png (the predicted curves with the measured points) into --out.
-About 2 minutes on a 2-core machine with the default budget and a fast env, longer where the env
-step is slow (the confirming runs and the loops are sized in env steps; plan says its estimate). Bad config input stops it before
-any measurement, with one line naming the key (exit 2).
+About 2 minutes on a 2-core machine with the default budget and a fast env, longer with a slow
+one: it times the env step first and prints its estimate (estimate_seconds). Bad config input
+stops it before any measurement, with one line naming the key (exit 2).
 """
 
 from __future__ import annotations
@@ -144,8 +144,14 @@ def _figure(path: str, predictions, confirmed: list[dict], title: str) -> None:
     ax.legend(fontsize=7, loc="best")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    import io
+
+    from experiments.atomic import atomic_write
+
+    image = io.BytesIO()
+    fig.savefig(image, format="png")
     plt.close(fig)
+    atomic_write(path, image.getvalue())  # whole or not at all
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,24 +166,109 @@ def main(argv: list[str] | None = None) -> int:
     if "with" in argv:
         argv, tokens = argv[:argv.index("with")], argv[argv.index("with") + 1:]
     args = parser.parse_args(argv)
-    from analysis.cost_model import medians, predict_all, recommend
     from architectures.core.config import ConfigError
     from architectures.core.envs import env_spec
-    from architectures.core.limits import available_cores
-    from experiments.components import measure
-    from experiments.host import cpu_model
-    from experiments.plan_devices import learner_devices, measure_devices
 
     try:
         cfg, overrides = _config(tokens)
         env_spec(cfg.env_id)
     except (ConfigError, ValueError) as err:
         parser.exit(2, f"error: {err}\n")
-    os.makedirs(args.out, exist_ok=True)
+    existed = os.path.isdir(args.out)
+    try:
+        return _plan(args, cfg, overrides)
+    except Exception as err:  # noqa: BLE001 - one line naming the measurement; the traceback to a log
+        log = _traceback_log()
+        if not existed and os.path.isdir(args.out) and not os.listdir(args.out):
+            os.rmdir(args.out)  # made for this plan, and nothing in it
+        said, step = " ".join(str(err).split()) or type(err).__name__, failed_step(err)
+        kept = "plan.json written, plan.png not" if step == MEASUREMENTS["_figure"] else "nothing written"
+        print(f"error: plan: {step} failed: {said}; {kept} to {args.out} (traceback: {log})", file=sys.stderr)
+        return 1
+
+
+MEASUREMENTS = {
+    "env_costs": "measuring the env step", "env_wait": "measuring the env's wait",
+    "acting_costs": "measuring acting (a greedy action, the n-step fold, the replay store)",
+    "learning_costs": "measuring sampling and the update", "hand_off_costs": "measuring the shared-memory hand-off",
+    "rollout_costs": "measuring pqn's learning", "vector_costs": "measuring AsyncVectorEnv's round trip",
+    "in_loop": "measuring single_env's loop", "design_in_loop": "measuring hogwild's loop",
+    "shared_roles": "measuring actor_learner's roles sharing the cores",
+    "waiting_roles": "measuring actor_learner's roles where the env waits",
+    "contention": "measuring single_env's loop beside co-runners", "_threads": "timing the update by torch threads",
+    "confirm": "a confirming run", "_figure": "drawing plan.png", "env_step_seconds": "timing the env step",
+}
+"""The function a failure happened in (the innermost of these on its traceback) -> what plan was doing."""
+
+
+def failed_step(err: BaseException) -> str:
+    """What plan was doing when `err` was raised: the innermost step of MEASUREMENTS on its traceback."""
+    import traceback
+
+    frames = [frame.name for frame in traceback.extract_tb(err.__traceback__)]
+    return next((MEASUREMENTS[name] for name in reversed(frames) if name in MEASUREMENTS), "planning")
+
+
+def _traceback_log() -> str:
+    """The current exception's traceback, written to a log file of its own; returns its path."""
+    import tempfile
+    import traceback
+
+    fd, path = tempfile.mkstemp(prefix="plan-", suffix=".log")
+    with os.fdopen(fd, "w") as f:
+        f.write(traceback.format_exc())
+    return path
+
+
+FIXED_SECONDS, CONFIRM_RUNS, CONFIRM_START_S, FIXED_ENV_STEPS = 10.0, 4, 3.0, 55_000
+"""plan's time, as estimate_seconds adds it up: start-up and the model, the confirming runs (the
+recommendation and the runner-up, and the recommendation at learner_threads 1 and 2, each with its
+process start) and the env steps its measurements take whatever the budget (the loops' shortest
+runs, the vector envs' round trips). Fitted on this 2-core machine: the default config (CartPole,
+~10 us a step) took 122 s, an env whose step took 2 ms 232 s (issue 32), where 'about two minutes'
+had been promised for both."""
+
+
+def env_step_seconds(cfg, steps: int = 50, limit_s: float = 1.0) -> float:
+    """The env's step as plan will meet it (its added cost and wait included), timed over up to
+    `steps` steps or `limit_s` seconds, resets included: what plan's estimate scales with."""
+    from architectures.core.envs import make_env
+
+    env = make_env(cfg.env_id, cfg.env_step_cost_us, cfg.env_step_wait_us, cfg.max_episode_steps)
+    try:
+        env.reset(seed=0)
+        began, done = time.perf_counter(), 0
+        while done < steps and (done == 0 or time.perf_counter() - began < limit_s):
+            if any(env.step(env.action_space.sample())[2:4]):
+                env.reset()
+            done += 1
+        return (time.perf_counter() - began) / done
+    finally:
+        env.close()
+
+
+def estimate_seconds(step_s: float, budget_s: float, confirm_s: float) -> float:
+    """plan's time from the env's measured step (FIXED_SECONDS ...): the measurements' budget, the
+    confirming runs (none with --no-confirm: confirm_s 0), and FIXED_ENV_STEPS at the env's pace."""
+    confirming = CONFIRM_RUNS * (confirm_s + CONFIRM_START_S) if confirm_s else 0.0
+    return FIXED_SECONDS + budget_s + confirming + FIXED_ENV_STEPS * step_s
+
+
+def _plan(args, cfg, overrides) -> int:
+    from analysis.cost_model import medians, predict_all, recommend
+    from architectures.core.limits import available_cores
+    from experiments.components import measure
+    from experiments.host import cpu_model
+    from experiments.plan_devices import learner_devices, measure_devices
+
     cores = available_cores()
     started = time.monotonic()
     what = overrides.text() or "the default config (CartPole-v1)"
     print(f"plan for {what} on {cores} cores ({cpu_model()})", file=sys.stderr)
+    step_s = env_step_seconds(cfg)
+    print(f"the env step takes {1e6 * step_s:,.0f} us here: expect about "
+          f"{estimate_seconds(step_s, args.budget, 0 if args.no_confirm else args.confirm_seconds) / 60:.0f} min",
+          file=sys.stderr)
     print("measuring components, each warm and alone:", file=sys.stderr)
     costs = measure(cfg, cores=cores, budget_s=args.budget, log=lambda line: print(line, file=sys.stderr))
     by_device = measure_devices(cfg, costs, learner_devices(), args.budget * 0.1,
@@ -260,8 +351,10 @@ def main(argv: list[str] | None = None) -> int:
                       "predicted_env_steps_per_sec": runner_up.env_steps_per_sec},
         "confirmed": confirmed, "seconds": time.monotonic() - started,
     }
-    with open(os.path.join(args.out, "plan.json"), "w") as f:
-        json.dump(plan, f, indent=1)
+    from experiments.atomic import atomic_write
+
+    os.makedirs(args.out, exist_ok=True)  # only now: a plan that fails leaves no folder behind
+    atomic_write(os.path.join(args.out, "plan.json"), json.dumps(plan, indent=1).encode())
     _figure(os.path.join(args.out, "plan.png"), predictions, confirmed, f"plan: {what} on {cores} cores")
     print(f"\nwrote {args.out}/plan.json and plan.png in {time.monotonic() - started:.0f} s", file=sys.stderr)
     return 0

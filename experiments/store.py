@@ -23,12 +23,12 @@ import functools
 import json
 import os
 import shutil
-import tempfile
 
 from sacred.observers import FileStorageObserver, MongoObserver
 from sacred.serializer import flatten
 
 from architectures.core.config import ConfigError, DQNConfig
+from experiments.atomic import atomic_write  # noqa: F401 - the suite's one writer, re-exported here
 
 EVENTS = ("started_event", "heartbeat_event", "completed_event", "interrupted_event", "failed_event",
           "log_metrics", "artifact_event", "resource_event")
@@ -40,29 +40,8 @@ RECORD_BYTES_BASE = 256 * 1024
 """run.json, config.json, cout.txt and the source snapshots of one run, with room to spare."""
 
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
 class StoreWriteFailed(RuntimeError):
     """A run's record could not be written; the message names the store and the error."""
-
-
-def atomic_write(path: str, data: bytes) -> None:
-    """Write `data` to `path` whole or not at all (temp file in the same folder, fsync, rename)."""
-    folder = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # as open() would have made it, not mkstemp's 0600
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def _remembers_failure(method):

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from experiments import sweep_runners
-from experiments.run_records import DIVERGED, RunRecord, after_run, tally
+from experiments.run_records import ABSENT, DIVERGED, RunRecord, after_run, tally
 from experiments.sweep_grid import Overrides, RunSpec, check_runs, expand, pick_cells
 from experiments.sweep_runners import ROOT, RayRunner, lower_priority, summary_line
 from experiments.sweep_stores import FileStore, MongoStore, hold_store_lock
@@ -212,6 +213,8 @@ def run_all(plan: Plan, jobs: int, started: float) -> None:
 
     def run_one(index_run: tuple[int, RunSpec]) -> None:
         index, run = index_run
+        if stopping:  # Ctrl-C: no run starts after it
+            return
         done = finished[0]
         per_run = (time.monotonic() - started) * jobs / done if done else estimate_s
         eta = per_run * (len(todo) - done) / jobs
@@ -229,25 +232,46 @@ def run_all(plan: Plan, jobs: int, started: float) -> None:
             finished[0] += 1
         record = store.record(run.run_id)  # what the run stored decides, not its exit code
         said = after_run(run.run_id, record, code)
-        if said:
+        if said and not stopping:  # after Ctrl-C, the sweep's one line says it all
             log = "" if record.counts else f"; log: {os.path.join(log_dir, run.run_id + '.log')}"
             print(said + log, file=sys.stderr, flush=True)
 
+    stopping: list[bool] = []  # non-empty once Ctrl-C came
+    pool = ThreadPoolExecutor(max_workers=jobs)
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            list(pool.map(run_one, enumerate(todo)))
+        list(pool.map(run_one, enumerate(todo)))
+    except KeyboardInterrupt:
+        # Ctrl-C reached the runs too (one process group): each records itself INTERRUPTED and
+        # exits. Wait for that, start nothing new, and take no second Ctrl-C meanwhile.
+        stopping.append(True)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)
         if plan.ray:
             plan.ray.close()
+
+
+def interrupted_line(plan: Plan) -> str:
+    """What Ctrl-C left of the sweep, and how to go on, in one line."""
+    records = {r.run_id: plan.store.record(r.run_id) for r in plan.landed}
+    done = sum(record.counts for record in records.values())
+    cut = [r for r in plan.todo if not records[r.run_id].counts and records[r.run_id].state != ABSENT]
+    return (f"error: interrupted (Ctrl-C): {done} of {len(plan.landed)} runs are complete and kept in {plan.where}"
+            + (f"; {len(cut)} interrupted ({', '.join(r.run_id for r in cut)}): recorded as not complete, "
+               "redone from its last checkpoint" if cut else "")
+            + "; run the same command again to resume (completed runs are skipped)")
 
 
 # ---------------------------------------------------------------------- the outcome
 def summarise(plan: Plan, started: float) -> list[str]:
     """The table of every landed run as stored now, and the tally; returns the failed runs."""
-    print(f"\n{'run':<24} {'status':<11} {'speed':>9} {'return':>8}  config")
+    print(f"\n{'run':<24} {'status':<11} {'steps/s':>9} {'return':>8}  config")
     records = {r.run_id: plan.store.record(r.run_id) for r in plan.landed}
     for r in plan.landed:
         print(summary_line(r, records[r.run_id].label(), records[r.run_id].result))
+    print("steps/s: env steps per second over the whole run; the report counts them once learning has started "
+          "(learning_starts on), so its speeds differ")
     line, failed = tally([r.run_id for r in plan.todo], records, (time.monotonic() - started) / 60)
     print(f"\n{line}", file=sys.stderr)
     return failed
@@ -274,7 +298,12 @@ def main(argv: list[str] | None = None) -> int:
         lower_priority()
     jobs = runs_at_once(plan, args.jobs)
     started = time.monotonic()
-    run_all(plan, jobs, started)
+    try:
+        run_all(plan, jobs, started)
+    except KeyboardInterrupt:
+        lock.close()
+        print(interrupted_line(plan), file=sys.stderr)
+        return 130
     failed = summarise(plan, started)
     lock.close()
     if args.report is not None and not build_report(plan.where, args.report or os.path.join(plan.out, "report")):

@@ -49,6 +49,8 @@ class RunSpec:
     experiment: str = "train"
     overrides: str = ""
     """The sweep's `with ...` text this run carries (shown in its label and stored with it)."""
+    overridden: tuple[str, ...] = ()
+    """The named configs and keys that text set: its label shows them once, in the brackets."""
 
     def sacred_args(self) -> list[str]:
         return ["with", *self.named, *(f"{k}={_sacred_value(v)}" for k, v in sorted(self.updates.items())),
@@ -67,8 +69,17 @@ class RunSpec:
         return int(self.config().get("num_workers", 1)) + 1
 
     def label(self) -> str:
-        extra = " ".join(f"{k}={v}" for k, v in sorted(self.updates.items()) if k not in _QUIET_KEYS)
-        text = f"{' '.join(self.named)} seed={self.seed} {extra}".strip()
+        """`cartpole single_env seed=101 batch_size=16 [with lr=0.001]`: the cell, then the sweep's
+        overrides once, in brackets; a named config whose env an overridden env_id replaced is left
+        out (a run on the user's env was labelled `cartpole`)."""
+        from experiments.configs import NAMED_CONFIGS
+
+        replaced = "env_id" in self.overridden
+        named = [n for n in self.named if n not in self.overridden
+                 and not (replaced and "env_id" in NAMED_CONFIGS.get(n, {}))]
+        extra = " ".join(f"{k}={v}" for k, v in sorted(self.updates.items())
+                         if k not in _QUIET_KEYS and k not in self.overridden)
+        text = f"{' '.join(named)} seed={self.seed} {extra}".strip()
         return f"{text} [{self.overrides}]" if self.overrides else text
 
 
@@ -115,7 +126,8 @@ def expand(sweep: Sweep, scale: str, seeds: int | None, overrides: Overrides | N
                 resolved["experiment"] = cell.experiment
             key = json.dumps(resolved, sort_keys=True)
             run_id = f"{sweep.name}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
-            runs.append(RunSpec(run_id, architecture, named, updates, seed, experiment, overrides.text()))
+            runs.append(RunSpec(run_id, architecture, named, updates, seed, experiment, overrides.text(),
+                                (*overrides.named, *overrides.updates)))
     if sweep.interleave:  # seed by seed; the sort is stable, so cells keep their order within a seed
         order = SEED_SETS[sweep.seed_set]
         runs.sort(key=lambda run: order.index(run.seed))

@@ -12,6 +12,7 @@ one-line error naming the key and its valid range (exit code 2).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -208,10 +209,49 @@ _sacred_print = sacred.experiment.print_filtered_stacktrace
 sacred.experiment.print_filtered_stacktrace = _print_error
 
 
+def _record_of(run) -> str:
+    """Where the run's record is: its FileStorage folder, or its MongoDB id."""
+    for observer in ex.observers:
+        if getattr(observer, "dir", None):
+            return observer.dir
+    return f"run {run._id}" if run is not None and run._id is not None else "the store"
+
+
+def interrupted_line(run) -> str:
+    """What Ctrl-C kept of the run, and how to go on."""
+    kept = f"error: interrupted (Ctrl-C): the run's record is kept as INTERRUPTED ({_record_of(run)})"
+    path = (run.config.get("checkpoint_path") if run is not None else "") or ""
+    if path and os.path.exists(path):
+        return f"{kept}, and its last checkpoint {path!r}; run the same command again to resume from it"
+    return (f"{kept}, with no checkpoint to resume from; the same command starts the run afresh "
+            "(checkpoint_every=N checkpoint_path=FILE make a run resumable)")
+
+
+def summary_line(run) -> str:
+    """One line for a finished run in place of Sacred's whole result dict, which its record holds."""
+    result = run.result if isinstance(run.result, dict) else {}
+    ret = result.get("final_holdout_return")
+    parts = [f"{result.get('env_steps', 0):,} env steps", f"{result.get('env_steps_per_sec', float('nan')):,.0f} "
+             f"env steps/s over the whole run"]
+    if isinstance(ret, (int, float)) and ret == ret:
+        parts.append(f"final holdout return {ret:.1f}")
+    return f"result: {result.get('architecture', '?')}, {', '.join(parts)}; the whole result is in {_record_of(run)}"
+
+
+# Sacred logs the whole result dict on success (hundreds of lines), and "Aborted after ..." on Ctrl-C;
+# cli() prints summary_line and interrupted_line instead.
+logging.getLogger(ex.path).addFilter(lambda record: not str(record.msg).startswith(("Result: ", "Aborted after")))
+
+
 def cli(argv: list[str] | None = None) -> None:
     argv = list(sys.argv if argv is None else argv)
     check_named_configs(argv)
-    run = ex.run_commandline(attach_observers(ex, argv))
+    try:
+        run = ex.run_commandline(attach_observers(ex, argv))
+    except KeyboardInterrupt:  # Sacred recorded the run as INTERRUPTED; its workers are stopped
+        in_sweep = RUNS_AT_ONCE_ENV in os.environ  # the sweep says what it kept, in one line of its own
+        print(interrupted_line(ex.current_run), file=sys.stdout if in_sweep else sys.stderr, flush=True)
+        raise SystemExit(130) from None
     failure = store_failure(ex.observers)
     if failure is not None:  # the last record (completed) could not be written: the run is not stored
         print(f"error: {failure}; the run's record is not complete", file=sys.stderr)
@@ -221,6 +261,8 @@ def cli(argv: list[str] | None = None) -> None:
         line = RunDiverged.describe(result["diverged_reason"], result["diverged_at_update"], result["env_steps"])
         print(f"error: {line}; recorded as diverged", file=sys.stderr)
         raise SystemExit(3)
+    if isinstance(result, dict) and run.status == "COMPLETED":
+        print(summary_line(run))  # on stdout: a sweep's run's log, not its terminal
 
 
 if __name__ == "__main__":

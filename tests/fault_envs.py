@@ -5,6 +5,8 @@ AsyncVectorEnv's subprocesses) imports this module and finds them.
 Each is CartPole-v1 until its own env step `after` (counted per env instance, across episodes),
 then: NaN observations, a NaN reward, or, once, a file that fills the folder named by
 `PDQN_TEST_FILL` (a small tmpfs) until the disk is full. SlowClose-v0 takes seconds to close.
+StepRaises-v0 raises in its step RAISES_AT, ResetRaises-v0 in its first reset, and Endless-v0
+never ends an episode and is registered without a cap (issue 32).
 """
 
 from __future__ import annotations
@@ -69,6 +71,37 @@ class SlowClose(_Faulty):
         super().close()
 
 
-for _name, _cls in (("NanObs-v0", NanObs), ("NanReward-v0", NanReward), ("FillsDisk-v0", FillsDisk),
+RAISES_AT = 100
+RAISED = "the simulator lost its licence server"
+
+
+class StepRaises(_Faulty):
+    def __init__(self):
+        super().__init__(after=RAISES_AT)
+
+    def fault(self, obs, reward):
+        raise RuntimeError(f"{RAISED}\n(at step {self.steps})")  # two lines: the error keeps it on one
+
+
+class ResetRaises(_Faulty):
+    def reset(self, **kwargs):
+        raise OSError(f"{RAISED}: cannot reset")
+
+
+class Endless(gym.Env):
+    """A corridor with no end: never terminates, and registered with no max_episode_steps."""
+    observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+gym.register("Endless-v0", entry_point=Endless)
+for _name, _cls in (("StepRaises-v0", StepRaises), ("ResetRaises-v0", ResetRaises), ("NanObs-v0", NanObs), ("NanReward-v0", NanReward), ("FillsDisk-v0", FillsDisk),
                     ("SlowClose-v0", SlowClose)):
     gym.register(_name, entry_point=_cls, max_episode_steps=500)

@@ -211,11 +211,14 @@ def test_ctrl_c_stops_everything_and_leaves_no_shared_memory():
         workers = _wait_running(proc)
         assert len(workers) >= 2
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
-        proc.wait(timeout=15)
+        _, rest = proc.communicate(timeout=15)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode != 0
+    assert proc.returncode == 130 and "Traceback" not in rest, rest[-2000:]  # one line, saying what is kept
+    assert [line for line in rest.splitlines() if line.startswith("error:")] == [
+        "error: interrupted (Ctrl-C); nothing is recorded without tracking (its checkpoint, if checkpoint_path was "
+        "set, is kept: the same command resumes from it)"]
     deadline = time.monotonic() + 5
     while alive(workers) and time.monotonic() < deadline:
         time.sleep(0.1)

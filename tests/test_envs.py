@@ -53,7 +53,7 @@ def test_factory_rejects_continuous_actions():
 
 def test_cpu_cost_wrapper_burns_at_least_the_requested_cpu_time():
     env = make_env("CartPole-v1", env_step_cost_us=2000)
-    assert isinstance(env, CPUCostWrapper)
+    assert isinstance(env.env, CPUCostWrapper)  # inside the guard every env raises through
     env.reset(seed=0)
     start = time.thread_time_ns()
     for _ in range(5):
@@ -68,7 +68,8 @@ def test_a_waiting_step_blocks_for_its_wait_without_cpu(wait_us):
     of microseconds on Linux; the wrapper corrects for it) and takes almost no CPU doing so."""
     from architectures.core.envs import WaitCostWrapper
 
-    env = make_env("CartPole-v1", env_step_wait_us=wait_us)
+    guarded = make_env("CartPole-v1", env_step_wait_us=wait_us)
+    env = guarded.env  # inside the guard every env raises through
     assert isinstance(env, WaitCostWrapper)
     env.reset(seed=0)
     for _ in range(50):  # the correction settles

@@ -47,6 +47,20 @@ def test_documented_command_line_stores_a_completed_run(tmp_path):
     assert json.load(open(out / "1" / "config.json"))["seed"] == 3
 
 
+def test_a_run_ends_in_a_short_summary_and_no_process_prints_sacreds_warning(tmp_path):
+    """In place of Sacred's whole result dict (hundreds of lines), one line; and Sacred's
+    `pkg_resources is deprecated` warning from no process, the spawned actors included."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}  # as a user's shell has it
+    proc = subprocess.run([sys.executable, "-m", "experiments.train", "with", "actor_learner", *TINY, "-F",
+                           str(tmp_path / "runs")], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**env, "PYTHONPATH": ROOT})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Result:" not in proc.stderr and "pkg_resources" not in proc.stdout + proc.stderr
+    [line] = proc.stdout.splitlines()
+    assert line.startswith("result: actor_learner, 600 env steps, ") and line.endswith(
+        f"the whole result is in {tmp_path / 'runs' / '1'}")
+
+
 def test_default_observer_is_file_storage_under_results(tmp_path):
     # Run from a scratch folder holding a link to the code, so results/runs lands in tmp_path.
     for name in ("architectures", "experiments"):

@@ -5,21 +5,25 @@ allowed; the bad envs come from tests/fault_envs.py."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import traceback
 
 import numpy as np
 import pytest
 import torch
 
-from architectures import get_train_fn
-from architectures.core.config import DQNConfig
-from architectures.core.errors import CheckpointSaveFailed, NonFiniteEnvValue, RunDiverged
+from architectures import get_train_fn, preflight
+from architectures.core.config import ConfigError, DQNConfig
+from architectures.core.errors import CheckpointSaveFailed, EnvFailed, NonFiniteEnvValue, RunDiverged
 from architectures.registry import NAMES
 from architectures.run.checkpoint import CHECKPOINT_FORMAT, save_checkpoint
 from experiments.store import atomic_write
+from tests.fault_envs import RAISED, RAISES_AT
+from tests.test_actor_learner import assert_clean
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DESIGNS = list(NAMES)  # every design in the registry: a new one is tested here without a line of its own
@@ -64,14 +68,18 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-def _fill(folder) -> None:
+def _fill(folder, leave: int = 0) -> None:
+    """Fill the disk, then free `leave` bytes again (to the block)."""
+    path = os.path.join(folder, "filler")
     try:
-        with open(os.path.join(folder, "filler"), "wb") as f:
+        with open(path, "wb") as f:
             while True:
-                f.write(b"\0" * 65536)
+                f.write(b"\0" * 4096)
                 f.flush()
     except OSError:
         pass
+    if leave:
+        os.truncate(path, max(0, os.path.getsize(path) - leave))
 
 
 # ---------------------------------------------------------------------- non-finite values
@@ -111,6 +119,115 @@ def test_a_diverged_run_is_recorded_as_diverged_and_exits_3(tmp_path):
     run = json.load(open(store / "1" / "run.json"))
     assert run["status"] == "COMPLETED" and run["result"]["diverged"] is True
     assert run["result"]["diverged_at_update"] >= 1
+
+
+# ---------------------------------------------------------------------- every episode has an end
+ENDLESS = "tests.fault_envs:Endless-v0"  # never terminates, registered without max_episode_steps
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_an_env_without_a_cap_is_refused_before_the_run_naming_the_key(design):
+    with pytest.raises(ConfigError) as caught:
+        preflight(design, DQNConfig(env_id=ENDLESS, **TINY))
+    message = str(caught.value)
+    assert message.startswith(f"max_episode_steps: {ENDLESS!r} is registered without an episode cap") and (
+        "set max_episode_steps=N" in message and "\n" not in message)
+
+
+def test_a_holdout_with_no_end_is_refused_where_no_preflight_ran():
+    """The design's own call (`python -m architectures`, a library user) makes the holdout env: an
+    env that could never end is refused there too, in the same line, instead of hanging."""
+    from architectures.core.evaluation import HoldoutEvaluator
+
+    with pytest.raises(ConfigError, match=r"^max_episode_steps: 'tests.fault_envs:Endless-v0' is registered"):
+        HoldoutEvaluator(DQNConfig(env_id=ENDLESS, **TINY), None)
+    assert HoldoutEvaluator(DQNConfig(env_id=ENDLESS, **{**TINY, "eval_episodes": 0}), None).env is None  # no holdout
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_an_env_that_never_ends_is_cut_at_max_episode_steps_in_training_and_on_the_holdout(design):
+    result = get_train_fn(design)(DQNConfig(env_id=ENDLESS, max_episode_steps=50, **TINY), None)
+    assert result["env_steps"] == TINY["total_env_steps"]
+    assert result["holdout_truncated"] == [TINY["eval_episodes"]] * 2  # each holdout episode cut, and counted
+    assert result["episodes"] == TINY["total_env_steps"] // 50  # training episodes end at the cap too
+
+
+def test_an_env_without_a_cap_stops_the_command_in_one_line_and_records_nothing(tmp_path):
+    store = tmp_path / "runs"
+    proc = _train(["with", f"env_id={ENDLESS}", *CLI_TINY, "-F", str(store)])
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    [line] = _errors(proc.stderr)
+    assert line.startswith("error: max_episode_steps:") and "Traceback" not in proc.stderr
+    assert not _run_folders(store)
+
+
+# ---------------------------------------------------------------------- an env that raises
+WHERE = {"single_env": "the main process", "high_utd": "the main process", "actor_learner": r"actor \d, pid \d+",
+         "hogwild": r"worker \d, pid \d+", "vector_env": r"env \d, pid \d+", "pqn": r"env \d, pid \d+"}
+"""The process each design steps its envs in, as the error names it."""
+WHEN = {"StepRaises-v0": f"its env step {RAISES_AT}: RuntimeError: {RAISED} \\(at step {RAISES_AT}\\)",
+        "ResetRaises-v0": f"reset, after 0 env steps: OSError: {RAISED}: cannot reset"}
+
+
+@pytest.mark.parametrize("design, env", [(d, e) for d in DESIGNS for e in WHEN])
+def test_an_env_that_raises_ends_the_run_in_one_line_naming_env_process_step_and_message(design, env):
+    assert set(WHERE) == set(DESIGNS)  # a new design says where its envs run
+    with pytest.raises(EnvFailed) as caught:
+        get_train_fn(design)(DQNConfig(env_id=f"tests.fault_envs:{env}", **TINY), None)
+    message = str(caught.value)
+    assert re.fullmatch(rf"env tests\.fault_envs:{env} \({WHERE[design]}\) raised in {WHEN[env]}", message), message
+    assert "in fault" in "".join(traceback.format_exception(caught.value)) or env != "StepRaises-v0"  # the env's frame
+    assert_clean()
+
+
+@pytest.mark.parametrize("design", ["single_env", "actor_learner", "vector_env"])  # main, spawned, AsyncVectorEnv
+def test_an_env_that_raises_prints_one_line_and_its_traceback_goes_to_the_record(tmp_path, design):
+    store = tmp_path / "runs"
+    proc = _train(["with", design, "env_id=tests.fault_envs:StepRaises-v0", *CLI_TINY, "-F", str(store)])
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    [line] = _errors(proc.stderr)
+    assert re.fullmatch(rf"error: env tests\.fault_envs:StepRaises-v0 \({WHERE[design]}\) raised in "
+                        rf"{WHEN['StepRaises-v0']}", line), line
+    assert "Traceback" not in proc.stderr
+    [folder] = _run_folders(store)
+    run = json.load(open(store / folder / "run.json"))
+    trace = "".join(run["fail_trace"])
+    assert run["status"] == "FAILED" and f"raise RuntimeError(f\"{{RAISED}}" in trace  # the env's own frame
+    assert_clean()
+
+
+@pytest.mark.parametrize("fault, said", [
+    ("1:crash:100", r"actor 1 \(pid \d+\) raised RuntimeError: injected crash \(PDQN_FAULT\) after [\d,]+ env steps"),
+    ("0:kill:100", r"actor 0 \(pid \d+\) was killed by SIGKILL after [\d,]+ env steps"),
+])
+def test_a_worker_that_raises_or_dies_is_one_line_too(tmp_path, fault, said):
+    """The faults table's 'a worker': it printed Sacred's traceback of the WorkerFailed."""
+    store = tmp_path / "runs"
+    proc = _train(["with", "actor_learner", *CLI_TINY, "-F", str(store)], PDQN_FAULT=fault)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    [line] = _errors(proc.stderr)
+    assert re.fullmatch(f"error: {said}", line), line
+    assert_clean()
+
+
+# ---------------------------------------------------------------------- Ctrl-C
+def test_ctrl_c_on_a_run_is_one_line_saying_what_was_kept_and_how_to_resume(tmp_path):
+    store, checkpoint = tmp_path / "runs", tmp_path / "run.pt"
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.train", "with", *CLI_TINY, "total_env_steps=10000000",
+                             "eval_every=5000000", "checkpoint_every=300", f"checkpoint_path={checkpoint}",
+                             "-F", str(store)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, env={**os.environ, "PYTHONPATH": ROOT},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
+    deadline = time.monotonic() + 60
+    while not checkpoint.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr[-2000:]
+    [line] = _errors(stderr)
+    assert line == (f"error: interrupted (Ctrl-C): the run's record is kept as INTERRUPTED ({store / '1'}), and its "
+                    f"last checkpoint '{checkpoint}'; run the same command again to resume from it")
+    assert json.load(open(store / "1" / "run.json"))["status"] == "INTERRUPTED"
 
 
 # ---------------------------------------------------------------------- a full disk
@@ -166,6 +283,66 @@ def test_a_source_snapshot_left_empty_is_copied_again(tmp_path):
     proc = _train(["with", *CLI_TINY, "-F", str(store)])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert empty.read_bytes() == open(source, "rb").read()
+
+
+# ---------------------------------------------------------------------- the report on a full disk
+REPORT_RESULT = {"architecture": "single_env", "env_steps": 3_000, "env_steps_per_sec": 1_000.0, "train_seconds": 3.0,
+                 "final_holdout_return": 100.0, "holdout_curve": [{"env_steps": 1_000, "return_mean": 50.0},
+                                                                  {"env_steps": 3_000, "return_mean": 100.0}]}
+
+
+def _report_store(folder, runs: int) -> str:
+    from tests.synthetic_runs import write_run
+
+    for seed in range(1, runs + 1):
+        write_run(os.path.join(folder, "architectures"), f"architectures-{seed}", {"seed": seed},
+                  {**REPORT_RESULT, "final_holdout_return": 100.0 * seed})
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def good_report(tmp_path_factory):
+    """A whole report of two runs, built once; each case copies it onto its small disk."""
+    from analysis import report as report_mod
+
+    root = tmp_path_factory.mktemp("report")
+    report_mod.build([_report_store(root / "store", 2)], str(root / "out"))
+    return root / "out"
+
+
+def _files(folder) -> dict:
+    return {os.path.relpath(os.path.join(base, name), folder): open(os.path.join(base, name), "rb").read()
+            for base, _, names in os.walk(folder) for name in names}
+
+
+@pytest.mark.parametrize("free_kb", [0, 24, 96])  # full; room for a few tables; for a figure or two
+def test_a_report_on_a_full_disk_stops_in_one_line_and_the_last_report_survives(small_disk, good_report, capsys,
+                                                                                free_kb):
+    import shutil
+
+    from analysis import report as report_mod
+
+    out = small_disk / "report"
+    shutil.copytree(good_report, out)
+    before = _files(out)
+    store = _report_store(small_disk.parent / "store", 3)  # a third run: every table would change
+    _fill(small_disk, leave=free_kb * 1024)
+    assert report_mod.main(["--runs", store, "--out", str(out), "--cache", ""]) == 1
+    [line] = _errors(capsys.readouterr().err)
+    assert line.startswith(f"error: the report in '{out}' could not be written (No space left on device, at ")
+    assert line.endswith("nothing of this build was kept and the report there before is as it was")
+    assert _files(out) == before  # whole and unchanged: no 0-byte, cut, temp or staged file left
+
+
+def test_a_report_into_a_new_folder_on_a_full_disk_leaves_nothing(small_disk, tmp_path, capsys):
+    from analysis import report as report_mod
+
+    store = _report_store(tmp_path / "store", 2)
+    _fill(small_disk)
+    assert report_mod.main(["--runs", store, "--out", str(small_disk / "new" / "report"), "--cache", ""]) == 1
+    [line] = _errors(capsys.readouterr().err)
+    assert "could not be written (No space left on device" in line
+    assert sorted(os.listdir(small_disk)) == ["filler"]  # the folders it made are gone again
 
 
 # ---------------------------------------------------------------------- checkpoints

@@ -19,6 +19,31 @@ from architectures.transport.workers import FAULT_ENV, WorkerFailed
 from tests.test_actor_learner import ROOT, alive, assert_clean, descendants, small_cfg
 
 
+@pytest.mark.parametrize("utd, workers, learning_starts", [(0.25, 2, 500), (0.25, 3, 1_000), (1.0, 4, 7), (4.0, 2, 0),
+                                                        (0.3, 3, 250), (2.5, 5, 13)])
+def test_the_workers_updates_add_up_to_the_runs_exactly(utd, workers, learning_starts):
+    """At every parking point each worker stands at its quota of the env steps, and the updates its
+    WorkerShare owes add up to the run's UpdateRatio exactly: each flooring its own share lost up to
+    workers - 1 (hogwild made 1,124 of the 1,125 the others made, issue 32)."""
+    from architectures.core.schedules import UpdateRatio, WorkerShare
+    from architectures.run.parking import worker_quota
+
+    run, stops = UpdateRatio(utd, learning_starts), [*range(1, 600, 7), 5_000, 123_457]  # parking points
+    shares = [WorkerShare(utd, learning_starts, workers, i, stops) for i in range(workers)]
+    for env_steps in stops:
+        owed = [share.target_updates(worker_quota(env_steps, workers, i)) for i, share in enumerate(shares)]
+        assert sum(owed) == run.target_updates(env_steps), env_steps
+        assert max(owed) - min(owed) <= 1  # every worker learns its share
+    for share in shares:  # never owing less after a step than before it
+        owed = [share.target_updates(s) for s in range(0, 3_000)]
+        assert owed == sorted(owed)
+
+
+def test_a_run_makes_the_updates_its_utd_says_exactly():
+    r = hogwild.train(small_cfg(total_env_steps=5_000, learning_starts=500, eval_every=5_000, eval_episodes=0))
+    assert r["updates"] == 1_125 and r["realised_utd"] == 0.25  # (5,000 - 500) / 4, as every other design
+
+
 def test_lock_free_workers_share_one_network_and_their_writes_overlap():
     r = hogwild.train(small_cfg(total_env_steps=8_000, eval_every=4_000))
     assert r["env_steps"] == 8_000 and r["hogwild_lock"] is False and r["hogwild_replay"] == "local"

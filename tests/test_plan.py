@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -201,11 +202,56 @@ def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
     assert "predicted" in proc.stdout and "measured" in proc.stdout  # side by side
 
 
+@pytest.mark.parametrize("step_us, confirm_s, expected_s", [
+    (10.0, 15.0, 122),      # CartPole as it is, the default config: 122 s measured on 2 cores
+    (2_000.0, 15.0, 232),   # a 2 ms step: 232 s measured, where 'about two minutes' was promised
+    (2_000.0, 0.0, 160),    # --no-confirm: the same less its four confirming runs of ~18 s (not measured)
+])
+def test_plan_estimates_its_time_from_the_envs_step(step_us, confirm_s, expected_s):
+    from experiments.plan import estimate_seconds
+
+    assert estimate_seconds(step_us / 1e6, 40.0, confirm_s) == pytest.approx(expected_s, rel=0.1)
+
+
+@pytest.mark.parametrize("cost_us", [0.0, 2_000.0])
+def test_plan_times_the_env_step_it_will_meet(cost_us):
+    from architectures.core.config import DQNConfig
+    from experiments.plan import env_step_seconds
+
+    began = time.perf_counter()
+    step_s = env_step_seconds(DQNConfig(env_step_cost_us=cost_us))
+    assert cost_us / 1e6 <= step_s < 3 * cost_us / 1e6 + 1e-3  # its added cost included (busy CPU: slower when shared)
+    assert time.perf_counter() - began < 2.0  # a second of it at most
+
+
+def test_plans_default_folder_is_ignored_by_git():
+    for path in ("results/plan/plan.json", "results/plan-mine/plan.png"):  # the default --out, the README's example
+        assert subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT).returncode == 0, path
+
+
 def test_plan_refuses_a_bad_key_before_measuring_anything(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(tmp_path), "with", "no_such_key=1"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "error: no_such_key: unknown config key" in proc.stderr
     assert not (tmp_path / "plan.json").exists()
+
+
+def test_an_env_that_raises_stops_plan_in_one_line_naming_the_measurement_and_leaves_no_folder(tmp_path):
+    out = tmp_path / "plan"
+    proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(out), "--budget", "2", "--no-confirm",
+                           "with", "env_id=tests.fault_envs:StepRaises-v0"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "the env step takes " in proc.stderr and " min" in proc.stderr  # its estimate, first
+    [line] = [x for x in proc.stderr.splitlines() if x.startswith("error:")]
+    said, _, log = line.partition(" (traceback: ")
+    assert said == ("error: plan: measuring the env step failed: env tests.fault_envs:StepRaises-v0 (the main "
+                    "process) raised in its env step 100: RuntimeError: the simulator lost its licence server (at "
+                    f"step 100); nothing written to {out}")
+    assert not out.exists()  # no empty folder left behind
+    with open(log.rstrip(")")) as f:
+        assert "raise RuntimeError" in f.read()  # the env's own frame, in the log the line names
+    os.remove(log.rstrip(")"))
 
 
 def test_the_scaling_figure_draws_the_model_beside_the_measured_points(tmp_path):

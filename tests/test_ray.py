@@ -5,6 +5,7 @@ down at the end. Skipped, with the reason shown, where Ray is not installed.
 """
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -168,7 +169,7 @@ def test_a_killed_ray_actor_fails_the_run_naming_it(cluster):
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("fault, message", [
-    ("0:crash:700", r"actor 0 \(Ray actor, pid \d+\) raised:\n(.|\n)*injected crash"),
+    ("0:crash:700", r"^actor 0 \(Ray actor, pid \d+\) raised RuntimeError: injected crash \(PDQN_FAULT\)$"),
     ("1:kill:700", r"actor 1 \(Ray actor, pid \d+\) died after"),
     ("1:hang:700", r"actor 1 \(Ray actor, pid \d+\) returned no batch for 4 s .* hung"),
 ])
@@ -176,6 +177,25 @@ def test_an_actor_that_raises_dies_or_hangs_fails_the_run(cluster, monkeypatch, 
     monkeypatch.setenv(FAULT_ENV, fault)
     with pytest.raises(WorkerFailed, match=message):
         train_on_ray(small_cfg(total_env_steps=4_000, worker_timeout_s=4.0))
+    assert _our_actors() == []
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("env, when", [
+    ("StepRaises-v0", r"its env step 100: RuntimeError: the simulator lost its licence server \(at step 100\)"),
+    ("ResetRaises-v0", r"reset, after 0 env steps: OSError: the simulator lost its licence server: cannot reset"),
+])
+def test_an_env_that_raises_in_a_ray_actor_is_one_line_naming_it(cluster, env, when):
+    """As in every other design (tests/test_faults.py): the env, the actor, the env step and the
+    exception's message in one line; the actor's traceback is the error's cause. A reset that
+    raises in the actor's constructor is said by its first call, not as Ray's death notice."""
+    from architectures.core.errors import EnvFailed
+
+    with pytest.raises(EnvFailed) as caught:
+        train_on_ray(small_cfg(env_id=f"tests.fault_envs:{env}", total_env_steps=4_000))
+    assert re.fullmatch(rf"env tests\.fault_envs:{env} \(actor \d, Ray actor, pid \d+\) raised in {when}",
+                        str(caught.value)), str(caught.value)
+    assert "Traceback" in str(caught.value.__cause__)
     assert _our_actors() == []
 
 

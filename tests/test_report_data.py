@@ -28,6 +28,7 @@ from analysis.report import (
     uneven,
     utd,
 )
+from analysis.report.common import _markdown
 from tests.synthetic_runs import headline_specs, make_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -259,6 +260,43 @@ def test_speeds_of_runs_made_several_at_once_are_never_quoted(tmp_path):
     assert actor["train_seconds_median"].isna().all() and actor["return_iqm"].notna().all()
     assert notes == [("learning curves: CartPole actor_learner (2)'s runs were made several at a time and no run "
                       "of that cell alone; left off the wall-clock axis")]
+
+
+SCALING_ALONE = [{"run_id": f"scaling-{name}{seed}", "seed": seed, "eval_episodes": 0, **spec}
+                 for seed in (1, 2) for name, spec in (
+                     ("single", {"speed": 5_000.0}),
+                     ("actor", {"architecture": "actor_learner", "num_workers": 2, "speed": 6_000.0}),
+                     ("highutd", {"architecture": "high_utd", "utd": 4.0, "layer_norm": True, "speed": 500.0}))]
+TRUTH_CASES = [
+    # (case, the headline's sweep, seeds, runs at once, scaling runs beside, what its captions must say)
+    ("a smoke sweep, one run a design, made alone", "smoke", 1, 1, False,
+     ["3 runs of the smoke sweep", "of these runs, each made one at a time", "no interval: 1 / 1 runs, too few"]),
+    ("the headline made two at a time, speeds from the scaling sweep", "architectures", 3, 2, True,
+     ["9 runs of the architectures sweep", "of the scaling sweep's runs of each design made one at a time (these "
+      "runs shared the CPU)"]),
+]
+
+
+@pytest.mark.parametrize("case, sweep, seeds, at_once, scaling, said", TRUTH_CASES, ids=[c[0] for c in TRUTH_CASES])
+def test_the_headline_says_which_runs_it_read_and_no_nan_reaches_a_table(tmp_path, case, sweep, seeds, at_once,
+                                                                         scaling, said):
+    """On the smoke store the speed caption said the speeds came from the scaling sweep's runs made
+    alone, and the improvement table showed `0.00 [nan, nan]` (issue 32)."""
+    make_runs(FileStorageObserver(str(tmp_path / sweep)), [
+        {**spec, "run_id": spec["run_id"].replace("architectures", sweep), "runs_at_once": at_once}
+        for spec in headline_specs(seeds)])
+    if scaling:
+        make_runs(FileStorageObserver(str(tmp_path / "scaling")), SCALING_ALONE)
+    rs = load_runs([str(tmp_path)])
+    quality, poi = learning.speed_quality_data(rs, [].append), improvement.data(rs, [].append)
+    captions = " ".join([caption for _, _, caption in quality.tables + poi.tables]
+                        + [quality.parts["read"], poi.parts["read"]])
+    cells = " ".join(_markdown(frame) for _, frame, _ in quality.tables + poi.tables)
+    for text in said:
+        assert text in captions + cells, text
+    assert "nan" not in cells.lower()
+    if not scaling:  # what it did not read, it does not claim
+        assert "scaling sweep" not in captions
 
 
 def test_headline_speeds_leave_the_warm_up_out(tmp_path):

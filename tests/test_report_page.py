@@ -79,7 +79,9 @@ def test_the_page_names_every_output_run_note_and_the_rebuild_command(built):
     # an answer's {Macro} is filled from the report's numbers; one naming a missing number drops that sentence
     assert f"{report.macros['CartPoleSingleEnvFinal']} for single_env" in text and "{" not in text.split("</style>")[1]
     assert "for hogwild" not in text  # no hogwild runs here: the scaling sentence that needs them is left out
-    command = shlex.join(["python", "-m", "analysis.report", "--runs", *sources, "--out", out])
+    python = page._here(os.path.join(ROOT, ".venv", "bin", "python"))  # the README's install, not a bare `python`
+    assert python.endswith(os.path.join(".venv", "bin", "python"))
+    command = shlex.join([python, "-m", "analysis.report", "--runs", *sources, "--out", out])
     assert f"<pre>{html.escape(command)}</pre>" in text
     assert all(html.escape(note) in text for note in report.notes) and len(report.notes) > 5
     assert "architectures-vector1" in text and "diverged" in text
@@ -106,7 +108,8 @@ def test_a_figure_without_text_shows_under_its_name(built, monkeypatch):
     report, _, out, _ = built
     monkeypatch.delitem(page.FIGURE_TEXT, "improvement")
     shown = page._figure(report, os.path.join(out, "figures", "improvement.png"))
-    assert '<h3>improvement</h3>' in shown and 'alt="improvement"' in shown and 'class="answer"' not in shown
+    assert '<h3>improvement</h3>' in shown and 'class="answer"' not in shown
+    assert 'alt="improvement Runs read: 9 runs of the architectures sweep' in shown  # its name, then what it read
     assert page.fill("Why? Because. It was {X} of {Y}.", {"X": "3"}) == "Why? Because."
     assert page.fill("Why? It was {X}.", {"X": "3"}) == "Why? It was 3."
     # the rebuild command names a folder under the working directory relative to it (paper/ via the Makefile)
@@ -189,3 +192,15 @@ def test_the_page_reads_in_a_headless_browser(built):
     width, height = struct.unpack(">II", head[16:24])
     assert head[:8] == b"\x89PNG\r\n\x1a\n" and width >= 1000 and height >= 600
     assert os.path.getsize(shot) > 20_000  # text and a figure, not a blank screen
+
+
+def test_no_command_the_readme_or_the_report_gives_writes_into_the_committed_reference_set():
+    """results/reference/ is the writeup's committed runs: a note told users to resume a sweep with
+    `--out results/reference/utd` (issue 32). The browser test's needs, and how to install them,
+    stand beside its skip in the README."""
+    texts = {"README.md": open(os.path.join(ROOT, "README.md")).read()}
+    for path in glob.glob(os.path.join(ROOT, "analysis", "report", "*.py")):
+        texts[os.path.relpath(path, ROOT)] = open(path).read()
+    assert [name for name, text in texts.items() if "--out results/reference" in text] == []
+    readme = texts["README.md"]
+    assert "chromedriver" in readme and "`./setup.sh --browser`" in readme

@@ -111,3 +111,22 @@ def test_the_utd_grid_keeps_its_diverged_runs(tmp_path):
         {"run_id": "utd-u4none2", "seed": 2, "diverged_at_update": 900, **long}])
     grid = utd.data(load_runs([str(tmp_path)]), [].append).data
     assert grid[["seeds", "diverged_runs"]].values.tolist() == [[2, 1]]
+
+
+def test_committed_inputs_are_found_from_the_package_wherever_the_report_runs(tmp_path):
+    """Run from another folder, the report still reads the committed benchmarks (the pqn
+    side-by-side table was missing) and writes no cache there (it made `results/.cache` in the
+    working directory)."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    _stores(str(tmp_path / "store"), ["architectures"])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "analysis.report", "--runs", str(tmp_path / "store"), "--out", "out"],
+                          cwd=elsewhere, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": root})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (elsewhere / "out" / "tables" / "pqn_side_by_side.csv").exists()
+    assert sorted(os.listdir(elsewhere)) == ["out"]  # no results/.cache beside it

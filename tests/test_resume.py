@@ -112,11 +112,7 @@ def _expected_updates(name: str, cfg: DQNConfig) -> int:
         per_rollout = cfg.rollout_steps * cfg.num_workers
         ends = [min(TOTAL, per_rollout * k) for k in range(1, -(-TOTAL // per_rollout) + 1)]
         return sum(end >= cfg.learning_starts for end in ends) * cfg.rollout_epochs * cfg.rollout_minibatches
-    if name.startswith("hogwild"):  # utd holds per worker, on each worker's share of learning_starts
-        n = cfg.num_workers
-        return sum(UpdateRatio(cfg.utd, worker_quota(cfg.learning_starts, n, i)).target_updates(
-            worker_quota(TOTAL, n, i)) for i in range(n))
-    return UpdateRatio(cfg.utd, cfg.learning_starts).target_updates(TOTAL)
+    return UpdateRatio(cfg.utd, cfg.learning_starts).target_updates(TOTAL)  # hogwild's workers too, exactly
 
 
 def _expected_epsilons(name: str, cfg: DQNConfig, saved: int) -> list[float]:

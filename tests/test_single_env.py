@@ -72,7 +72,8 @@ def test_learns_cartpole_a_little(tiny_cfg):
 
 
 def test_minatar_runs_with_the_conv_net(tiny_cfg):
-    cfg = tiny_cfg.replace(env_id="MinAtar/Breakout-v1", total_env_steps=300, learning_starts=100, eval_every=300,
+    cfg = tiny_cfg.replace(env_id="MinAtar/Breakout-v1", max_episode_steps=10_000, total_env_steps=300,
+                           learning_starts=100, eval_every=300,
                            eval_episodes=1, hidden_sizes=(32,), batch_size=8, log_every=100)
     result = train(cfg)
     assert result["updates"] == 50 and np.isfinite(result["final_holdout_return"])

@@ -79,6 +79,21 @@ def test_a_throughput_sweep_runs_seed_by_seed_with_the_same_ids():
     assert all(r.updates["utd"] == expected[r.named[0]] and r.updates["env_step_cost_us"] == 0.0 for r in high)
 
 
+@pytest.mark.parametrize("tokens, label", [
+    ([], "cartpole single_env seed=101 total_env_steps=5000"),
+    (["lr=0.001"], "cartpole single_env seed=101 total_env_steps=5000 [with lr=0.001]"),
+    (["total_env_steps=3000"], "cartpole single_env seed=101 [with total_env_steps=3000]"),  # once, not twice
+    (["env_id=my_envs:Corridor-v0", "total_env_steps=3000"],  # the user's env: never labelled cartpole
+     "single_env seed=101 [with env_id=my_envs:Corridor-v0 total_env_steps=3000]"),
+])
+def test_a_runs_label_shows_each_override_once_and_never_the_config_it_replaced(tokens, label):
+    from experiments.sweep_grid import Overrides
+
+    [run] = [r for r in sweep_grid.expand(SWEEPS["smoke"], "small", 1, Overrides.parse(tokens))
+             if r.architecture == "single_env"]
+    assert run.label() == label
+
+
 def test_dry_run_lists_runs_and_estimate_and_runs_nothing(tmp_path):
     proc = _sweep(["smoke", "--dry-run", "--out", str(tmp_path / "out")])
     assert proc.returncode == 0, proc.stderr
@@ -194,6 +209,39 @@ def test_a_sweep_killed_mid_run_resumes_and_counts_every_run_once(tmp_path):
     assert resumed["result"]["resumed_from_env_steps"] >= 300  # it continued from its checkpoint
     assert len(os.listdir(out / "_incomplete")) == 1  # the killed run, set aside, not counted
     assert os.listdir(out / "_checkpoints") == []  # finished runs leave no checkpoint behind
+
+
+def test_ctrl_c_on_a_sweep_is_one_line_saying_what_was_kept_and_how_to_resume(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", TINY_SWEEP, "tiny", "--out", str(out)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:  # one run completed, the next one running
+        found = _statuses(out, polling=True) if out.exists() else {}
+        if {"COMPLETED", "RUNNING"} <= {r["status"] for r in found.values()}:
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the sweep and its run
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr[-2000:]
+    [line] = [x for x in stderr.splitlines() if x.startswith("error:")]
+    [cut] = [k for k, r in _statuses(out).items() if r["status"] == "INTERRUPTED"]  # every record parses
+    assert line.startswith(f"error: interrupted (Ctrl-C): 1 of 3 runs are complete and kept in {out}; 1 interrupted "
+                           f"({cut})") and line.endswith("run the same command again to resume (completed runs are "
+                                                         "skipped)")
+    assert not any(str(out) in p for p in _processes())  # no run of it goes on alone
+
+
+def _processes() -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                found.append(f.read().replace(b"\0", b" ").decode())
+        except OSError:
+            pass
+    return found
 
 
 def _completed(**result) -> str:

@@ -53,6 +53,8 @@ from analysis.report.common import (
     TIMING_EXPERIMENT,
     FigureData,
     Report,
+    ReportWriteFailed,
+    committed,
     macro_name,
 )
 
@@ -98,10 +100,22 @@ def __getattr__(name: str):
 
 
 def build(sources: list[str], out: str, cache_dir: str | None = None) -> Report:
-    from analysis.report.plotting import plt
-
+    """Every figure, table and number of the runs in `sources`, written under `out` whole or not
+    at all (common.Report): a write that fails raises ReportWriteFailed and leaves `out` as it was."""
     runset = load_runs(sources, cache_dir=cache_dir)
     report = Report(out)
+    try:
+        _build(report, runset, sources, out)
+        report.commit()  # only a whole report replaces the one in `out`
+    except BaseException:
+        report.discard()
+        raise
+    return report
+
+
+def _build(report: Report, runset, sources: list[str], out: str) -> None:
+    from analysis.report.plotting import plt
+
     for problem in runset.problems:
         report.note(problem)
     local = runset.on_machine("")  # this machine's runs: the stores brought from others are read apart
@@ -117,12 +131,14 @@ def build(sources: list[str], out: str, cache_dir: str | None = None) -> Report:
                 if plot is not None:  # a table family has no figure
                     plot(report, made)
                 report.write(made)
+        except ReportWriteFailed:  # the disk, not the figure: the first failed write stops the report
+            plt.close("all")
+            raise
         except Exception as err:  # noqa: BLE001 - one broken figure must not stop the others
             report.note(f"{name}: failed ({type(err).__name__}: {err}); the other figures still build")
             plt.close("all")
     report.write_macros()
     page.write(report, runset, sources, out)
-    return report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,14 +146,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", nargs="+", default=[DEFAULT_RUNS],
                         help="FileStorage folders (searched recursively) or mongodb:// URLs (default: %(default)s)")
     parser.add_argument("--out", default="paper", help="where figures/, tables/ and generated/ go (default: paper)")
-    parser.add_argument("--cache", default=os.path.join("results", ".cache"),
-                        help="cache of loaded runs, keyed by the stored files' size and mtime ('' disables)")
+    parser.add_argument("--cache", default=committed("results", ".cache"),
+                        help="cache of loaded runs, keyed by the stored files' size and mtime, under the "
+                             "checkout's results/ ('' disables)")
     args = parser.parse_args(argv)
     try:
         report = build(args.runs, args.out, args.cache or None)
     except NoRunsError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except ReportWriteFailed as err:  # a full disk: one line, and the report there before kept whole
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     print(f"report: wrote {len(report.written)} figures and tables and {len(report.macros)} numbers under "
           f"{args.out}/ ({len(report.notes)} notes above)")
     print(f"report: open {os.path.join(args.out, page.PAGE)} (figures, tables, runs and notes on one page)")

@@ -5,9 +5,12 @@ functions, which import this module, can be run and tested without it."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import re
+import shutil
 import sys
+import tempfile
 import textwrap
 from collections import Counter
 from typing import Callable
@@ -17,11 +20,22 @@ import pandas as pd
 
 from analysis.load import LEARNING_RATE, TRAINING_EXPERIMENTS
 from architectures.registry import NAMES
+from experiments.atomic import atomic_write
 
 ARCH_ORDER = list(NAMES)  # the registry's order: tables list designs, and figures colour them, by it
 FLOAT_FORMAT = "%.6g"
 TIMING_EXPERIMENT = "update_timing"
-DEFAULT_RUNS = os.path.join("results", "reference")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+"""The checkout this package runs from."""
+
+
+def committed(*parts: str) -> str:
+    """A committed input (results/reference, results/benchmarks), found from the package, never
+    from the working directory: the report reads the same files wherever it is run from."""
+    return os.path.join(REPO, *parts)
+
+
+DEFAULT_RUNS = committed("results", "reference")
 
 Note = Callable[[str], None]
 """Where a data function says what it left out (build passes Report.note; tests pass list.append)."""
@@ -45,8 +59,26 @@ class FigureData:
         self.numbers.append((name, value, fmt))
 
 
+class ReportWriteFailed(RuntimeError):
+    """A file of the report could not be written: the report stops there, its new files are
+    removed and the report already in the folder is kept whole (Report.commit)."""
+
+    def __init__(self, out: str, name: str, err: OSError):
+        reason = err.strerror or f"{type(err).__name__}: {err}"
+        super().__init__(f"the report in {out!r} could not be written ({reason}, at {name}); nothing of this "
+                         f"build was kept and the report there before is as it was")
+
+
 class Report:
-    """Collects outputs, notes and macros while the figures are built."""
+    """Collects outputs, notes and macros while the figures are built.
+
+    Every file goes through the suite's atomic writer into a staging folder inside `out`; only
+    when the whole report is written does `commit` move each file into place (renames, which need
+    no space). The first write that fails raises ReportWriteFailed and `discard` removes the
+    staging folder, so a full disk leaves no 0-byte or half-written file and the last good
+    report stays as it was (tests/test_report_stores.py::test_a_full_disk_keeps_the_last_report)."""
+
+    SUBFOLDERS = ("figures", "tables", "generated")
 
     def __init__(self, out: str):
         self.out = out
@@ -55,33 +87,94 @@ class Report:
         self.written: list[str] = []
         self.captions: dict[str, tuple[str, str]] = {}
         """Per written .png and .md: (caption, answer) as given, "" where none was (page.py fills them in)."""
-        for sub in ("figures", "tables", "generated"):
-            os.makedirs(os.path.join(out, sub), exist_ok=True)
+        self.runs_read: dict[str, str] = {}
+        """Per written .png: the runs it read, said after its caption on the page."""
+        self.staged: dict[str, str] = {}
+        """Each file written so far, relative to `out` -> where it waits until commit."""
+        self.made = [os.path.join(out, sub) for sub in self.SUBFOLDERS if not os.path.isdir(os.path.join(out, sub))]
+        folder = os.path.abspath(out)
+        while not os.path.isdir(folder):  # `out` and the parents it needs
+            self.made.insert(0, folder)
+            folder = os.path.dirname(folder)
+        # self.made: removed again, if empty, when the build fails
+        try:
+            for path in self.made:
+                os.makedirs(path, exist_ok=True)
+            self.stage = tempfile.mkdtemp(prefix=".report-", dir=out)
+        except OSError as err:
+            self.stage = ""
+            self.discard()
+            raise ReportWriteFailed(out, "its folders", err) from err
+
+    def put(self, name: str, data: bytes) -> None:
+        """Write `name` (relative to `out`) whole into the staging folder (after commit, in place);
+        the first failure stops the report (ReportWriteFailed), whatever figure or table it was part of."""
+        path = os.path.join(self.stage or self.out, name)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            atomic_write(path, data)
+        except OSError as err:
+            raise ReportWriteFailed(self.out, name, err) from err
+        self.staged[name] = path
+
+    def has(self, name: str) -> bool:
+        return name in self.staged
+
+    def read(self, name: str) -> bytes:
+        with open(self.staged[name], "rb") as f:
+            return f.read()
+
+    def commit(self) -> None:
+        """Every staged file into place (a rename each: no new space needed), then the staging folder goes."""
+        for name, path in self.staged.items():
+            self.staged[name] = os.path.join(self.out, name)
+            os.replace(path, self.staged[name])
+        shutil.rmtree(self.stage, ignore_errors=True)
+        self.stage, self.made = "", []
+
+    def discard(self) -> None:
+        """The build failed: its staged files go, and the folders it made if they are empty."""
+        if self.stage:
+            shutil.rmtree(self.stage, ignore_errors=True)
+        for path in reversed(self.made):
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
 
     def note(self, line: str) -> None:
         self.notes.append(line)
         print(f"report: {line}", file=sys.stderr)
 
-    def figure(self, fig, name: str, data: pd.DataFrame, caption: str = "", answer: str = "") -> None:
+    def figure(self, fig, name: str, data: pd.DataFrame, caption: str = "", answer: str = "", read: str = "") -> None:
         """Saves `fig` as figures/<name>.pdf|.png and `data` as its CSV; the page shows `caption`
-        and `answer` where given, else page.FIGURE_TEXT's, where the figure texts live."""
+        and `answer` where given, else page.FIGURE_TEXT's, where the figure texts live, and after
+        the caption `read`: the runs the figure read, where its family says (runs_read)."""
         from analysis.report.plotting import plt  # only a drawn figure needs matplotlib
 
-        base = os.path.join(self.out, "figures", name)
-        fig.savefig(base + ".pdf", bbox_inches="tight", metadata={"CreationDate": None})
-        fig.savefig(base + ".png", bbox_inches="tight", dpi=130)
-        plt.close(fig)
-        data.to_csv(base + ".csv", index=False, float_format=FLOAT_FORMAT)
+        images = {}
+        try:
+            for ext, options in ((".pdf", {"metadata": {"CreationDate": None}}), (".png", {"dpi": 130})):
+                images[ext] = io.BytesIO()
+                fig.savefig(images[ext], format=ext[1:], bbox_inches="tight", **options)
+        finally:
+            plt.close(fig)
+        rel = os.path.join("figures", name)
+        for ext, image in images.items():
+            self.put(rel + ext, image.getvalue())
+        self.put(rel + ".csv", data.to_csv(index=False, float_format=FLOAT_FORMAT).encode())
+        base = os.path.join(self.out, rel)
         self.written.append(base + ".png")
         self.captions[base + ".png"] = (caption, answer)
+        if read:
+            self.runs_read[base + ".png"] = read
 
     def table(self, name: str, frame: pd.DataFrame, caption: str) -> None:
-        base = os.path.join(self.out, "tables", name)
-        frame.to_csv(base + ".csv", index=False, float_format=FLOAT_FORMAT)
-        with open(base + ".md", "w") as f:
-            f.write(_markdown(frame) + "\n")
-        with open(base + ".tex", "w") as f:
-            f.write(_latex(frame, caption, name))
+        rel = os.path.join("tables", name)
+        self.put(rel + ".csv", frame.to_csv(index=False, float_format=FLOAT_FORMAT).encode())
+        self.put(rel + ".md", (_markdown(frame) + "\n").encode())
+        self.put(rel + ".tex", _latex(frame, caption, name).encode())
+        base = os.path.join(self.out, rel)
         self.written.append(base + ".md")
         self.captions[base + ".md"] = (caption, "")
 
@@ -101,8 +194,7 @@ class Report:
     def write_macros(self) -> None:
         lines = ["% Generated by `python -m analysis.report`: every number the text quotes. Do not edit."]
         lines += [f"\\newcommand{{\\{name}}}{{{_tex_escape(value)}}}" for name, value in sorted(self.macros.items())]
-        with open(os.path.join(self.out, "generated", "numbers.tex"), "w") as f:
-            f.write("\n".join(lines) + "\n")
+        self.put(os.path.join("generated", "numbers.tex"), ("\n".join(lines) + "\n").encode())
 
 
 # ---------------------------------------------------------------------- formatting helpers
@@ -110,10 +202,18 @@ def _tex_escape(text: str) -> str:
     return str(text).replace("%", "\\%").replace("_", "\\_").replace("&", "\\&").replace("#", "\\#")
 
 
+def _cell(value) -> str:
+    """A table cell as text: a missing number is "-", never "nan" (a data function that has too few
+    runs for a value says so in the cell itself; this is the last guard)."""
+    if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+        return "-"
+    return str(value)
+
+
 def _markdown(frame: pd.DataFrame) -> str:
     header = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "---|" * len(frame.columns)
-    rows = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    rows = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join([header, rule, *rows])
 
 
@@ -152,7 +252,7 @@ def _latex(frame: pd.DataFrame, caption: str, label: str) -> str:
     """A booktabs table, shrunk to the text width when wider and never enlarged (a narrow table
     scaled up to the width printed in a larger type than the text)."""
     columns = " & ".join(_header(c) for c in frame.columns)
-    rows = " \\\\\n".join(" & ".join(_tex_escape(v) for v in row) for row in frame.itertuples(index=False))
+    rows = " \\\\\n".join(" & ".join(_tex_escape(_cell(v)) for v in row) for row in frame.itertuples(index=False))
     width = "\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi"
     return (f"\\begin{{table}}[t]\n\\centering\\small\n\\caption{{{_tex_escape(caption)}}}\\label{{tab:{label}}}\n"
             f"\\resizebox{{{width}}}{{!}}{{\\begin{{tabular}}{{{'l' * len(frame.columns)}}}\n\\toprule\n"
@@ -222,7 +322,7 @@ def speeds_only_where_made_alone(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 DEDICATED_SWEEPS = {"utd", "hogwild", "scaling", "uneven", "seed_shape", "shape_check", "shape_confirm", "per_hour",
-                    "minatar_suite", "pqn"}
+                    "minatar_suite", "pqn", "own_wait", "apex_epsilons"}
 """Sweeps with figures of their own; any other sweep of training runs feeds the headline figures."""
 HEADLINE_SWEEPS = ("architectures", "minatar")
 """The headline comparisons at equal env steps, one env each (CartPole; MinAtar Breakout)."""
@@ -238,6 +338,18 @@ def diverged(runs: pd.DataFrame) -> pd.Series:
     """Whether each run's result says `"diverged": true` (a non-finite TD loss or Q value stopped
     it, or high_utd's |Q| check fired); runs that stored no such field did not."""
     return runs["diverged"].eq(True) if "diverged" in runs else pd.Series(False, index=runs.index)
+
+
+def runs_read(runs: pd.DataFrame) -> str:
+    """Which stored runs a figure or table read, for its caption: `6 runs of the smoke sweep`, or
+    `50 runs: 30 of the architectures sweep, 20 of the minatar sweep`."""
+    if "sweep" not in runs:
+        return f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+    sweeps = runs["sweep"].fillna("").astype(str).value_counts().sort_index()
+    where = {s: f"the {s} sweep" if s else "no sweep" for s in sweeps.index}
+    if len(sweeps) == 1:
+        return f"{len(runs)} run{'s' if len(runs) != 1 else ''} of {where[sweeps.index[0]]}"
+    return f"{len(runs)} runs: " + ", ".join(f"{n} of {where[s]}" for s, n in sweeps.items())
 
 
 def headline_runs(runs: pd.DataFrame) -> pd.DataFrame:

@@ -8,7 +8,7 @@ import pandas as pd
 
 from analysis.load import RunSet
 from analysis.report.claims import CAP, SOLVED_AT, after_solving
-from analysis.report.common import ARCH_ORDER, FigureData, Note, _arch_label, env_first, macro_name
+from analysis.report.common import ARCH_ORDER, FigureData, Note, _arch_label, env_first, macro_name, runs_read
 from analysis.report.learning import _headline_rows, _slug
 
 # ---------------------------------------------------------------------- hyperparameters
@@ -61,7 +61,8 @@ def hyperparameters_data(rs: RunSet, note: Note) -> FigureData | None:
         made.number(macro_name(env, "seeds", "first"), seeds[env][0], "{:d}")
         made.number(macro_name(env, "seeds", "last"), seeds[env][1], "{:d}")
     made.table("hyperparameters", table,
-               "The headline's settings as its runs stored them (single_env's; every design shares them but for its "
+               f"The headline's settings as its runs stored them ({runs_read(runs)}; single_env's values: every design "
+               "shares them but for its "
                "workers, and high_utd's updates per env step and LayerNorm). MinAtar Breakout's are the values chosen "
                "on calibration seeds; CartPole's the cartpole config")
     return made
@@ -112,7 +113,8 @@ def stability_data(rs: RunSet, note: Note) -> FigureData | None:
             "drop from the cap, median over seeds": part["median_drop"].map(
                 lambda v: "-" if not np.isfinite(v) else f"{v:.0f}")})
         made.table(f"stability_{_slug(env)}", table,
-                   f"{env}, the headline runs: the seeds whose holdout return reached {cap:.0f} at a checkpoint, "
+                   f"{env}, the headline runs ({runs_read(runs[runs['env'] == env])}): the seeds whose holdout return "
+                   f"reached {cap:.0f} at a checkpoint, "
                    f"how many of them fell below {solved:.0f} at a later checkpoint, the share of their checkpoints "
                    f"after the first at {cap:.0f} that were below {solved:.0f}, and the median over those seeds of "
                    f"{cap:.0f} less the lowest return after it")

@@ -10,7 +10,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.claims import ALPHA, P_FORMAT, verdict
-from analysis.report.common import ARCH_ORDER, FigureData, Note, macro_name
+from analysis.report.common import ARCH_ORDER, FigureData, Note, macro_name, runs_read
 from analysis.report.learning import _headline_rows, _slug, measured_speeds
 
 # ---------------------------------------------------------------------- 9. probability of improvement
@@ -74,17 +74,25 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         table = pd.DataFrame({
             "design": part["architecture"], "measure": part["metric"].map(labels),
             "seeds (design / single_env)": [f"{a} / {b}" for a, b in zip(part["seeds"], part["baseline_seeds"])],
-            "P(design > single_env) [95% CI]": [f"{r.probability:.2f} [{r.low:.2f}, {r.high:.2f}]"
-                                                for r in part.itertuples()],
+            "P(design > single_env) [95% CI]": [_probability(r) for r in part.itertuples()],
             "rank test p": part["rank_p"].map(P_FORMAT.format),
             "Holm p": part["holm_p"].map(P_FORMAT.format), "verdict": part["verdict"]})
         made.table(f"improvement_{_slug(env)}", table,
-                   f"{env}: each design against single_env, the probability that one of its runs beats a single_env "
+                   f"{env} ({runs_read(runs[runs['env'] == env])}): each design against single_env, the probability that one of its runs beats a single_env "
                    "run with its percentile-bootstrap 95% interval, the exact two-sided rank test's p, and that p "
                    f"after Holm's correction over the {int((part['family'] == 'learning').sum())} learning "
                    f"comparisons of this table (the {int((part['family'] == 'speed').sum())} speed comparisons "
                    f"apart); the verdict is 'told apart' only where the corrected p is below {ALPHA}")
+    made.parts["read"] = f"{runs_read(runs)}; speeds from runs made alone, as speed_quality's"
     return made
+
+
+def _probability(r) -> str:
+    """P(design > single_env) with its interval, or, where the runs are too few for one (a run of
+    each), the estimate and why it has none: never `[nan, nan]`."""
+    if np.isfinite(r.low) and np.isfinite(r.high):
+        return f"{r.probability:.2f} [{r.low:.2f}, {r.high:.2f}]"
+    return f"{r.probability:.2f} (no interval: {r.seeds} / {r.baseline_seeds} runs, too few)"
 
 
 def plot(report, made: FigureData) -> None:
@@ -104,4 +112,4 @@ def plot(report, made: FigureData) -> None:
         ax.set_yticks(range(len(part)))
         ax.set_yticklabels(part["env"] + ": " + part["architecture"], fontsize=8)
         ax.set_xlabel(f"P(architecture > single_env)\non {labels[metric]}")
-    report.figure(fig, "improvement", data)
+    report.figure(fig, "improvement", data, read=made.parts.get("read", ""))

@@ -15,9 +15,9 @@ import pandas as pd
 from analysis import stats
 from analysis.load import LEARNING_RATE, NoRunsError, RunSet, load_runs
 from analysis.report.claims import SOLVED_AT
-from analysis.report.common import (ARCH_ORDER, FigureData, Note, _arch_label, _ci, _headline, _regular_curves,
+from analysis.report.common import (ARCH_ORDER, committed, FigureData, Note, _arch_label, _ci, _headline, _regular_curves,
                                     diverged, diverged_line, env_first, headline_runs, holdout_auc, macro_name, made_alone,
-                                    speeds_only_where_made_alone)
+                                    runs_read, speeds_only_where_made_alone)
 
 
 def _note_pooled(note: Note, runs: pd.DataFrame, figure: str) -> None:
@@ -81,7 +81,7 @@ def measured_speeds(rs: RunSet, group: pd.DataFrame) -> tuple[np.ndarray, str]:
     return speeds, f"scaling sweep, {len(speeds)} runs" if len(speeds) else "not measured"
 
 
-WINDOW_CHECK = os.path.join("results", "benchmarks", "minatar_window_check")
+WINDOW_CHECK = committed("results", "benchmarks", "minatar_window_check")
 """The MinAtar single_env and high_utd `scaling` cells rerun side by side, seed by seed, in the
 window in which the reference set's high_utd cell was remade (results/README.md): stored Sacred
 runs, kept apart from results/reference/ (their run ids are the reference set's). That window's
@@ -92,7 +92,7 @@ side by side is the ratio the reference set's high_utd cell, made in that slower
 @functools.cache
 def window_check(path: str = WINDOW_CHECK) -> dict:
     """{(env, design): median env steps/s once learning (SPEED)} of the window check's runs, read
-    from the stored benchmark at `path` (cwd-relative, as shape.PREDICTIONS); {} where it is not there."""
+    from the stored benchmark at `path` (found from the package, as shape.PREDICTIONS); {} where it is not there."""
     if not os.path.isdir(path):
         return {}
     try:
@@ -141,6 +141,7 @@ def curves_data(rs: RunSet, note: Note) -> FigureData | None:
                          "train_seconds_median": float(at["train_seconds"].median()),
                          "return_iqm": point, "return_low": low, "return_high": high})
     made = FigureData(pd.DataFrame(rows))
+    made.parts["read"] = runs_read(rs.runs[rs.runs["run_id"].isin(holdout["run_id"])])
     _catch_up(made)
     return made
 
@@ -217,7 +218,7 @@ def plot_curves(report, made: FigureData) -> None:
             ax.set_title(env)
             ax.legend(fontsize=8)
     fig.tight_layout()  # each row's x-label clear of the next row's titles
-    report.figure(fig, "learning_curves", data)
+    report.figure(fig, "learning_curves", data, read=made.parts.get("read", ""))
 
 
 # ---------------------------------------------------------------------- 4. speed against quality + tables
@@ -263,14 +264,14 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
         "seeds solved": [f"{r.solved:.0f} (>= {SOLVED_AT[r.env]:.0f})" if r.env in SOLVED_AT else "-"
                          for r in data.itertuples()]})
     caption = ("Throughput and holdout return per architecture ({}); intervals are stratified-bootstrap 95% CIs "
-               "over seeds. Speeds are env steps/s once learning has started, from runs made one at a time: the "
-               "headline's own, or, where those ran several at once, the scaling sweep's.")
+               f"over seeds. {speeds_from(data)}.")
     table, caption = _count_diverged(note, rs, data, table, caption)
-    made.table("architectures", table, caption.format("the headline sweeps"))
+    made.table("architectures", table, caption.format(runs_read(runs)))
     if data["env"].nunique() > 1:  # and one table per env, e.g. architectures_breakout for the minatar sweep
         for env in data["env"].unique():
-            made.table(f"architectures_{_slug(env)}",
-                       table[table["env"] == env].drop(columns="env"), caption.format(env))
+            made.table(f"architectures_{_slug(env)}", table[table["env"] == env].drop(columns="env"),
+                       caption.format(f"{env}, {runs_read(runs[runs['env'] == env])}"))
+    made.parts["read"] = f"{runs_read(runs)}. {speeds_from(data)}"
     for r in data.itertuples():
         made.number(macro_name(r.env, r.architecture, "steps"),
                     r.steps_per_sec_median if np.isfinite(r.steps_per_sec_median) else "not measured")
@@ -285,6 +286,21 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
             made.number(macro_name(r.env, r.architecture, "solved"), r.solved, "{:.0f}")
     _window_check_numbers(made, data["env"])
     return made
+
+
+def speeds_from(data: pd.DataFrame) -> str:
+    """Where the speeds of speed_quality's rows come from, in a sentence: the runs themselves, the
+    scaling sweep's runs made alone, or each where it was (the table's `speed from`). The sweep's
+    summary counts a run's speed over the whole run; these are counted once learning has started."""
+    froms = set(data["speed_from"])
+    kind = "Speeds are env steps/s once learning has started (a sweep's summary counts the whole run)"
+    if froms <= {"these runs", "not measured"}:
+        said = f"{kind}, of these runs, each made one at a time"
+    elif "these runs" not in froms:
+        said = f"{kind}, of the scaling sweep's runs of each design made one at a time (these runs shared the CPU)"
+    else:
+        said = f"{kind}, of these runs where they were made one at a time, else of the scaling sweep's ('speed from')"
+    return said + ("; a design with no run made alone has none" if "not measured" in froms else "")
 
 
 DIVERGED_COLUMN = "diverged, left out"
@@ -336,4 +352,4 @@ def plot_speed_quality(report, made: FigureData) -> None:
         ax.set_ylabel("mean holdout return over checkpoints\n(IQM over seeds, 95% CI)")
         ax.set_title(env)
         ax.legend(fontsize=7)
-    report.figure(fig, "speed_quality", data)
+    report.figure(fig, "speed_quality", data, read=made.parts.get("read", ""))

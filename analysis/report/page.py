@@ -3,19 +3,21 @@ without LaTeX opens one file from disk and sees each figure with the question it
 table, the runs behind them, what was left out and why, and the command that rebuilds it all.
 
 It is self-contained (inline CSS, relative links, no JavaScript, nothing fetched), every text is
-escaped, and it is written whole or not at all. The figure texts live here, in FIGURE_TEXT, and
+escaped, and it is written whole or not at all, with the rest of the report (common.Report). The figure texts live here, in FIGURE_TEXT, and
 nowhere else; tests/test_report_page.py opens the page in a headless browser."""
 
 from __future__ import annotations
 
 import html
+import io
 import os
 import re
 import shlex
-import tempfile
 from urllib.parse import quote
 
 import pandas as pd
+
+from analysis.report.common import committed
 
 PAGE = "index.html"
 
@@ -44,9 +46,10 @@ FIGURE_TEXT = {
         "final holdout IQM on CartPole was {CartPoleSingleEnvFinal} for single_env and "
         "{CartPoleActorLearnerFinal} for actor_learner."),
     "speed_quality": (
-        "Speed against quality: median env steps/s of the scaling sweep's runs made alone and IQM of the "
-        "headline runs' mean holdout return over checkpoints, with 95% intervals; the dashed line joins the "
-        "point estimates no other design beats on both (not a test: their intervals may overlap).",
+        "Speed against quality: each design's median env steps/s once learning has started (from runs made "
+        "alone: which, below) and IQM of the headline runs' mean holdout return over checkpoints, with 95% "
+        "intervals; the dashed line joins the point estimates no other design beats on both (not a test: their "
+        "intervals may overlap).",
         "Which design is both fast and learns well? Right is faster and up learns better; a design on "
         "the line is beaten by no other's point estimate on both. On CartPole single_env made {CartPoleSingleEnvSteps} "
         "env steps/s once learning and actor_learner {CartPoleActorLearnerSteps}."),
@@ -184,7 +187,9 @@ def _texts(report, path: str) -> tuple[str, str, str]:
     name = os.path.splitext(os.path.basename(path))[0]
     caption, answer = report.captions.get(path, ("", ""))
     default = FIGURE_TEXT.get(name, (name, ""))
-    return name, fill(caption or default[0], report.macros), fill(answer or default[1], report.macros)
+    read = report.runs_read.get(path, "")
+    caption = fill(caption or default[0], report.macros) + (f" Runs read: {read}." if read else "")
+    return name, caption, fill(answer or default[1], report.macros)
 
 
 def _figure(report, path: str) -> str:
@@ -192,7 +197,7 @@ def _figure(report, path: str) -> str:
     rel = os.path.relpath(path, report.out)
     base = rel[:-len(".png")]
     links = ", ".join(f'<a href="{_link(base + ext)}">{ext[1:].upper()}</a>' for ext in (".pdf", ".csv")
-                      if os.path.exists(os.path.join(report.out, base + ext)))
+                      if report.has(base + ext))
     return (f'<figure id="figure-{html.escape(name)}"><h3>{html.escape(name)}</h3>'
             + (f'<p class="answer">{html.escape(answer)}</p>' if answer else "")
             + f'<img src="{_link(rel)}" alt="{html.escape(caption)}">'
@@ -214,7 +219,7 @@ def _contents(report, figures: list[str], tables: list[str]) -> str:
 def _table_section(report, path: str) -> str:
     name = os.path.splitext(os.path.basename(path))[0]
     rel = os.path.relpath(path, report.out)[:-len(".md")]
-    frame = pd.read_csv(os.path.join(report.out, rel + ".csv"), dtype=str, keep_default_na=False)
+    frame = pd.read_csv(io.BytesIO(report.read(rel + ".csv")), dtype=str, keep_default_na=False)
     links = ", ".join(f'<a href="{_link(rel + ext)}">{ext[1:].upper()}</a>' for ext in (".csv", ".md", ".tex"))
     return (f'<section id="table-{html.escape(name)}"><h3>{html.escape(name)}</h3>'
             f"<p>{html.escape(report.captions.get(path, ('', ''))[0])} ({links})</p>{_table(frame)}</section>")
@@ -246,7 +251,8 @@ def write(report, runset, sources: list[str], out: str) -> str:
     written = list(dict.fromkeys(report.written))
     figures = [p for p in written if p.endswith(".png")]
     tables = [p for p in written if p.endswith(".md")]
-    command = shlex.join(["python", "-m", "analysis.report", "--runs", *map(_here, sources), "--out", _here(out)])
+    python = _here(committed(".venv", "bin", "python"))  # the README's install, from where this report was built
+    command = shlex.join([python, "-m", "analysis.report", "--runs", *map(_here, sources), "--out", _here(out)])
     cores = report.macros.get("CpuCount", "?")
     machine = f"on {report.macros.get('CpuModel', 'unknown')} ({'unknown' if cores == '?' else cores} cores)"
     notes = "".join(f"<li>{html.escape(line)}</li>" for line in report.notes) or "<li>none: every run was used</li>"
@@ -267,16 +273,5 @@ def write(report, runset, sources: list[str], out: str) -> str:
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>Parallel DQN report</title><style>{CSS}</style></head><body>\n"
             + "\n".join(body) + "\n</body></html>\n")
-    path = os.path.join(out, PAGE)
-    fd, tmp = tempfile.mkstemp(prefix=f".{PAGE}.", suffix=".tmp", dir=out)  # whole or not at all
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the page from others
-        os.replace(tmp, path)
-    except BaseException:
-        os.remove(tmp)
-        raise
-    return path
+    report.put(PAGE, text.encode("utf-8"))  # whole or not at all, with the rest of the report
+    return os.path.join(out, PAGE)

@@ -20,7 +20,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.claims import SOLVED_AT
-from analysis.report.common import FigureData, Note, _ci, _sweep, macro_name
+from analysis.report.common import FigureData, Note, _ci, _sweep, committed, macro_name
 from analysis.report.learning import solo_runs
 
 COMPARED = ("single_env", "actor_learner")
@@ -109,8 +109,8 @@ def data(rs: RunSet, note: Note, bench: str | None = None) -> FigureData | None:
     return made
 
 
-SPEED_PREDICTIONS = {"CartPole": os.path.join("results", "reference", "scaling", "pqn_predicted", "cartpole_cost0.json"),
-                     "Breakout": os.path.join("results", "reference", "scaling", "pqn_predicted",
+SPEED_PREDICTIONS = {"CartPole": committed("results", "reference", "scaling", "pqn_predicted", "cartpole_cost0.json"),
+                     "Breakout": committed("results", "reference", "scaling", "pqn_predicted",
                                               "minatar_breakout_cost0.json")}
 """pqn's speeds per game (CartPole at 1-4 envs, Breakout at 1-2), predicted by its cost-model entry from
 components measured alone on that game and committed before the scaling sweep's pqn runs of it existed
@@ -206,8 +206,8 @@ def _in_loop(group: pd.DataFrame) -> dict:
             else np.nan}
 
 
-SIDE_BY_SIDE = {"CartPole": os.path.join("results", "benchmarks", "pqn_side_by_side", "cartpole_cost0.json"),
-                "Breakout": os.path.join("results", "benchmarks", "pqn_side_by_side", "minatar_breakout_cost0.json")}
+SIDE_BY_SIDE = {"CartPole": committed("results", "benchmarks", "pqn_side_by_side", "cartpole_cost0.json"),
+                "Breakout": committed("results", "benchmarks", "pqn_side_by_side", "minatar_breakout_cost0.json")}
 """`experiments.bench_parallel --named <game's config> --costs 0 --archs single_env actor_learner pqn`: each
 design as the sweeps run it, alternating within each round, one run at a time (results/README.md)."""
 
@@ -248,7 +248,10 @@ def side_by_side_data(rs: RunSet, note: Note, paths: dict[str, str] | None = Non
                                                       zip(data["ratio"], data["ratio_low"], data["ratio_high"])]}),
         "pqn beside single_env and actor_learner, measured side by side: each design as the sweeps run it, a "
         "free env step, evaluation off, the designs alternating within each round, one run at a time on the "
-        "otherwise idle machine (experiments.bench_parallel --named); speeds are over the whole run")
+        "otherwise idle machine (experiments.bench_parallel --named); speeds are over the whole run. Read from the "
+        "committed benchmark, not from this report's runs: "
+        + ", ".join(os.path.relpath(p, committed()) for p in (SIDE_BY_SIDE if paths is None else paths).values()
+                    if _bench(p) is not None))
     for r in rows:
         if r["design"] == "single_env":
             continue

@@ -15,15 +15,15 @@ import pandas as pd
 
 from analysis import cost_model, stats
 from analysis.load import LEARNING_RATE, TRAINING_EXPERIMENTS, NoRunsError, RunSet, load_runs
-from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, env_first, macro_name
+from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, committed, env_first, macro_name
 
 ROUNDING = {"env_steps_per_sec": 1, "parallel_efficiency": 4, "predicted_env_steps_per_sec": 1, "prediction_error": 4}
 """Digits kept in scaling.csv: the medians move by more than this between sweeps."""
-PREVIOUS_WINDOW = os.path.join("results", "benchmarks", "scaling_window_v5")
+PREVIOUS_WINDOW = committed("results", "benchmarks", "scaling_window_v5")
 """The same CartPole cells and components as the reference `scaling` set, measured in the window
 before it, whose components lacked hogwild's loop at as many workers as cores (stored Sacred runs;
 results/README.md): the miss that term mends, and the window-to-window spread, come from here."""
-PLAN_TEXT = os.path.join("results", "benchmarks", "plan_cartpole_2core", "plan.txt")
+PLAN_TEXT = committed("results", "benchmarks", "plan_cartpole_2core", "plan.txt")
 """`python -m experiments.plan` on the default CartPole config, twice back to back, both printed
 outputs: each plan's recommendation and its confirming run against the model's prediction of it,
 the model's test out of sample."""

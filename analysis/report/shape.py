@@ -17,14 +17,14 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import TRAINING_EXPERIMENTS, RunSet
-from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, macro_name
+from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, committed, macro_name
 
-PREDICTIONS = os.path.join("results", "reference", "seed_shape", "predicted.json")
+PREDICTIONS = committed("results", "reference", "seed_shape", "predicted.json")
 """Written by `python -m experiments.predict seed_shape ...` and committed before the sweep ran."""
-CHECK_PREDICTIONS = os.path.join("results", "reference", "shape_check", "predicted.json")
+CHECK_PREDICTIONS = committed("results", "reference", "shape_check", "predicted.json")
 """The second prediction (the model with `in_loop_waiting`), for the `shape_check` sweep, committed
 before its runs: the first table stays as it was."""
-CONFIRM_PREDICTIONS = os.path.join("results", "reference", "shape_confirm", "predicted.json")
+CONFIRM_PREDICTIONS = committed("results", "reference", "shape_confirm", "predicted.json")
 """The third prediction (each actor_learner role's CPU past the cores as its own runs paid it), for
 the `shape_confirm` sweep, committed before its runs."""
 TITLES = {"seed_shape": "", "shape_check": " (second prediction, actors at nice 19)",

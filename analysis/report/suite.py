@@ -65,7 +65,7 @@ def _complete_games(runs: pd.DataFrame, note: Note) -> tuple[list[str], list[int
             have = ", ".join(f"{d} {len(seed_sets[game, d])}" for d in DESIGNS)
             note(f"minatar suite: {game} left out of the aggregate: it lacks some of seeds "
                  f"{min(full)}-{max(full)} ({have}); resume `python -m experiments.sweep minatar_suite "
-                 "--out results/reference/minatar_suite --jobs 2 --nice`")
+                 "--jobs 2 --nice` (into results/sweeps/minatar_suite; results/reference/ holds the committed runs)")
     return games, sorted(full)
 
 

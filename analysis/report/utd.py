@@ -203,7 +203,8 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
     (tests/test_report_data.py::test_utd_long_cells_are_read_after_solving)."""
     runs = _long_runs(_sweep(rs.runs, "utd"))
     if runs.empty:
-        note("utd long cells: none run; run `python -m experiments.sweep utd --out results/reference/utd`")
+        note("utd long cells: none run; run `python -m experiments.sweep utd` (into results/sweeps/utd; "
+             "results/reference/ holds the committed runs)")
         return None
     runs = runs.assign(cell=runs.apply(_long_cell, axis=1), holdout_auc=holdout_auc(rs.holdout, runs["run_id"]).to_numpy())
     cells = {c: g for c, g in runs.groupby("cell") if c in LONG_CELLS}

@@ -32,6 +32,11 @@ class DQNConfig:
     """Run seed: network init, exploration, replay sampling and training-episode seeds."""
     total_env_steps: int = 100_000
     """Env steps to train for (summed over all envs/workers)."""
+    max_episode_steps: int = 0
+    """Env steps after which an episode is truncated, in training and on the holdout alike
+    (gymnasium's TimeLimit, applied by the one env factory); 0 keeps the env's registered cap.
+    An env registered without one is refused unless this is set: an episode that never ends
+    would never let the holdout finish."""
 
     # --- Q-network
     hidden_sizes: tuple[int, ...] = (128, 128)
@@ -229,7 +234,7 @@ def describe() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------- validation
-_INT_FIELDS = {"seed", "total_env_steps", "buffer_size", "batch_size", "learning_starts", "n_step",
+_INT_FIELDS = {"seed", "total_env_steps", "max_episode_steps", "buffer_size", "batch_size", "learning_starts", "n_step",
                "target_update_period", "eps_decay_steps", "eval_every", "eval_episodes",
                "torch_threads", "learner_threads", "num_workers", "log_every", "weight_sync_period",
                "utd_slack_steps", "checkpoint_every", "reset_period", "actor_nice", "rollout_steps",

@@ -34,7 +34,7 @@ def validate(c) -> None:
                 "rollout_epochs", "rollout_minibatches"):
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 1, key, "an integer >= 1")
-    for key in ("learning_starts", "eps_decay_steps", "eval_episodes", "seed", "utd_slack_steps", "checkpoint_every",
+    for key in ("learning_starts", "eps_decay_steps", "eval_episodes", "seed", "max_episode_steps", "utd_slack_steps", "checkpoint_every",
                 "reset_period", "learner_threads"):
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 0, key, "an integer >= 0")

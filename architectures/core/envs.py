@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
+from architectures.core.env_guard import GuardedEnv
 from architectures.core.errors import ConfigError
 
 TRAIN_SEED_LIMIT = 2**31
@@ -134,15 +135,27 @@ def _one_line(space) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def make_env(env_id: str, env_step_cost_us: float = 0.0, env_step_wait_us: float = 0.0) -> gym.Env:
+def uncapped(env_id: str) -> str:
+    """The one-line refusal of an env with no episode cap of its own when max_episode_steps is 0."""
+    return (f"max_episode_steps: {env_id!r} is registered without an episode cap (gymnasium's max_episode_steps), "
+            "so an episode that never ends would never let the holdout finish; set max_episode_steps=N: every "
+            "episode, training and holdout, is then truncated after N env steps")
+
+
+def make_env(env_id: str, env_step_cost_us: float = 0.0, env_step_wait_us: float = 0.0,
+             max_episode_steps: int = 0, holdout: bool = False) -> gym.Env:
     """Create one env, with `env_step_cost_us` of busy CPU and `env_step_wait_us` of blocking
-    wait added to each step. Seeding happens at reset (`training_episode_seeds`, `holdout_seeds`)."""
+    wait added to each step, its episodes truncated after `max_episode_steps` env steps
+    (gymnasium's TimeLimit; 0 keeps the env's registered cap, if it has one), and whatever it
+    raises turned into one line (GuardedEnv; `holdout` says so there). Seeding happens at reset
+    (`training_episode_seeds`, `holdout_seeds`)."""
     problem = check_env_id(env_id)
     if problem:
         raise ConfigError(f"env_id: {problem}")
+    cap = {"max_episode_steps": max_episode_steps} if max_episode_steps > 0 else {}
     # The passive env checker only inspects the first steps but stays in the call path.
     try:
-        env = gym.make(env_id, disable_env_checker=True)
+        env = gym.make(env_id, disable_env_checker=True, **cap)
     except Exception as err:  # noqa: BLE001 - the user's own constructor: whatever it raises, one line
         message = " ".join(str(err).split())[:200]
         raise ConfigError(f"env_id: {env_id!r} could not be made: {type(err).__name__}: {message}") from err
@@ -158,7 +171,7 @@ def make_env(env_id: str, env_step_cost_us: float = 0.0, env_step_wait_us: float
         env = CPUCostWrapper(env, env_step_cost_us)
     if env_step_wait_us > 0:
         env = WaitCostWrapper(env, env_step_wait_us)
-    return env
+    return GuardedEnv(env, env_id, ", holdout" if holdout else "")
 
 
 @dataclass(frozen=True)

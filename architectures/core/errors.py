@@ -14,8 +14,37 @@ class ConfigError(ValueError):
     """A config value is out of range; the message names the key and the valid range."""
 
 
+class RemoteTraceback(Exception):
+    """Another process's traceback, as text: the cause a RunError carries across processes, so
+    the run's record (Sacred's fail_trace in run.json) shows where the fault happened."""
+
+    def __str__(self) -> str:
+        return "\n" + str(self.args[0]).rstrip()
+
+
 class RunError(RuntimeError):
-    """A fault of the run whose message, one line, names it fully."""
+    """A fault of the run whose message, one line, names it fully. `detail`, where given, is the
+    traceback behind it (text: it travels from a worker, an env process or a Ray actor with the
+    error) and becomes its cause, so the traceback goes to the run's record, never the terminal."""
+
+    def __init__(self, message, detail: str | None = None):
+        if isinstance(message, RunError):  # rebuilt from an instance (gymnasium's `raise exctype(value)`)
+            message, detail = str(message), detail or getattr(message, "detail", None)
+        super().__init__(message)
+        self.detail = detail
+        if detail:
+            self.__cause__ = RemoteTraceback(detail)
+
+    def __setstate__(self, state: dict) -> None:  # unpickled in another process: the cause is the text
+        self.__dict__.update(state)
+        if state.get("detail"):
+            self.__cause__ = RemoteTraceback(state["detail"])
+
+
+class EnvFailed(RunError):
+    """The env raised in reset or step: the message names the env, the process it ran in, the
+    env step and the exception's own message (envs.GuardedEnv, the one place every design's
+    envs raise through)."""
 
 
 class NonFiniteEnvValue(RunError):

@@ -3,7 +3,9 @@
 Every architecture evaluates the learner's weights at the same checkpoints
 (eval_every, 2 * eval_every, ..., and always total_env_steps) on the same holdout seeds, with
 its own env and its own RNG, so evaluation never perturbs training and never counts in
-throughput (callers time it separately and subtract it).
+throughput (callers time it separately and subtract it). Every holdout episode has an end: the
+env's own cap or `max_episode_steps` truncates it (an env with neither is refused here, as in
+preflight), and each checkpoint counts the episodes truncated (`truncated`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Callable
 import numpy as np
 
 from architectures.core.config import DQNConfig
-from architectures.core.envs import HOLDOUT_SEED_BASE, holdout_seeds, make_env
+from architectures.core.envs import HOLDOUT_SEED_BASE, holdout_seeds, make_env, uncapped
+from architectures.core.errors import ConfigError
 from architectures.core.networks import GreedyPolicy, QNetwork
 
 
@@ -30,7 +33,11 @@ class HoldoutEvaluator:
     def __init__(self, cfg: DQNConfig, net: QNetwork):
         self.cfg = cfg
         self.seeds = holdout_seeds(cfg.eval_episodes)
-        self.env = make_env(cfg.env_id) if cfg.eval_episodes > 0 else None  # no added step cost
+        self.env = (make_env(cfg.env_id, max_episode_steps=cfg.max_episode_steps, holdout=True)
+                    if cfg.eval_episodes > 0 else None)
+        if self.env is not None and self.env.spec.max_episode_steps is None:  # an episode might never end
+            self.env.close()
+            raise ConfigError(uncapped(cfg.env_id))
         self.net = net
         self.before: Callable[[], None] | None = None  # refreshes `net` first (a device learner's host copy)
         self.checkpoints = checkpoint_steps(cfg.total_env_steps, cfg.eval_every)
@@ -47,7 +54,7 @@ class HoldoutEvaluator:
         """Play the holdout once with the current weights; record and return the result.
         `train_seconds`: the training clock at this checkpoint (evaluation excluded), kept so a
         learning curve can be drawn against wall-clock time as well as env steps."""
-        returns, lengths = [], []
+        returns, lengths, truncated = [], [], 0
         if self.env is not None and self.before is not None:
             self.before()
         if self.env is not None:
@@ -57,14 +64,15 @@ class HoldoutEvaluator:
                 obs, _ = self.env.reset(seed=seed)
                 total, length, done = 0.0, 0, False
                 while not done:
-                    obs, reward, terminated, truncated, _ = self.env.step(policy.act(obs, self.cfg.eval_epsilon))
+                    obs, reward, terminated, cut, _ = self.env.step(policy.act(obs, self.cfg.eval_epsilon))
                     total += float(reward)
                     length += 1
-                    done = terminated or truncated
+                    done = terminated or cut
+                truncated += bool(cut and not terminated)  # cut off at the cap, not ended by the env
                 returns.append(total)
                 lengths.append(length)
         result = {"checkpoint": self.checkpoints[len(self.results)], "env_steps": env_steps,
-                  "returns": returns, "lengths": lengths,
+                  "returns": returns, "lengths": lengths, "truncated": truncated,
                   "return_mean": float(np.mean(returns)) if returns else float("nan")}
         if train_seconds is not None:
             result["train_seconds"] = float(train_seconds)

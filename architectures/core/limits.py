@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from architectures.core.config import ConfigError, DQNConfig
-from architectures.core.envs import EnvSpec
+from architectures.core.envs import EnvSpec, uncapped
 from architectures.core.replay import transition_dtype
 
 WORKER_PROCESS_BYTES = 150 * 2**20
@@ -168,7 +168,8 @@ def available_cores() -> int:
 
 
 def check_machine(name: str, cfg: DQNConfig, spec: EnvSpec) -> None:
-    """The checks that need the env spec or this machine: cores, memory, CUDA, the episode cap."""
+    """The checks that need the env spec or this machine: cores, memory, CUDA, the episode cap (the
+    env's own, or max_episode_steps: an env with neither is refused)."""
     cores = available_cores()
     for key in ("torch_threads", "learner_threads"):
         if getattr(cfg, key) > cores:
@@ -177,8 +178,10 @@ def check_machine(name: str, cfg: DQNConfig, spec: EnvSpec) -> None:
     if name in SPAWNING and cfg.num_workers > worker_limit(cores):
         raise ConfigError(f"num_workers: {cfg.num_workers:,} {SPAWNING[name][0]} processes on {cores} core(s); at "
                           f"most {worker_limit(cores)} (max({MIN_WORKER_LIMIT}, {WORKERS_PER_CORE} x cores))")
-    cap = episode_cap(cfg.env_id)
-    if cap is not None and cfg.n_step > cap:
+    cap = cfg.max_episode_steps or episode_cap(cfg.env_id)
+    if cap is None:  # an episode that never ends would hang the holdout
+        raise ConfigError(uncapped(cfg.env_id))
+    if cfg.n_step > cap:
         raise ConfigError(f"n_step: {cfg.n_step:,} steps is longer than {cfg.env_id}'s episodes "
                           f"(max_episode_steps {cap}); at most {cap}")
     if cfg.device.startswith("cuda"):

@@ -39,3 +39,28 @@ class UpdateRatio:
         """Achieved updates per env step, counted over the steps after learning_starts."""
         past = env_steps - self.learning_starts
         return updates / past if past > 0 else 0.0
+
+
+class WorkerShare(UpdateRatio):
+    """Worker `index` of `workers`' share of a run's updates when each worker learns by its own step
+    count (hogwild). Its own step s stands for the run's env step (s - 1) * workers + index + 1 (the
+    steps dealt in turn, as the parking quotas deal them: run.parking.worker_quota), and it owes its
+    share (updates dealt in turn too) of what the run's UpdateRatio makes due by then; at its quota of
+    a parking point (`stops`, the run's env steps there) it owes its share of the point's own target,
+    so there the workers' updates add up to the run's exactly
+    (tests/test_hogwild.py::test_the_workers_updates_add_up_to_the_runs_exactly). Each worker
+    flooring its own share, as before, lost up to workers - 1 updates (1,124 of 1,125)."""
+
+    def __init__(self, utd: float, learning_starts: int, workers: int, index: int, stops: list[int]):
+        super().__init__(utd, learning_starts)
+        self.workers, self.index = workers, index
+        self.at_stop = {self._quota(stop): stop for stop in sorted(stops)}  # own steps -> the run's there
+
+    def _quota(self, total: int) -> int:
+        """This worker's share of `total` dealt in turn (run.parking.worker_quota's rule)."""
+        return total // self.workers + (self.index < total % self.workers)
+
+    def target_updates(self, env_steps: int) -> int:
+        """Updates this worker owes after `env_steps` steps of its own."""
+        run_steps = self.at_stop.get(env_steps, max(0, (env_steps - 1) * self.workers + self.index + 1))
+        return self._quota(super().target_updates(run_steps))

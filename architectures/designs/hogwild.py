@@ -11,7 +11,8 @@ with the suite's replay and update. Same section order as single_env.py; what di
 - Adam's state is shared (created and moved to shared memory before any worker starts: lazily
   created state would be silently private) or `per_worker`, as `optimizer_state` says;
 - the target network is shared too and synced on the global update count;
-- `utd` holds in aggregate: each worker does utd updates per env step of its own;
+- `utd` holds in aggregate, exactly at every parking point: each worker owes its share of the
+  run's updates due by its share of the env steps (schedules.WorkerShare);
 - races are measured, not assumed: a worker's step "overlaps" when another worker is inside
   its own optimizer step at the same time (per-worker in-flight flags), and the "version gap"
   counts the updates other workers applied while this one computed its gradient.
@@ -43,11 +44,11 @@ from architectures.core.errors import RunDiverged
 from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.networks import GreedyPolicy, build_q_network
 from architectures.core.replay import make_replay, transition_dtype
-from architectures.core.schedules import UpdateRatio
+from architectures.core.schedules import WorkerShare
 from architectures.designs.hogwild_books import hogwild_summary
 from architectures.run.acting import EnvLoop, actor_epsilon, resume_epsilons
 from architectures.run.base import LearningLog, Run
-from architectures.run.parking import all_parked, park, stops, worker_quota, worker_stops
+from architectures.run.parking import all_parked, park, stops, worker_stops
 from architectures.run.worker_rows import (
     check_design_memory,
     publish_times,
@@ -127,8 +128,8 @@ def _act_and_learn(index: int, arrays: dict, waiter: Waiter, args: WorkerArgs) -
         replay = make_replay(cfg.replace(buffer_size=max(1, cfg.buffer_size // cfg.num_workers)), space.shape,
                              space.dtype)
     replay_rng = np.random.default_rng(replay_seed.spawn(cfg.num_workers)[index])
-    ratio = UpdateRatio(cfg.utd, worker_quota(cfg.learning_starts, cfg.num_workers, index))
     run_stops, first_stop = stops(cfg), 0
+    ratio = WorkerShare(cfg.utd, cfg.learning_starts, cfg.num_workers, index, [stop.env_steps for stop in run_stops])
     if resume is not None:  # a fresh episode; everything else as saved
         loop.restore(resume["actor"])
         replay_rng.bit_generator.state = resume["replay_rng"]

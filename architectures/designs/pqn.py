@@ -109,7 +109,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     warn_if_oversubscribed(cfg.num_workers, "env processes plus the acting/learning process")
     torch.set_num_threads(cfg.learner_thread_count)
     janitor.install()  # AsyncVectorEnv's semaphores are unlinked even after a group kill
-    factories = [functools.partial(make_env, cfg.env_id, worker_env_cost(cfg, i), cfg.env_step_wait_us)
+    factories = [functools.partial(make_env, cfg.env_id, worker_env_cost(cfg, i), cfg.env_step_wait_us,
+                                   cfg.max_episode_steps)
                  for i in range(cfg.num_workers)]
     envs = SupervisedEnvs(factories, cfg.env_id, cfg.worker_timeout_s)
     try:

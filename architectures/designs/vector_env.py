@@ -53,7 +53,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     # /dev/shm to the temp dir by itself when /dev/shm is short: nothing to check here. Its
     # semaphores are named in /dev/shm, though: the janitor unlinks them after a group kill.
     janitor.install()
-    factories = [functools.partial(make_env, cfg.env_id, worker_env_cost(cfg, i), cfg.env_step_wait_us) for i in range(cfg.num_workers)]
+    factories = [functools.partial(make_env, cfg.env_id, worker_env_cost(cfg, i), cfg.env_step_wait_us,
+                                   cfg.max_episode_steps) for i in range(cfg.num_workers)]
     envs = SupervisedEnvs(factories, cfg.env_id, cfg.worker_timeout_s)
     try:
         return _train(cfg, reporter, envs)

@@ -122,7 +122,7 @@ class EnvLoop(EpisodeStream):
 
     def __init__(self, cfg: DQNConfig, index: int, policy: GreedyPolicy, epsilon: Callable[[int], float]):
         super().__init__(cfg, index)
-        self.env = make_env(cfg.env_id, worker_env_cost(cfg, index), cfg.env_step_wait_us)
+        self.env = make_env(cfg.env_id, worker_env_cost(cfg, index), cfg.env_step_wait_us, cfg.max_episode_steps)
         self.policy, self.epsilon = policy, epsilon
         self.obs, _ = self.env.reset(seed=self.episode_seed)
         self.ended = False  # whether the last step ended an episode

@@ -150,12 +150,12 @@ def check_owner(saved: dict, architecture: str, cfg: DQNConfig) -> None:
     if saved["architecture"] != architecture:
         raise ConfigError(f"checkpoint_path: {path!r} was written by {saved['architecture']}, not {architecture}; "
                           f"resume it with architecture={saved['architecture']}, or choose another checkpoint_path")
-    now = cfg.to_dict()
+    now, defaults = cfg.to_dict(), DQNConfig().to_dict()
     for key, value in now.items():
-        if key not in MAY_DIFFER and saved["config"].get(key) != value:
-            raise ConfigError(f"checkpoint_path: {path!r} belongs to a run with {key}={saved['config'].get(key)!r} "
-                              f"(this run has {value!r}); resume it with {key}={saved['config'].get(key)!r}, or choose "
-                              "another checkpoint_path")
+        was = saved["config"].get(key, defaults[key])  # a key added since the save ran at its default
+        if key not in MAY_DIFFER and was != value:
+            raise ConfigError(f"checkpoint_path: {path!r} belongs to a run with {key}={was!r} (this run has "
+                              f"{value!r}); resume it with {key}={was!r}, or choose another checkpoint_path")
 
 
 def remove_checkpoint(path: str) -> None:

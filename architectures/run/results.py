@@ -31,6 +31,9 @@ def run_result(cfg: DQNConfig, *, env_steps: int, updates: int, episodes: int, t
         # Training seconds (evaluation excluded) at each checkpoint, apart from the curve so that
         # a curve stays a deterministic function of the seed.
         "checkpoint_train_seconds": [r.get("train_seconds") for r in evaluator.results],
+        # Holdout episodes cut off at the episode cap (max_episode_steps) at each checkpoint: an
+        # episode that never ended is counted here, never waited on.
+        "holdout_truncated": [r.get("truncated", 0) for r in evaluator.results],
         "component_costs_us": costs_us,
         # Share of the training time spent inside the timed components; the rest is loop overhead.
         "timed_fraction": timed / train_seconds,

@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from architectures.core.config import ConfigError
+from architectures.core.errors import RunError
 from architectures.transport.workers import WorkerFailed
 
 INSTALL_HINT = "pip install -e '.[ray]' (or ./setup.sh)"
@@ -67,8 +68,26 @@ def wait_ready(ray, actors: list, timeout_s: float) -> list[tuple[int, str]]:
     except ray.exceptions.GetTimeoutError:
         raise WorkerFailed(f"actors: not all {len(actors)} Ray actors started within {timeout_s:.0f} s; each needs "
                            f"one free CPU in the cluster (ray status shows them)") from None
+    except ray.exceptions.RayTaskError as err:  # RayActor.ready raises what its constructor caught
+        failed = _raised(err, "actors: a Ray actor failed to start")
     except ray.exceptions.RayError as err:
-        raise WorkerFailed(f"actors: a Ray actor failed to start: {err}") from None
+        failed = WorkerFailed(f"actors: a Ray actor failed to start: {_first_line(err)}", detail=str(err))
+    raise failed from failed.__cause__  # the actor's traceback as the cause, Ray's wrapper left out
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def _raised(err, who: str) -> Exception:
+    """The error a Ray actor's task raised: a RunError as itself (one line, its traceback its
+    detail), anything else a one-line WorkerFailed naming `who`, the traceback its detail."""
+    cause = getattr(err, "cause", None)
+    if isinstance(cause, RunError):
+        return cause
+    said = " ".join(str(cause).split())[:300] if cause is not None else _first_line(err)
+    name = type(cause).__name__ if cause is not None else type(err).__name__
+    return WorkerFailed(f"{who} raised {name}" + (f": {said}" if said else ""), detail=str(err))
 
 
 def fetch(ray, ref, index: int, row: np.ndarray):
@@ -76,13 +95,15 @@ def fetch(ray, ref, index: int, row: np.ndarray):
     try:
         return ray.get(ref)
     except ray.exceptions.RayActorError as err:
-        cause = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise WorkerFailed(f"actor {index} (Ray actor, pid {int(row['pid'])}) died after {int(row['env_steps']):,} "
-                           f"env steps: {type(err).__name__}: {cause}") from None
+        failed = WorkerFailed(f"actor {index} (Ray actor, pid {int(row['pid'])}) died after "
+                              f"{int(row['env_steps']):,} env steps: {type(err).__name__}: {_first_line(err)}",
+                              detail=str(err))
     except ray.exceptions.RayTaskError as err:
-        raise WorkerFailed(f"actor {index} (Ray actor, pid {int(row['pid'])}) raised:\n{err}") from None
+        failed = _raised(err, f"actor {index} (Ray actor, pid {int(row['pid'])})")
     except ray.exceptions.ObjectLostError as err:
-        raise WorkerFailed(f"actor {index} (Ray actor, pid {int(row['pid'])}): its batch was lost ({err})") from None
+        failed = WorkerFailed(f"actor {index} (Ray actor, pid {int(row['pid'])}): its batch was lost "
+                              f"({_first_line(err)})", detail=str(err))
+    raise failed from failed.__cause__  # the actor's traceback as the cause, Ray's wrapper left out
 
 
 def check_hung(status: np.ndarray, pending: list, busy_since: np.ndarray, timeout_s: float) -> None:

@@ -7,9 +7,10 @@ Design choices, each answering a known pitfall:
   decides how to stop (it sets the STOP flag, joins, then terminates and kills stragglers).
 - Workers watch their parent: if the main process is killed outright, they exit on their own
   at their next check (no orphans).
-- A worker's exception travels to the main process as a formatted traceback on a queue; a
-  worker that dies without one (SIGKILL, OOM) is reported by exit code. Either way the run
-  fails with a message naming the worker, within one health check (0.2 s).
+- A worker's exception travels to the main process on a queue, its traceback as text beside
+  it; a worker that dies without one (SIGKILL, OOM) is reported by exit code. Either way the run
+  fails with a one-line message naming the worker, within one health check (0.2 s), and the
+  traceback goes to the run's record as the error's cause (errors.RunError's `detail`).
 - A worker that makes no progress for `timeout_s` (no env step, no heartbeat in its waits) is
   reported as hung, so the learner never waits forever.
 - Only the main process talks to Sacred: workers write counters into shared memory.
@@ -56,8 +57,8 @@ def misbehave(kind: str) -> None:
         time.sleep(3600)
 
 
-class WorkerFailed(RuntimeError):
-    """A worker process died, raised, hung, or stopped receiving weights."""
+class WorkerFailed(RunError):
+    """A worker process died, raised, hung, or stopped receiving weights: one line, naming it."""
 
 
 def worker_fault(index: int) -> tuple[str, int] | None:
@@ -85,13 +86,17 @@ def run_worker(role: str, index: int, specs: dict, errors, bells: tuple, body: C
         body(index, arrays, waiter, args)
     except Stopped:
         pass
-    except RunError as err:  # an expected fault, named in one line: no traceback, the error itself
+    except RunError as err:  # an expected fault, named in one line: the error itself, its traceback beside it
         status_row["state"] = FAILED
+        if err.detail is None:
+            err.detail = traceback.format_exc()
         errors.put((index, f"{role} {index} (pid {os.getpid()}): {err}", err))
         raise SystemExit(1)
-    except BaseException:  # noqa: BLE001 - report everything, then exit non-zero
+    except BaseException as err:  # noqa: BLE001 - report everything, then exit non-zero
         status_row["state"] = FAILED
-        errors.put((index, f"{role} {index} (pid {os.getpid()}) raised:\n{traceback.format_exc()}", None))
+        said = " ".join(str(err).split())[:300]
+        errors.put((index, f"{role} {index} (pid {os.getpid()}) raised {type(err).__name__}"
+                    + (f": {said}" if said else ""), traceback.format_exc()))
         raise SystemExit(1)
     finally:
         del status_row
@@ -187,19 +192,22 @@ class WorkerPool:
 
     def _death_message(self, index: int, proc) -> tuple[str, RunError | None]:
         """What to say of a dead worker, and the RunError it raised, if it raised one (the run
-        then stops with that error's one line, e.g. a non-finite env value or a divergence)."""
+        then stops with that error's one line, e.g. a non-finite env value, an env's exception or
+        a divergence); another exception is a WorkerFailed of one line, its traceback the detail."""
         time.sleep(0.05)  # let a raising worker's traceback reach the queue
         reports = {}
         while not self.errors.empty():
             worker, text, error = self.errors.get()
             reports[worker] = text, error
-        if index in reports and reports[index][1] is not None:
+        if index in reports and isinstance(reports[index][1], RunError):
             return reports[index]
+        steps = int(self.status[index]["env_steps"])
+        if index in reports:  # it raised something else: its one line, its traceback as the detail
+            text, trace = reports[index]
+            return "", WorkerFailed(f"{text} after {steps:,} env steps", detail=trace)
         code = proc.exitcode
         how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
-        steps = int(self.status[index]["env_steps"])
-        message = f"{self.role} {index} (pid {proc.pid}) {how} after {steps:,} env steps"
-        return message + (f"\n{reports[index][0]}" if index in reports else ""), None
+        return f"{self.role} {index} (pid {proc.pid}) {how} after {steps:,} env steps", None
 
     def stop(self, grace_s: float = 3.0) -> None:
         """Ask every worker to stop, then terminate and kill whatever is left. Idempotent."""

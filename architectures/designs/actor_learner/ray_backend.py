@@ -39,7 +39,9 @@ import torch
 
 from architectures.core.config import DQNConfig
 from architectures.core.dqn import build_learner
+from architectures.core.env_guard import name_this_process
 from architectures.core.envs import env_spec, rng_seeds
+from architectures.core.errors import RunError
 from architectures.core.limits import available_cores
 from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.networks import GreedyPolicy, build_q_network
@@ -65,6 +67,14 @@ class RayActor:
     """One actor: its own env loop (seeded per worker), a local Q-network, its counters."""
 
     def __init__(self, index: int, cfg: DQNConfig, fault: tuple[str, int] | None, resume: dict | None):
+        name_this_process(f"actor {index}, Ray actor, pid {os.getpid()}")  # as its env's errors name it
+        self.failed: RunError | None = None
+        try:
+            self._start(index, cfg, fault, resume)
+        except RunError as err:  # e.g. its env raised in reset: said by ready(), one line, not Ray's death
+            self.failed = err
+
+    def _start(self, index: int, cfg: DQNConfig, fault: tuple[str, int] | None, resume: dict | None) -> None:
         torch.set_num_threads(1)
         self.index, self.cfg, self.fault = index, cfg, fault
         self.run_steps = 0  # the run's env steps requested so far (free-running actors' epsilon)
@@ -83,6 +93,8 @@ class RayActor:
         self.idle_since = None
 
     def ready(self) -> tuple[int, str]:
+        if self.failed is not None:
+            raise self.failed
         return os.getpid(), socket.gethostname()
 
     def state(self) -> dict:
