@@ -7,6 +7,7 @@ time (evaluation, checkpoints) is not counted; the workers' CPU is theirs, not t
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -47,6 +48,14 @@ def test_the_clock_counts_no_cpu_while_paused():
 
 def test_a_gone_process_reads_as_none():
     assert process_cpu_seconds(2 ** 31 - 1) is None
+
+
+def test_a_process_reads_as_the_cpu_it_spent():
+    """The kernel's count for this process is what time.process_time says (both: user + system
+    of every thread), to its 10 ms steps."""
+    _burn(0.1)
+    before, read = time.process_time(), process_cpu_seconds(os.getpid())
+    assert abs(read - before) < 0.05, (read, before)
 
 
 @pytest.mark.parametrize("module,workers,cost,role", CASES, ids=[c[0].__name__.split(".")[-1] for c in CASES])
