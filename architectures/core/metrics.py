@@ -140,9 +140,13 @@ def cpu_summary(clock: Stopwatch, env_steps: int) -> dict | None:
 
 
 class Reporter(Protocol):
+    """Where a run's numbers go. `trained(net)` is optional: Run.result hands it a CPU copy of
+    the trained online network (the Python API keeps it; Sacred's reporter has no use for it)."""
+
     def scalar(self, name: str, value: float, env_steps: int) -> None: ...
     def holdout(self, result: dict) -> None: ...
     def progress(self, env_steps: int, total: int, steps_per_sec: float, last_return: float | None) -> None: ...
+    def trained(self, net) -> None: ...
 
 
 class NullReporter:
@@ -153,6 +157,9 @@ class NullReporter:
         pass
 
     def progress(self, env_steps: int, total: int, steps_per_sec: float, last_return: float | None) -> None:
+        pass
+
+    def trained(self, net) -> None:
         pass
 
 
