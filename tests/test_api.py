@@ -138,6 +138,7 @@ def test_importing_the_package_loads_neither_the_api_nor_torch():
     assert architectures.train is train and "train" in architectures.__all__
 
 
+@pytest.mark.slow
 def test_the_readme_example_runs_as_printed(env_dir, tmp_path):
     (tmp_path / "example.py").write_text(_readme_block("api-example:"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(env_dir), ROOT])}

@@ -94,6 +94,7 @@ def _our_actors() -> list[str]:
     return [name for name in ray.util.list_named_actors() if name.startswith("pdqn_actor_")]
 
 
+@pytest.mark.slow
 def test_utd_and_checkpoints_match_the_local_backend(ray_run):
     r, _ = ray_run
     cfg = small_cfg()
@@ -158,6 +159,7 @@ class KillActor(NullReporter):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow
 def test_a_killed_ray_actor_fails_the_run_naming_it(cluster):
     reporter = KillActor()
     with pytest.raises(WorkerFailed, match=r"actor 1 \(Ray actor, pid \d+\) died after [\d,]+ env steps"):
@@ -172,6 +174,7 @@ def test_a_killed_ray_actor_fails_the_run_naming_it(cluster):
     ("1:kill:700", r"actor 1 \(Ray actor, pid \d+\) died after"),
     ("1:hang:700", r"actor 1 \(Ray actor, pid \d+\) returned no batch for 4 s .* hung"),
 ])
+@pytest.mark.slow
 def test_an_actor_that_raises_dies_or_hangs_fails_the_run(cluster, monkeypatch, fault, message):
     monkeypatch.setenv(FAULT_ENV, fault)
     with pytest.raises(WorkerFailed, match=message):
@@ -192,6 +195,7 @@ def test_an_unreachable_address_is_one_clear_line():
         ray_support.check_ray_address("nonsense")
 
 
+@pytest.mark.slow
 def test_a_sweep_through_ray_stores_every_run_once_and_resumes(cluster, tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-c", TWO_RUN_SWEEP, "tiny", "--out", str(out), "--ray", cluster]

@@ -163,6 +163,7 @@ def test_an_unwritable_out_fails_clearly(tmp_path):
     assert proc.returncode != 0 and "is not writable" in proc.stderr and str(blocker) in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_sweep_killed_mid_run_resumes_and_counts_every_run_once(tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-c", TINY_SWEEP, "tiny", "--out", str(out)]
@@ -346,6 +347,7 @@ def test_device_sweep_skips_cuda_runs_without_cuda(tmp_path):
     assert "device=cpu" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_full_disk_fails_clearly_and_leaves_completed_runs_intact(tmp_path):
     disk = tmp_path / "disk"
     disk.mkdir()
@@ -375,6 +377,7 @@ def test_a_full_disk_fails_clearly_and_leaves_completed_runs_intact(tmp_path):
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_a_failing_run_is_named_and_the_others_still_complete(tmp_path):
     # The actor_learner run's actor 0 crashes at its 100th env step (the workers' fault hook);
     # the single_env run has no workers and completes.
@@ -473,6 +476,7 @@ def test_nice_lowers_its_own_sessions_group_and_leaves_a_terminals_alone():
     assert shared.stdout.split() == ["10", before], shared.stderr
 
 
+@pytest.mark.slow
 def test_each_run_stores_how_many_ran_at_once(tmp_path):
     """`--jobs 2` reaches every run's result as runs_at_once 2 (the report quotes no speed from
     such runs); a run a sweep made alone stores 1."""
