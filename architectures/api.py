@@ -48,6 +48,8 @@ class _Keeper:
 
     def trained(self, net: QNetwork) -> None:
         self.net = net
+        if hasattr(self.inner, "trained"):
+            self.inner.trained(net)
 
 
 @dataclass
@@ -56,9 +58,9 @@ class Result:
 
     design: str
     config: DQNConfig
-    q_network: QNetwork
-    result: dict
-    _policy: GreedyPolicy | None = field(default=None, init=False, repr=False)
+    q_network: QNetwork = field(repr=False)
+    result: dict = field(repr=False)
+    _policy: GreedyPolicy | None = field(default=None, init=False, repr=False, compare=False)
 
     def q_values(self, obs) -> np.ndarray:
         """Q-values (num_actions,) of one observation."""
