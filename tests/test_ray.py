@@ -107,6 +107,7 @@ def test_utd_and_checkpoints_match_the_local_backend(ray_run):
     assert _our_actors() == []  # the run's actors are gone
 
 
+@pytest.mark.slow
 def test_no_transition_is_lost_or_duplicated(ray_run):
     r, _ = ray_run
     # What each actor produced reached the replay exactly once; only the n-step adder's pending
@@ -123,6 +124,7 @@ def test_no_transition_is_lost_or_duplicated(ray_run):
         assert abs(share - 0.5) <= 0.1
 
 
+@pytest.mark.slow
 def test_diagnostics_as_the_local_backend_reports_them(ray_run):
     r, recorder = ray_run
     lag = r["policy_lag"]

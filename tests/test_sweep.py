@@ -145,7 +145,8 @@ def test_cells_names_a_setting_no_cell_has():
     (["smoke", "--cells", "cartpole/nope"], "error: --cells: 'cartpole/nope' names no cell of this sweep"),
     (["smoke", "--cells", ""], "error: --cells: no pattern given"),
     (["smoke", "--seeds", "0"], "--seeds must be >= 1"),
-    (["smoke", "--mongo", "mongodb://127.0.0.1:1/dqn"], "--mongo 'mongodb://127.0.0.1:1/dqn' is unreachable"),
+    pytest.param(["smoke", "--mongo", "mongodb://127.0.0.1:1/dqn"], "--mongo 'mongodb://127.0.0.1:1/dqn' is unreachable",
+                 marks=pytest.mark.slow),  # waits out the driver's connection timeout
     (["smoke", "--mongo", "localhost:27017"], "expected a mongodb:// URL"),
 ])
 def test_bad_input_fails_before_any_run(tmp_path, args, message):
@@ -330,6 +331,7 @@ def test_timing_experiment_times_the_learner_update(tmp_path):
 
 @pytest.mark.parametrize("arg, message", [("network=nope", "network: must be one of"),
                                           ("torch_threads=0", "torch_threads: must be an integer >= 1")])
+@pytest.mark.slow
 def test_timing_bad_input_fails_fast(tmp_path, arg, message):
     proc = subprocess.run([sys.executable, "-m", "experiments.timing", "with", arg, "-F", str(tmp_path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
@@ -337,6 +339,7 @@ def test_timing_bad_input_fails_fast(tmp_path, arg, message):
     assert _statuses(tmp_path) == {}
 
 
+@pytest.mark.slow
 def test_device_sweep_skips_cuda_runs_without_cuda(tmp_path):
     import torch
 

@@ -101,6 +101,7 @@ def test_a_bad_env_id_is_one_line_naming_the_key(env_dir, env_id, message):
     ("user_envs_spaces:DiscreteObs-v0", "has observation space Discrete(11); the Q-network needs a Box"),
     ("user_envs_spaces:Crashes-v0", "could not be made: RuntimeError: simulator licence not found (ask the admin)"),
 ])
+@pytest.mark.slow
 def test_spaces_dqn_cannot_use_stop_the_run_before_anything_is_recorded(env_dir, tmp_path, env_id, message):
     out = tmp_path / "runs"
     proc = subprocess.run([sys.executable, "-m", "experiments.train", "with", f"env_id={env_id}", "-F", str(out)],
