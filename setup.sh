@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install the suite with its test extras and Ray (so the Ray backend's tests
-# run too), from this repo's own files only.
+# run too), from this repo's own files only, at the exact versions of requirements.lock (those the
+# committed reference runs recorded); LOCK= ./setup.sh installs from pyproject.toml's ranges instead.
 # Idempotent: re-running it on a set-up machine checks the install and returns.
 #   ./setup.sh --paper   also installs LaTeX (and pdftoppm) from Debian's packages, for `make -C paper`
 #   ./setup.sh --browser also installs Chromium and its driver from Debian's packages, for the
@@ -32,5 +33,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # constraints.txt pins torch to the CPU build (a looser pin downloads a multi-GB CUDA build)
 # and setuptools below 82 (sacred 0.8.7 imports pkg_resources).
-.venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt "setuptools<82" wheel
-.venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[test,ray${EXTRAS:+,$EXTRAS}]"
+LOCK=${LOCK-requirements.lock}
+.venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt ${LOCK:+-c "$LOCK"} "setuptools<82" wheel
+.venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt ${LOCK:+-r "$LOCK"} \
+    -e ".[test,ray${EXTRAS:+,$EXTRAS}]"

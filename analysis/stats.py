@@ -140,8 +140,26 @@ def rank_test_p(x, y) -> float:
         splits = [np.isin(np.arange(len(pooled)), chosen) for chosen in itertools.combinations(range(len(pooled)), n)]
         extreme = sum(abs(float(_u(pooled[m], pooled[~m])) - centre) >= observed - 1e-12 for m in splits)
         return extreme / len(splits)
-    return float(stats.permutation_test((xs, ys), _u, permutation_type="independent", vectorized=True,
-                                        n_resamples=np.inf, alternative="two-sided").pvalue)
+    return _exact_p(xs, ys)
+
+
+def _exact_p(xs: np.ndarray, ys: np.ndarray) -> float:
+    """scipy.stats.permutation_test's exact two-sided p of U over every split of the pooled runs
+    (twice the smaller share of splits at or below, or at or above, the observed U; at most 1),
+    counted, not enumerated: U is the x side's rank sum less a constant, so the splits are counted
+    by their sum of (doubled, so integer) midranks, one run at a time. The same p to the bit, in
+    milliseconds where enumerating 10 vs 10 took half a second (the report makes ~90 of them)."""
+    pooled = np.concatenate([xs, ys])
+    doubled = np.rint(2 * stats.rankdata(pooled)).astype(np.int64)  # midranks x 2: ties stay exact
+    n, top = len(xs), int(doubled.sum())
+    ways = np.zeros((n + 1, top + 1), dtype=np.int64)  # [k, s]: splits of k runs whose doubled ranks sum to s
+    ways[0, 0] = 1
+    for rank in doubled:
+        ways[1:, rank:] += ways[:-1, :top + 1 - rank]  # numpy buffers the overlap: each run counted once
+    observed, splits = int(doubled[:n].sum()), ways[n]
+    total = int(splits.sum())
+    less, greater = int(splits[:observed + 1].sum()), int(splits[observed:].sum())
+    return float(min(1.0, min(less / total, greater / total) * 2))
 
 
 def seeds_summary(values, *, reps: int = DEFAULT_REPS, seed: int = DEFAULT_SEED) -> dict:

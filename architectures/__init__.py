@@ -10,6 +10,10 @@ reporter: Reporter | None) -> dict`. Modules are imported on demand, so naming a
 nothing until it runs. `get_train_fn(name, backend)` is the one place a backend is chosen:
 actor_learner on Ray is its own module (`BACKENDS`), so neither actor_learner file imports the
 other.
+
+The Python API (api.py): `from architectures import train, load, DQNConfig`; `train(design,
+**config)` returns a `Result` holding the trained Q-network. Loaded on first use, like the
+designs, so importing the package stays cheap.
 """
 
 from __future__ import annotations
@@ -48,3 +52,17 @@ def preflight(name: str, cfg) -> None:
     check = getattr(module, "preflight", None)
     if check is not None:
         check(cfg)
+
+
+_LAZY = {"train": "architectures.api", "load": "architectures.api", "Result": "architectures.api",
+         "DQNConfig": "architectures.core.config", "ConfigError": "architectures.core.errors"}
+
+
+def __getattr__(name: str):
+    """The API's names, imported on first use (PEP 562)."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'architectures' has no attribute {name!r}")
+
+
+__all__ = ["ARCHITECTURES", "BACKENDS", "get_train_fn", "preflight", *_LAZY]

@@ -98,6 +98,7 @@ def two_worker_run():
     return result
 
 
+@pytest.mark.slow
 def test_utd_holds_on_the_global_step_count(two_worker_run):
     r = two_worker_run
     assert r["env_steps"] == 6_000
@@ -105,6 +106,7 @@ def test_utd_holds_on_the_global_step_count(two_worker_run):
     assert r["realised_utd"] == pytest.approx(0.25, rel=0.02)
 
 
+@pytest.mark.slow
 def test_every_worker_keeps_receiving_weights(two_worker_run):
     r = two_worker_run
     publishes = r["updates"] // 5
@@ -118,6 +120,7 @@ def test_every_worker_keeps_receiving_weights(two_worker_run):
         assert version >= 0.7 * r["updates"] and fetches >= 10
 
 
+@pytest.mark.slow
 def test_symmetric_workers_share_the_data_evenly(two_worker_run):
     shares = two_worker_run["worker_shares"]
     for kind in ("env_steps", "replay", "sampled"):
@@ -127,6 +130,7 @@ def test_symmetric_workers_share_the_data_evenly(two_worker_run):
     assert all(n > 0 for n in two_worker_run["worker_episodes"])
 
 
+@pytest.mark.slow
 def test_holdout_checkpoints_are_exact_and_off_the_clock(two_worker_run):
     r = two_worker_run
     assert [c["env_steps"] for c in r["holdout_curve"]] == [2_000, 4_000, 6_000]
@@ -134,6 +138,7 @@ def test_holdout_checkpoints_are_exact_and_off_the_clock(two_worker_run):
     assert r["env_steps_per_sec"] == pytest.approx(r["env_steps"] / r["train_seconds"])
 
 
+@pytest.mark.slow
 def test_diagnostics_name_lag_handoff_and_bottleneck(two_worker_run):
     r = two_worker_run
     lag = r["policy_lag"]
@@ -148,6 +153,7 @@ def test_diagnostics_name_lag_handoff_and_bottleneck(two_worker_run):
     assert {"actor_env_step", "actor_act", "actor_handoff", "update"} <= set(r["component_costs_us"])
 
 
+@pytest.mark.slow
 def test_apex_epsilons_and_prioritized_replay_run():
     r = actor_learner.train(small_cfg(total_env_steps=2_000, eval_every=2_000, actor_epsilons="apex",
                                       prioritized=True, learning_starts=300))
@@ -171,6 +177,7 @@ def test_apex_epsilons_spread_over_actors():
     ("1:freeze_weights:900", "actor 1 (pid"),
     ("0:hang:900", "actor 0 (pid"),
 ])
+@pytest.mark.slow
 def test_a_failing_worker_fails_the_run_fast_and_cleanly(monkeypatch, fault, message):
     monkeypatch.setenv(FAULT_ENV, fault)
     start = time.monotonic()
@@ -205,6 +212,7 @@ def _wait_running(proc: subprocess.Popen) -> list[int]:
     return descendants(proc.pid)
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_everything_and_leaves_no_shared_memory():
     proc = _start_cli(["--log_every", "2000"])
     try:
@@ -226,6 +234,7 @@ def test_ctrl_c_stops_everything_and_leaves_no_shared_memory():
     assert leaked_segments(proc.pid) == []
 
 
+@pytest.mark.slow
 def test_a_killed_learner_leaves_no_orphans_and_no_shared_memory():
     proc = _start_cli(["--log_every", "2000"])
     try:
@@ -258,6 +267,7 @@ def test_worker_quotas_sum_to_the_total(total, workers):
 
 
 # ---------------------------------------------------------------------- vector_env
+@pytest.mark.slow
 def test_vector_env_paces_updates_and_shares_evenly():
     result = vector_env.train(small_cfg())
     assert result["env_steps"] == 6_000

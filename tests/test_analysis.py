@@ -130,6 +130,7 @@ def test_report_end_to_end_on_a_tiny_store(headline_store, tmp_path):
     assert {p: open(p).read() for p in first} == first
 
 
+@pytest.mark.slow
 def test_bad_runs_are_named_and_the_rest_still_builds(tmp_path):
     store = tmp_path / "store"
     specs = headline_specs(seeds=3)
@@ -175,6 +176,7 @@ def test_analysis_never_imports_architectures():
 REFERENCE = os.path.join(ROOT, "results", "reference")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir(REFERENCE), reason="results/reference not present")
 def test_committed_figures_and_tables_are_what_the_report_regenerates(tmp_path):
     report_mod.build([REFERENCE], str(tmp_path))
@@ -222,6 +224,7 @@ def test_every_number_the_writeup_quotes_is_a_generated_macro():
         assert os.path.exists(os.path.join(ROOT, "paper", table)), table
 
 
+@pytest.mark.slow
 def test_pooling_different_configs_of_one_architecture_is_named(tmp_path):
     store = tmp_path / "store"
     make_runs(FileStorageObserver(str(store)), [

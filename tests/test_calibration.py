@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+import pytest
 from sacred.observers import FileStorageObserver
 
 from analysis.calibration import cells
@@ -10,6 +11,7 @@ from analysis.load import load_runs
 from tests.synthetic_runs import make_runs
 
 
+@pytest.mark.slow
 def test_the_cell_with_the_best_early_mean_over_seeds_is_chosen(tmp_path):
     """Two cells by lr over two seeds: the holdout at checkpoint k of K is quality * k / K + seed,
     so at checkpoints 1000, 2000 of 3000 (upto 2000) the early mean is quality / 2 + seed; the

@@ -7,6 +7,7 @@ time (evaluation, checkpoints) is not counted; the workers' CPU is theirs, not t
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -20,10 +21,11 @@ BUSY_US, WAIT_US = 500.0, 2000.0
 
 # design module, workers, env cost, the role that steps the envs
 CASES = [
-    (single_env, 1, {"env_step_cost_us": BUSY_US}, "main"),
-    (actor_learner, 2, {"env_step_wait_us": WAIT_US}, "workers"),
-    (vector_env, 2, {"env_step_cost_us": BUSY_US}, "workers"),
-    (hogwild, 2, {"env_step_cost_us": BUSY_US}, "workers"),
+    pytest.param(single_env, 1, {"env_step_cost_us": BUSY_US}, "main", id="single_env"),
+    pytest.param(actor_learner, 2, {"env_step_wait_us": WAIT_US}, "workers", id="actor_learner",
+                 marks=pytest.mark.slow),
+    pytest.param(vector_env, 2, {"env_step_cost_us": BUSY_US}, "workers", id="vector_env"),
+    pytest.param(hogwild, 2, {"env_step_cost_us": BUSY_US}, "workers", id="hogwild", marks=pytest.mark.slow),
 ]
 
 
@@ -49,7 +51,15 @@ def test_a_gone_process_reads_as_none():
     assert process_cpu_seconds(2 ** 31 - 1) is None
 
 
-@pytest.mark.parametrize("module,workers,cost,role", CASES, ids=[c[0].__name__.split(".")[-1] for c in CASES])
+def test_a_process_reads_as_the_cpu_it_spent():
+    """The kernel's count for this process is what time.process_time says (both: user + system
+    of every thread), to its 10 ms steps."""
+    _burn(0.1)
+    before, read = time.process_time(), process_cpu_seconds(os.getpid())
+    assert abs(read - before) < 0.05, (read, before)
+
+
+@pytest.mark.parametrize("module,workers,cost,role", CASES)
 def test_the_env_stepping_role_pays_a_busy_step_as_cpu_and_a_wait_not(module, workers, cost, role):
     cfg = DQNConfig(total_env_steps=1_000, learning_starts=200, buffer_size=2_000, eval_episodes=0,
                     eval_every=1_000, log_every=1_000, num_workers=workers, **cost)

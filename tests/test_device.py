@@ -141,6 +141,7 @@ DESIGNS = ["single_env", "high_utd", "actor_learner", "vector_env", "pqn"]
 
 
 @pytest.mark.parametrize("design", DESIGNS)
+@pytest.mark.slow
 def test_every_design_with_a_learner_runs_it_on_a_device(design):
     """Each design, end to end, with its learner on meta: acting on the host copy, the replay's rows
     crossing to the device, the updates there, the holdout and the logs reading it."""

@@ -89,6 +89,7 @@ run.acting.EpisodeStream.record)."""
 
 
 @pytest.mark.parametrize("design, env", NON_FINITE)
+@pytest.mark.slow
 def test_a_non_finite_env_value_stops_the_run(design, env):
     cfg = DQNConfig(env_id=f"tests.fault_envs:{env}", **TINY)
     with pytest.raises(NonFiniteEnvValue) as caught:
@@ -100,6 +101,7 @@ def test_a_non_finite_env_value_stops_the_run(design, env):
 
 
 @pytest.mark.parametrize("design", DESIGNS)
+@pytest.mark.slow
 def test_a_non_finite_loss_stops_every_design_as_diverged(design):
     with pytest.raises(RunDiverged) as caught:
         get_train_fn(design)(DQNConfig(lr=1e30, **TINY), None)
@@ -361,6 +363,7 @@ def _bad_checkpoints(tmp_path) -> dict:
 
 @pytest.mark.parametrize("case", ["truncated", "random", "empty", "foreign", "changed_key", "directory",
                                   "unwritable"])
+@pytest.mark.slow
 def test_a_checkpoint_the_run_cannot_use_is_one_line_exit_2_and_kept(tmp_path, case):
     store, path = tmp_path / "runs", tmp_path / "ckpt.pt"
     if case == "directory":
@@ -385,6 +388,7 @@ def test_a_checkpoint_the_run_cannot_use_is_one_line_exit_2_and_kept(tmp_path, c
         assert path.read_bytes() == before  # kept as it was
 
 
+@pytest.mark.slow
 def test_a_second_run_on_a_held_checkpoint_stops_naming_the_holder(tmp_path):
     path, store = tmp_path / "run.pt", tmp_path / "runs"
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from architectures.run.checkpoint import hold_lock; "

@@ -29,6 +29,7 @@ def test_resets_happen_on_their_period_and_learning_goes_on(tiny_cfg, layers):
     assert r["realised_utd"] == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_a_diverging_run_is_flagged(tiny_cfg):
     # The deadly triad at 8 updates per step: bootstrapping off a target synced every update,
     # gamma 0.999, no clipping, squared loss, a large step size. |Q| grows by orders of magnitude.

@@ -165,26 +165,39 @@ def test_the_median_pass_is_kept_whole_per_cost_and_per_count():
     assert median_repeat(passes[:2])["hogwild_in_loop"]["us"] == 3.0  # an even count keeps the lower middle
 
 
-def test_components_are_measured_with_spread_for_every_model_input():
+def test_the_components_alone_are_measured_with_spread_in_this_process():
+    """The in-process measurements the plan starts with (experiments/components_alone.py), at a
+    budget of a fraction of a second: the quick check's share of what the plan test measures whole."""
     from architectures.core.config import DQNConfig
-    from experiments.components import measure
+    from experiments.components_alone import Bench, acting_costs, env_costs, hand_off_costs, learning_costs, rollout_costs
 
-    costs = measure(DQNConfig(hidden_sizes=(16,), batch_size=16, buffer_size=2_000), cores=2, budget_s=2.0,
-                    log=lambda line: None)
-    needed = {"env_step", "act", "fold", "store", "sample", "update", "diagnostics", "ring_write", "ring_drain",
-              "weight_publish", "act_batch", "vector_send", "vector_recv", "vector_round_trip", "in_loop", "contention", "vector_act_in_loop", "vector_round_trip_learning", "hogwild_in_loop",
-              "actor_learner_shared", "hogwild_at_cores"}
-    assert needed <= set(costs)
-    for name in needed:
-        rows = costs[name].values() if "us" not in costs[name] else [costs[name]]
-        for row in rows:
-            assert 0 < row["p10"] <= row["us"] <= row["p90"], (name, row)
-    assert set(costs["vector_round_trip"]) == {"1", "2", "4"}  # 1, 2, cores and 2 x cores on two cores
-    predict_all(cost_model.medians(costs), utd=0.25, cores=2)  # the model takes them as they are
+    bench = Bench.open(DQNConfig(hidden_sizes=(16,), batch_size=16, buffer_size=2_000))
+    costs = env_costs(bench, 0.0, 0.2, log=lambda line: None)
+    for measure in (lambda: acting_costs(bench, [1, 2], lambda line: None),
+                    lambda: learning_costs(bench, 0.2, lambda line: None),
+                    lambda: hand_off_costs(bench, lambda line: None),
+                    lambda: rollout_costs(bench, [1, 2], lambda line: None)):
+        costs.update(measure())
+    bench.env.close()
+    assert {"env_step", "act", "fold", "store", "sample", "update", "ring_write", "ring_drain", "act_batch"} <= set(costs)
+    for name, cost in costs.items():
+        for row in cost.values() if "us" not in cost else [cost]:
+            if isinstance(row, dict) and "p10" in row:
+                assert 0 < row["p10"] <= row["us"] <= row["p90"], (name, row)
 
 
+MODEL_INPUTS = {"env_step", "act", "fold", "store", "sample", "update", "diagnostics", "ring_write", "ring_drain",
+                "weight_publish", "act_batch", "vector_send", "vector_recv", "vector_round_trip", "in_loop", "contention",
+                "vector_act_in_loop", "vector_round_trip_learning", "hogwild_in_loop", "actor_learner_shared",
+                "hogwild_at_cores"}
+
+
+@pytest.mark.slow
 def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(tmp_path), "--budget", "4",
+    """plan end to end, and the component measurements it makes (experiments/components.py): every
+    input of the model measured, with spread, in a form the model takes as it is. One measurement
+    serves both (a separate components test measured them all again: 38 s of the suite)."""
+    proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(tmp_path), "--budget", "2",
                            "--confirm-seconds", "2", "with", "cartpole", "hidden_sizes=[32]", "buffer_size=5000"],
                           cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -200,6 +213,13 @@ def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
     assert plan["config"]["hidden_sizes"] == [32] and plan["cores"] >= 1 and plan["host"]["cpu"]
     assert "recommended:" in proc.stdout and proc.stdout.count("confirmed:") == 2
     assert "predicted" in proc.stdout and "measured" in proc.stdout  # side by side
+    costs, cores = plan["component_costs_us"], plan["cores"]
+    assert MODEL_INPUTS <= set(costs) if cores > 1 else MODEL_INPUTS - {"hogwild_at_cores"} <= set(costs)
+    for name in MODEL_INPUTS & set(costs):
+        for row in costs[name].values() if "us" not in costs[name] else [costs[name]]:
+            assert 0 < row["p10"] <= row["us"] <= row["p90"], (name, row)
+    assert set(costs["vector_round_trip"]) == {str(n) for n in {1, 2, cores, 2 * cores}}  # 1, 2, cores, 2 x cores
+    predict_all(cost_model.medians(costs), utd=0.25, cores=cores)  # the model takes them as they are
 
 
 @pytest.mark.parametrize("step_us, confirm_s, expected_s", [

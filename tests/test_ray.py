@@ -95,6 +95,7 @@ def _our_actors() -> list[str]:
     return [name for name in ray.util.list_named_actors() if name.startswith("pdqn_actor_")]
 
 
+@pytest.mark.slow
 def test_utd_and_checkpoints_match_the_local_backend(ray_run):
     r, _ = ray_run
     cfg = small_cfg()
@@ -107,6 +108,7 @@ def test_utd_and_checkpoints_match_the_local_backend(ray_run):
     assert _our_actors() == []  # the run's actors are gone
 
 
+@pytest.mark.slow
 def test_no_transition_is_lost_or_duplicated(ray_run):
     r, _ = ray_run
     # What each actor produced reached the replay exactly once; only the n-step adder's pending
@@ -123,6 +125,7 @@ def test_no_transition_is_lost_or_duplicated(ray_run):
         assert abs(share - 0.5) <= 0.1
 
 
+@pytest.mark.slow
 def test_diagnostics_as_the_local_backend_reports_them(ray_run):
     r, recorder = ray_run
     lag = r["policy_lag"]
@@ -159,6 +162,7 @@ class KillActor(NullReporter):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow
 def test_a_killed_ray_actor_fails_the_run_naming_it(cluster):
     reporter = KillActor()
     with pytest.raises(WorkerFailed, match=r"actor 1 \(Ray actor, pid \d+\) died after [\d,]+ env steps"):
@@ -173,6 +177,7 @@ def test_a_killed_ray_actor_fails_the_run_naming_it(cluster):
     ("1:kill:700", r"actor 1 \(Ray actor, pid \d+\) died after"),
     ("1:hang:700", r"actor 1 \(Ray actor, pid \d+\) returned no batch for 4 s .* hung"),
 ])
+@pytest.mark.slow
 def test_an_actor_that_raises_dies_or_hangs_fails_the_run(cluster, monkeypatch, fault, message):
     monkeypatch.setenv(FAULT_ENV, fault)
     with pytest.raises(WorkerFailed, match=message):
@@ -212,6 +217,7 @@ def test_an_unreachable_address_is_one_clear_line():
         ray_support.check_ray_address("nonsense")
 
 
+@pytest.mark.slow
 def test_a_sweep_through_ray_stores_every_run_once_and_resumes(cluster, tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-c", TWO_RUN_SWEEP, "tiny", "--out", str(out), "--ray", cluster]

@@ -123,6 +123,7 @@ def _expected_epsilons(name: str, cfg: DQNConfig, saved: int) -> list[float]:
 
 
 @pytest.mark.parametrize("name", list(DESIGNS))
+@pytest.mark.slow
 def test_a_run_killed_whole_resumes_with_exact_counts_and_nothing_left_behind(tmp_path, name):
     named, overrides = DESIGNS[name]
     run, metrics = kill_mid_run_and_resume(tmp_path, named, overrides)
@@ -145,6 +146,7 @@ def test_a_run_killed_whole_resumes_with_exact_counts_and_nothing_left_behind(tm
 
 
 @pytest.mark.parametrize("name, every", [("actor_learner", 3_000), ("hogwild", 0)])
+@pytest.mark.slow
 def test_a_resume_with_another_checkpoint_period_parks_at_the_new_schedule(tmp_path, name, every):
     """The parking points are rebuilt from the resumed config; the next one is found by env steps
     (saved at 2,000 or 6,000 every 2,000: resumed every 3,000 it parks next at 3,000 or 9,000, and
@@ -155,6 +157,7 @@ def test_a_resume_with_another_checkpoint_period_parks_at_the_new_schedule(tmp_p
     assert [h["env_steps"] for h in run["info"]["holdout"]] == [4_000, 8_000, 12_000]
 
 
+@pytest.mark.slow
 def test_actor_learner_on_ray_resumes_after_a_group_kill(tmp_path):
     pytest.importorskip("ray", reason="ray is not installed (optional extra): pip install -e '.[ray]'")
     run, _ = kill_mid_run_and_resume(tmp_path, ("cartpole", "actor_learner"), {"backend": "ray"}, timeout=240)
@@ -165,6 +168,7 @@ def test_actor_learner_on_ray_resumes_after_a_group_kill(tmp_path):
     assert max(result["epsilon_at_resume"]) < 1.0
 
 
+@pytest.mark.slow
 def test_high_utd_resumes_bit_for_bit(tiny_cfg, tmp_path):
     cfg = tiny_cfg.replace(total_env_steps=2_000, eval_every=500, checkpoint_every=300, utd=2.0, reset_period=400,
                            checkpoint_path=str(tmp_path / "run.pt"))
@@ -214,6 +218,7 @@ PARALLEL_SWEEP = (
 )
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_resumes_its_parallel_run_from_the_checkpoint(tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-c", PARALLEL_SWEEP, "tiny", "--out", str(out)]
@@ -245,6 +250,7 @@ def test_a_killed_sweep_resumes_its_parallel_run_from_the_checkpoint(tmp_path):
     (actor_learner, dict(num_workers=2), {"rings", "weights", "status", "locks"}),
     (hogwild, dict(hogwild_replay="shared"), {"shared replay", "networks", "adam state", "status", "locks"}),
 ])
+@pytest.mark.slow
 def test_the_predicted_need_is_what_the_blocks_take(monkeypatch, module, overrides, parts):
     """The need checked before the run is computed from the same layouts the run allocates."""
     from architectures.transport import shared
@@ -305,6 +311,7 @@ MINATAR = "--env_id MinAtar/Breakout-v1 --hidden_sizes [128] --total_env_steps 2
     f"-m architectures actor_learner {MINATAR} --num_workers 12",  # twelve 3.4 MB rings
     "-m experiments.train with minatar_breakout hogwild hogwild_replay=shared -F {out}",  # Sacred records nothing
 ])
+@pytest.mark.slow
 def test_in_a_32mb_shm_a_minatar_run_that_cannot_fit_stops_before_any_work(tmp_path, command):
     reason = _can_mount_tmpfs()
     if reason:

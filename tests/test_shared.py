@@ -47,6 +47,7 @@ def _writer(index: int, specs, lock, count: int) -> None:
     del ring, status, arrays
 
 
+@pytest.mark.slow
 def test_rings_never_deliver_or_sample_a_torn_transition():
     writers, count, capacity = 3, 30_000, 64  # the rings wrap ~470 times each
     ctx = mp.get_context("spawn")

@@ -160,7 +160,8 @@ def test_cells_names_a_setting_no_cell_has():
     (["smoke", "--cells", "cartpole/nope"], "error: --cells: 'cartpole/nope' names no cell of this sweep"),
     (["smoke", "--cells", ""], "error: --cells: no pattern given"),
     (["smoke", "--seeds", "0"], "--seeds must be >= 1"),
-    (["smoke", "--mongo", "mongodb://127.0.0.1:1/dqn"], "--mongo 'mongodb://127.0.0.1:1/dqn' is unreachable"),
+    pytest.param(["smoke", "--mongo", "mongodb://127.0.0.1:1/dqn"], "--mongo 'mongodb://127.0.0.1:1/dqn' is unreachable",
+                 marks=pytest.mark.slow),  # waits out the driver's connection timeout
     (["smoke", "--mongo", "localhost:27017"], "expected a mongodb:// URL"),
 ])
 def test_bad_input_fails_before_any_run(tmp_path, args, message):
@@ -178,6 +179,7 @@ def test_an_unwritable_out_fails_clearly(tmp_path):
     assert proc.returncode != 0 and "is not writable" in proc.stderr and str(blocker) in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_sweep_killed_mid_run_resumes_and_counts_every_run_once(tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-c", TINY_SWEEP, "tiny", "--out", str(out)]
@@ -377,6 +379,7 @@ def test_timing_experiment_times_the_learner_update(tmp_path):
 
 @pytest.mark.parametrize("arg, message", [("network=nope", "network: must be one of"),
                                           ("torch_threads=0", "torch_threads: must be an integer >= 1")])
+@pytest.mark.slow
 def test_timing_bad_input_fails_fast(tmp_path, arg, message):
     proc = subprocess.run([sys.executable, "-m", "experiments.timing", "with", arg, "-F", str(tmp_path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
@@ -384,6 +387,7 @@ def test_timing_bad_input_fails_fast(tmp_path, arg, message):
     assert _statuses(tmp_path) == {}
 
 
+@pytest.mark.slow
 def test_device_sweep_skips_cuda_runs_without_cuda(tmp_path):
     import torch
 
@@ -394,6 +398,7 @@ def test_device_sweep_skips_cuda_runs_without_cuda(tmp_path):
     assert "device=cpu" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_full_disk_fails_clearly_and_leaves_completed_runs_intact(tmp_path):
     disk = tmp_path / "disk"
     disk.mkdir()
@@ -423,6 +428,7 @@ def test_a_full_disk_fails_clearly_and_leaves_completed_runs_intact(tmp_path):
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_a_failing_run_is_named_and_the_others_still_complete(tmp_path):
     # The actor_learner run's actor 0 crashes at its 100th env step (the workers' fault hook);
     # the single_env run has no workers and completes.
@@ -521,6 +527,7 @@ def test_nice_lowers_its_own_sessions_group_and_leaves_a_terminals_alone():
     assert shared.stdout.split() == ["10", before], shared.stderr
 
 
+@pytest.mark.slow
 def test_each_run_stores_how_many_ran_at_once(tmp_path):
     """`--jobs 2` reaches every run's result as runs_at_once 2 (the report quotes no speed from
     such runs); a run a sweep made alone stores 1."""

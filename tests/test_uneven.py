@@ -9,7 +9,8 @@ from architectures.designs.actor_learner import local as actor_learner
 from architectures.run.acting import worker_env_cost
 from tests.test_actor_learner import assert_clean, small_cfg
 
-SLOW = dict(total_env_steps=6_000, eval_every=3_000, slow_worker_cost_us=1_500.0)
+SLOW = dict(total_env_steps=3_000, eval_every=1_500, slow_worker_cost_us=1_500.0)
+"""Half of the steps at 1.5 ms is 2.25 s a run: long enough to tell a held run from a free one."""
 
 
 def test_only_worker_zero_is_slowed_and_only_among_several():
@@ -18,11 +19,12 @@ def test_only_worker_zero_is_slowed_and_only_among_several():
     assert worker_env_cost(cfg.replace(num_workers=1), 0) == 100.0  # single_env ignores it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quotas", ["equal", "free"])
 def test_totals_stay_exact_whoever_steps(quotas):
     r = actor_learner.train(small_cfg(**SLOW, actor_quotas=quotas))
-    assert r["env_steps"] == 6_000 and r["updates"] == (6_000 - 500) // 4
-    assert [c["env_steps"] for c in r["holdout_curve"]] == [3_000, 6_000]
+    assert r["env_steps"] == 3_000 and r["updates"] == (3_000 - 500) // 4
+    assert [c["env_steps"] for c in r["holdout_curve"]] == [1_500, 3_000]
     assert r["actor_quotas"] == quotas and len(r["worker_acting_staleness_mean"]) == 2
     shares = r["worker_shares"]["env_steps"]
     if quotas == "equal":  # the fast actor waits for the slow one at every parking point
@@ -34,13 +36,14 @@ def test_totals_stay_exact_whoever_steps(quotas):
     assert_clean()
 
 
+@pytest.mark.slow
 def test_a_slow_env_holds_every_vector_step_and_a_slow_hogwild_worker_its_share():
     v = vector_env.train(small_cfg(**SLOW))
     h = hogwild.train(small_cfg(**SLOW))
     for r in (v, h):
-        assert r["env_steps"] == 6_000 and r["worker_shares"]["env_steps"] == [0.5, 0.5]
+        assert r["env_steps"] == 3_000 and r["worker_shares"]["env_steps"] == [0.5, 0.5]
     # The vector env waits for its slow env on every step, and hogwild's run lasts until its slow
-    # worker has stepped its half: either way at least 3,000 slow steps' time.
+    # worker has stepped its half: either way at least 1,500 slow steps' time.
     for r in (v, h):
-        assert r["train_seconds"] >= 3_000 * 1.5e-3
+        assert r["train_seconds"] >= 1_500 * 1.5e-3
     assert_clean()

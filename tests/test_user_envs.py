@@ -62,12 +62,14 @@ def _env(folder) -> dict:
 
 @pytest.mark.parametrize("architecture, extra", [(name, {"utd": 1.0} if name == "high_utd" else {}) for name in NAMES]
                          + [("hogwild", {"hogwild_replay": "shared"})])
+@pytest.mark.slow
 def test_every_design_trains_on_a_users_env(env_dir, architecture, extra):
     result = get_train_fn(architecture)(DQNConfig(**{**TINY, **extra}))
     assert result["env_steps"] == 2_000 and [c["env_steps"] for c in result["holdout_curve"]] == [1_000, 2_000]
     assert result["updates"] > 0
 
 
+@pytest.mark.slow
 def test_actor_learner_on_ray_trains_on_a_users_env(env_dir, tmp_path):
     pytest.importorskip("ray", reason="ray is not installed (optional extra): pip install -e '.[ray]'")
     args = [f"{k}={json.dumps(list(v) if isinstance(v, tuple) else v) if not isinstance(v, str) else v}"
@@ -99,6 +101,7 @@ def test_a_bad_env_id_is_one_line_naming_the_key(env_dir, env_id, message):
     ("user_envs_spaces:DiscreteObs-v0", "has observation space Discrete(11); the Q-network needs a Box"),
     ("user_envs_spaces:Crashes-v0", "could not be made: RuntimeError: simulator licence not found (ask the admin)"),
 ])
+@pytest.mark.slow
 def test_spaces_dqn_cannot_use_stop_the_run_before_anything_is_recorded(env_dir, tmp_path, env_id, message):
     out = tmp_path / "runs"
     proc = subprocess.run([sys.executable, "-m", "experiments.train", "with", f"env_id={env_id}", "-F", str(out)],
@@ -114,6 +117,7 @@ def _sweep(args, folder, timeout=300) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_the_smoke_sweep_runs_on_a_users_env_and_a_restart_skips_it(env_dir, tmp_path):
     out = str(tmp_path / "out")
     args = ["smoke", "--out", out, "with", f"env_id={ENV_ID}", "total_env_steps=3000", "eval_every=1500"]

@@ -101,6 +101,7 @@ def _assert_no_semaphores(names: list[str]) -> None:
     assert [n for n in names if os.path.exists(f"/dev/shm/sem.{n.lstrip('/')}")] == []
 
 
+@pytest.mark.slow
 def test_a_hung_env_fails_the_run_within_the_timeout_naming_it(stall_envs):
     mark, semaphores = stall_envs
     text, seconds = _fails(_cfg("stall_envs:Hangs-v0", timeout_s=2.0), mark)

@@ -14,6 +14,7 @@ import math
 import os
 
 import numpy as np
+import psutil
 
 from architectures.core.config import ConfigError, DQNConfig
 from architectures.core.envs import EnvSpec, uncapped
@@ -45,22 +46,10 @@ def worker_limit(cores: int) -> int:
     return max(MIN_WORKER_LIMIT, WORKERS_PER_CORE * cores)
 
 
-def available_memory_bytes() -> int | None:
-    """Memory a run can still take: psutil's available, else /proc/meminfo's MemAvailable, capped
-    by a cgroup v2 limit where one is set; None where neither can be read (no check then)."""
-    try:
-        import psutil
-
-        available: int | None = int(psutil.virtual_memory().available)
-    except ImportError:
-        available = None
-        try:
-            with open("/proc/meminfo") as f:
-                for line in f:
-                    if line.startswith("MemAvailable:"):
-                        available = int(line.split()[1]) * 1024
-        except OSError:
-            pass
+def available_memory_bytes() -> int:
+    """Memory a run can still take: psutil's available (Linux: /proc/meminfo's MemAvailable),
+    capped by a cgroup v2 limit where one is set (psutil does not read cgroups)."""
+    available = int(psutil.virtual_memory().available)
     try:
         with open("/sys/fs/cgroup/memory.max") as f:
             limit = f.read().strip()
@@ -68,7 +57,7 @@ def available_memory_bytes() -> int | None:
             used = int(f.read().strip())
         if limit != "max":
             room = max(0, int(limit) - used)
-            available = room if available is None else min(available, room)
+            available = min(available, room)
     except (OSError, ValueError):
         pass
     return available

@@ -12,6 +12,8 @@ import time
 from collections import defaultdict
 from typing import Callable, Protocol
 
+import psutil
+
 
 class Timers:
     """Accumulated seconds and call counts per named phase (acting, env_step, update, ...)."""
@@ -40,23 +42,20 @@ class Timers:
                 for name, s in sorted(self.seconds.items())}
 
 
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
 def process_cpu_seconds(pid: int) -> float | None:
-    """CPU seconds (user + system) the kernel has counted for process `pid` (/proc/<pid>/stat, in
-    1 / CLK_TCK steps: 10 ms here), or None where it cannot be read (no /proc, a process gone)."""
+    """CPU seconds (user + system, its children's not counted) the kernel has counted for process
+    `pid`, through psutil (on Linux /proc/<pid>/stat, in 10 ms steps here), or None where it
+    cannot be read (a process gone, one we may not read)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
+        times = psutil.Process(pid).cpu_times()
+    except (psutil.Error, ValueError):  # NoSuchProcess (ZombieProcess among them), AccessDenied
         return None
-    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime: fields 14 and 15 of stat(5)
+    return times.user + times.system
 
 
 class CpuMeter:
     """CPU seconds of this process (all its threads, `time.process_time`) and of its workers
-    (their pids, read from /proc), so a run can say how many of the machine's cores it kept busy:
+    (their pids, read through psutil), so a run can say how many of the machine's cores it kept busy:
     past the cores, the workers' acting, hand-off and wake-ups time-share them with the learner
     (issue 21). A worker that has exited keeps the last count read for it."""
 
@@ -141,9 +140,13 @@ def cpu_summary(clock: Stopwatch, env_steps: int) -> dict | None:
 
 
 class Reporter(Protocol):
+    """Where a run's numbers go. `trained(net)` is optional: Run.result hands it a CPU copy of
+    the trained online network (the Python API keeps it; Sacred's reporter has no use for it)."""
+
     def scalar(self, name: str, value: float, env_steps: int) -> None: ...
     def holdout(self, result: dict) -> None: ...
     def progress(self, env_steps: int, total: int, steps_per_sec: float, last_return: float | None) -> None: ...
+    def trained(self, net) -> None: ...
 
 
 class NullReporter:
@@ -154,6 +157,9 @@ class NullReporter:
         pass
 
     def progress(self, env_steps: int, total: int, steps_per_sec: float, last_return: float | None) -> None:
+        pass
+
+    def trained(self, net) -> None:
         pass
 
 

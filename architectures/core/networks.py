@@ -39,6 +39,7 @@ class QNetwork(nn.Module):
         super().__init__()
         self.obs_shape = tuple(obs_shape)
         self.num_actions = num_actions
+        self.hidden_sizes, self.layer_norm = tuple(hidden_sizes), bool(layer_norm)  # enough to rebuild it
         self.is_image = len(self.obs_shape) == 3
         if self.is_image:
             # MinAtar (Young & Tian 2019): one 3x3 conv with 16 channels, one dense layer.
@@ -79,6 +80,14 @@ def build_q_network(obs_shape: Sequence[int], num_actions: int, hidden_sizes: Se
     net = QNetwork(obs_shape, num_actions, hidden_sizes, layer_norm)
     torch.random.set_rng_state(generator_state)
     return net
+
+
+def host_copy(net: QNetwork) -> QNetwork:
+    """A CPU copy of `net` sharing no memory with it (not hogwild's shared memory, not a device
+    learner's pinned host buffer), so it outlives the run that trained it."""
+    copy = QNetwork(net.obs_shape, net.num_actions, net.hidden_sizes, net.layer_norm)
+    copy.load_state_dict({k: v.detach().to("cpu", copy=True) for k, v in net.state_dict().items()})
+    return copy
 
 
 class GreedyPolicy:

@@ -30,6 +30,7 @@ from architectures.core.device import host_float
 from architectures.core.errors import RunDiverged
 from architectures.core.evaluation import HoldoutEvaluator
 from architectures.core.metrics import CpuMeter, Reporter, Stopwatch, Timers, cpu_summary
+from architectures.core.networks import host_copy
 from architectures.core.schedules import UpdateRatio
 from architectures.run.acting import EpisodeStats
 from architectures.run.checkpoint import (
@@ -261,11 +262,23 @@ class Run:
         self._logged, self._saves = dict(state["logged"]), state["saves"]
 
     # ------------------------------------------------------------------ the result
+    def hand_over(self) -> None:
+        """Give the reporter's optional `trained` hook a CPU copy of the net the holdout plays (the
+        learner's online net, hogwild's shared one, a device learner's host copy refreshed first):
+        the one place every design ends, so the Python API gets what was learned from each."""
+        trained = getattr(self.reporter, "trained", None)
+        if trained is None:
+            return
+        if self.evaluator.before is not None:
+            self.evaluator.before()
+        trained(host_copy(self.evaluator.net))
+
     def result(self, *, env_steps: int, episodes: EpisodeStats, updates: int | None = None,
                components: dict[str, tuple[float, int]] | None = None, **extra) -> dict:
         """The run's result (run/results.py: run_result); `components` adds name -> (seconds,
         calls) to the time breakdown, before the attached learning's own. A finished run deletes
-        its checkpoint: a rerun starts afresh."""
+        its checkpoint: a rerun starts afresh, and hands the reporter the trained network
+        (`hand_over`)."""
         train_seconds = self.clock.elapsed()
         extra.setdefault("cpu", cpu_summary(self.clock, env_steps - self._resumed_from))
         learning = self.learning
@@ -276,6 +289,7 @@ class Run:
         for name, (seconds, calls) in parts.items():
             self.timers.add(name, seconds, calls)
         self.evaluator.close()
+        self.hand_over()
         remove_checkpoint(self.cfg.checkpoint_path)
         return run_result(self.cfg, env_steps=env_steps, updates=updates, episodes=episodes.episodes,
                           train_seconds=train_seconds, ratio=UpdateRatio(self.cfg.utd, self.cfg.learning_starts),
