@@ -13,12 +13,13 @@ from architectures.core.errors import RunError
 
 def parse_config(argv: list[str] | None = None) -> DQNConfig:
     parser = argparse.ArgumentParser(description="Train one architecture (no experiment tracking).")
+    parser.add_argument("--dry-run", action="store_true", help="check the config, the env and this machine, then stop")
     for name, doc in describe().items():
         parser.add_argument(f"--{name}", help=doc)
     args = parser.parse_args(argv)
     values = {}
     for key, raw in vars(args).items():
-        if raw is None:
+        if raw is None or key == "dry_run":
             continue
         if raw.lower() in ("true", "false"):  # YAML/JSON spelling, as Sacred accepts it
             values[key] = raw.lower() == "true"
@@ -37,7 +38,19 @@ def main(architecture: str, argv: list[str] | None = None) -> None:
     from architectures import get_train_fn
     from architectures.core.metrics import PrintReporter
 
+    from architectures import preflight
+
+    argv = list(sys.argv[2:] if argv is None else argv)
     cfg = parse_config(argv)
+    if "--dry-run" in argv:
+        try:
+            preflight(architecture, cfg)
+        except ConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            sys.exit(2)
+        print(f"{architecture}: the config, the env and this machine check out (dry run: nothing trained)",
+              file=sys.stderr)
+        return
     try:
         result = get_train_fn(architecture, cfg.backend)(cfg, PrintReporter())
     except ConfigError as err:  # found once the run looks at its machine: shared memory, a checkpoint

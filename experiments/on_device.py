@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env-steps", type=int, default=0,
                         help="env steps per shape run (default: 12,000 with 8 cores or more, else 1,500)")
     parser.add_argument("--only", action="append", help="run only these steps (by name)")
+    parser.add_argument("--dry-run", action="store_true", help="list the steps and what would be skipped, then stop")
     args = parser.parse_args(argv)
     import torch
 
@@ -108,6 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(args.only or []) - {s.name for s in plan}
     if unknown:
         parser.error(f"--only: unknown step(s) {', '.join(sorted(unknown))} (valid: {', '.join(s.name for s in plan)})")
+    if args.dry_run:
+        for step in plan:
+            skipped = "skipped: no CUDA here" if step.cuda and not cuda else "runs"
+            print(f"{step.name}: {skipped}: {' '.join(step.command[1:])}", file=sys.stderr)
+        return 0
     os.makedirs(args.out, exist_ok=True)
     manifest = {"host": {"cores": cores, "cuda": cuda, "gpu": torch.cuda.get_device_name(0) if cuda else None,
                          "cpu": cpu_model(), "torch": torch.__version__}, "env_steps_per_shape_run": env_steps,

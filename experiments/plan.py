@@ -161,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=40.0, help="seconds for the component measurements (default 40)")
     parser.add_argument("--confirm-seconds", type=float, default=15.0, help="length of each confirming run (default 15)")
     parser.add_argument("--no-confirm", action="store_true", help="predict only")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check the config and the env, say what would be measured and how long it would take, stop")
     argv = list(sys.argv[1:] if argv is None else argv)
     tokens: list[str] = []
     if "with" in argv:
@@ -174,6 +176,15 @@ def main(argv: list[str] | None = None) -> int:
         env_spec(cfg.env_id)
     except (ConfigError, ValueError) as err:
         parser.exit(2, f"error: {err}\n")
+    if args.dry_run:
+        from experiments.plan_devices import learner_devices
+
+        step_s = env_step_seconds(cfg)
+        print(f"plan for {overrides.text() or 'the default config (CartPole-v1)'}: the learner on "
+              f"{' and '.join(learner_devices())}, the env step {1e6 * step_s:,.0f} us here, about "
+              f"{estimate_seconds(step_s, args.budget, 0 if args.no_confirm else args.confirm_seconds) / 60:.0f} min; "
+              f"would write {args.out}/plan.json (dry run: nothing measured)", file=sys.stderr)
+        return 0
     existed = os.path.isdir(args.out)
     try:
         return _plan(args, cfg, overrides)

@@ -105,6 +105,25 @@ CHECK_WORKERS = {"actor_learner": (2, 8, 16, 24), "vector_env": (4, 12), "hogwil
 """The shape's second, out-of-sample check (`shape_check`): past the first table's worker counts."""
 
 
+SPEED_WORKERS = {"busy": {"actor_learner": 2, "vector_env": 2, "hogwild": 2, "pqn": 2},
+                 "waiting": {"actor_learner": 16, "vector_env": 8, "hogwild": 8, "pqn": 8}}
+"""`speed`: each parallel design at one count per setting: the cores where the env's step is busy CPU,
+and where it waits (the practitioner's shape), the count its earlier runs here put near its best."""
+
+
+def _speed(busy_steps: int, waiting_steps: int) -> list[Cell]:
+    """The answer's speeds on this machine: single_env and each parallel design (SPEED_WORKERS) on
+    CartPole whose step burns 1 ms of CPU, and on the practitioner's shape (a 2.2 ms wait),
+    evaluation off, one at a time, seed by seed."""
+    cells = []
+    for setting, named, steps, extra in (("busy", "cartpole", busy_steps, {"env_step_cost_us": 1_000.0}),
+                                         ("waiting", "practitioner_shape", waiting_steps, {})):
+        budget = dict(_NO_EVAL, **extra, total_env_steps=steps, eval_every=steps, worker_timeout_s=120.0)
+        cells.append(Cell((named, "single_env"), dict(budget)))
+        cells += [Cell((named, arch), dict(budget, num_workers=n)) for arch, n in SPEED_WORKERS[setting].items()]
+    return cells
+
+
 OWN_WAIT_WORKERS = {"actor_learner": (2, 4, 8, 16, 24), "vector_env": (4, 8), "hogwild": (4, 8)}
 """`own_wait`: a user env that blocks on another process, its wait told by plan with no config key."""
 
@@ -299,6 +318,13 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           minutes={"small": 12, "paper": 30},
           cells={"small": _shape(20_000, CONFIRM_WORKERS), "paper": _shape(60_000, CONFIRM_WORKERS)},
           seeds={"small": 2, "paper": 3}, interleave=True),
+    Sweep("speed", "the answer's speeds on a 2-core machine, each cell run 7 times, one at a time, seed by seed: "
+          "single_env and actor_learner, vector_env, hogwild and pqn at 2 workers on CartPole whose step burns 1 ms "
+          "of CPU, and at 16, 8, 8 and 8 on the practitioner's shape (an env step that waits 2.2 ms); evaluation off. "
+          "Enough runs a cell that a rank test corrected over its family can tell designs apart",
+          minutes={"small": 25, "paper": 60},
+          cells={"small": _speed(10_000, 12_000), "paper": _speed(30_000, 40_000)},
+          seeds={"small": 7, "paper": 10}, interleave=True),
     Sweep("own_wait", "a user env whose step blocks ~3 ms on another process (tests.remote_envs:RemoteCartPole-v0) "
           "and no config key saying so: single_env, actor_learner at 2-24 actors, vector_env and hogwild at 4 and 8, "
           "throughput only, one at a time, against plan's predictions committed before the runs "

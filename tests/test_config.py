@@ -98,9 +98,9 @@ def test_round_trip_through_dict():
     assert DQNConfig.from_dict(cfg.to_dict()) == cfg
 
 
-def test_the_readme_documents_every_config_key():
+def test_the_docs_document_every_config_key():
     import os
 
-    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")) as f:
+    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "docs", "configuration.md")) as f:
         readme = f.read()
     assert [key for key in describe() if f"| `{key}` |" not in readme] == []

@@ -504,8 +504,8 @@ def test_every_cell_of_every_sweep_is_a_valid_config():
                 DQNConfig.from_dict(values)
 
 
-def test_the_readme_names_every_sweep():
-    with open(os.path.join(ROOT, "README.md")) as f:
+def test_the_docs_name_every_sweep():
+    with open(os.path.join(ROOT, "docs", "sweeps.md")) as f:
         readme = f.read()
     assert [name for name in SWEEPS if f"`{name}`" not in readme] == []
 

@@ -149,7 +149,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", default=committed("results", ".cache"),
                         help="cache of loaded runs, keyed by the stored files' size and mtime, under the "
                              "checkout's results/ ('' disables)")
+    parser.add_argument("--dry-run", action="store_true", help="check that the runs' sources exist, then stop")
     args = parser.parse_args(argv)
+    if args.dry_run:
+        missing = [s for s in args.runs if not s.startswith(("mongodb://", "mongodb+srv://")) and not os.path.isdir(s)]
+        if missing:
+            print(f"error: --runs: no folder {', '.join(missing)}", file=sys.stderr)
+            return 2
+        print(f"report: would read {', '.join(args.runs)} and write under {args.out}/ (dry run: nothing read)")
+        return 0
     try:
         report = build(args.runs, args.out, args.cache or None)
     except NoRunsError as err:

@@ -1,0 +1,101 @@
+"""The README and docs/ say what the code does: the generated pages match the code, every command
+they show runs in a form that does no work (so a renamed flag, key or sweep fails here), the README
+stays short, carries the answer the report generates, and links only to pages that exist."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shlex
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from experiments import docs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PAGES = [os.path.join(ROOT, "README.md"), *sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))]
+README_LIMIT = 12_000
+NOT_RUN = {"./setup.sh": "installs (CI runs it)", "EXTRAS=bench": "installs (CI runs it)", "export": "sets the shell",
+           ".venv/bin/ray": "starts a Ray cluster", "make": "rebuilds the paper (tests/test_paper_pdf.py)"}
+"""Command lines the docs show that this test does not run, and why."""
+SACRED = ("experiments.train", "experiments.components", "experiments.timing")
+DRY_RUN = ("experiments.sweep", "experiments.plan", "experiments.on_device", "architectures", "analysis.report",
+           "experiments.bench_parallel")
+
+
+def _commands() -> list[tuple[str, str]]:
+    """(page, command line) for every line of every bash block of the README and docs/."""
+    found = []
+    for path in PAGES:
+        text = open(path).read()
+        for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = line.split(" #")[0].strip()
+                if line and not line.startswith("#"):
+                    found.append((os.path.relpath(path, ROOT), line))
+    return found
+
+
+def _no_work(line: str) -> list[str] | None:
+    """The command in a form that does no work, or None for a line NOT_RUN names."""
+    for command in line.split("&&"):
+        words = shlex.split(command)
+        if words[0] in NOT_RUN:
+            continue
+        assert words[:2] == [".venv/bin/python", "-m"], f"a command this test cannot check: {line}"
+        module, rest = words[2], words[3:]
+        at = rest.index("with") if "with" in rest else len(rest)
+        if module in SACRED:
+            return [sys.executable, "-m", module, *rest[:at], "print_config", *rest[at:]]
+        if module == "pytest":  # the test command itself: it collects, runs nothing
+            return [sys.executable, "-m", module, *rest, "--collect-only", "-q"]
+        assert module in DRY_RUN, f"no form that does no work is known for {module}: {line}"
+        if module == "experiments.sweep":
+            return [sys.executable, "-m", module, rest[0], "--dry-run", *rest[1:]]
+        return [sys.executable, "-m", module, *rest[:at], "--dry-run", *rest[at:]]
+    return None
+
+
+def test_the_generated_pages_match_the_code():
+    assert docs.main(["--check"]) == 0
+
+
+def test_every_command_the_docs_show_runs_without_doing_work(tmp_path):
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    example = re.search(r"<!-- example-env:.*?```python\n(.*?)```", readme, flags=re.S).group(1)
+    (tmp_path / "my_envs.py").write_text(example)  # the README's env, where its commands expect it
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    checks = [(page, line, cmd) for page, line in _commands() if (cmd := _no_work(line)) is not None]
+    assert len(checks) >= 20
+
+    def run(check):
+        page, line, cmd = check
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        return page, line, proc.returncode, (proc.stderr or proc.stdout).strip().splitlines()[-1:]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failed = [r for r in pool.map(run, checks) if r[2] != 0]
+    assert failed == []
+
+
+def test_the_readme_is_short_links_pages_that_exist_and_gives_the_answer():
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    assert len(readme) <= README_LIMIT
+    links = re.findall(r"\]\(([^)#]+)\)", readme)
+    assert links and [link for link in links if not os.path.exists(os.path.join(ROOT, link))] == []
+    answer = re.search(r"<!-- answer:[^\n]*-->\n(.*)<!-- end of the answer -->", readme, flags=re.S).group(1)
+    assert answer.strip() == open(os.path.join(ROOT, "paper", "tables", "answer.md")).read().strip()
+
+
+@pytest.mark.parametrize("line,expected", [
+    (".venv/bin/python -m experiments.sweep smoke --report", ["smoke", "--dry-run", "--report"]),
+    (".venv/bin/python -m experiments.train with cartpole seed=3", ["print_config", "with", "cartpole", "seed=3"]),
+    (".venv/bin/python -m experiments.plan --out x with cartpole", ["--out", "x", "--dry-run", "with", "cartpole"]),
+    ("./setup.sh && .venv/bin/python -m experiments.sweep smoke", ["smoke", "--dry-run"]),
+])
+def test_each_command_gets_its_no_work_form(line, expected):
+    assert _no_work(line)[3:] == expected
