@@ -175,11 +175,14 @@ def test_the_page_reads_in_a_headless_browser(built):
             "a.hash && a.getAttribute('href').startsWith('#') ? !!document.getElementById(a.hash.slice(1)) : null])")
         shot = os.path.join(out, "index_first_screen.png")
         assert driver.save_screenshot(shot)
+        answer_top = driver.execute_script("const e = document.getElementById('answer'); "
+                                           "return e ? e.getBoundingClientRect().top : null")
         severe = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
         title = driver.title
     finally:
         driver.quit()
     assert title == "Parallel DQN report"
+    assert answer_top is not None and 0 <= answer_top < 900  # the reference answer opens the page
     assert len(images) == sum(p.endswith(".png") for p in report.written)
     assert [src for src, loaded in images if not loaded] == []
     assert len(links) == len(_Parsed(text).hrefs)
@@ -204,3 +207,20 @@ def test_no_command_the_readme_or_the_report_gives_writes_into_the_committed_ref
     assert [name for name, text in texts.items() if "--out results/reference" in text] == []
     readme = texts["README.md"]
     assert "chromedriver" in readme and "`./setup.sh --browser`" in readme
+
+
+def test_the_first_screen_labels_the_reference_answer_and_this_machines_smoke_speeds():
+    """After the main job the page opens with the committed study's answer, labelled, then this
+    machine's smoke speeds beside the reference machine's, labelled as a smoke check."""
+    import pandas as pd
+
+    from analysis.load import RunSet
+
+    answer = page._answer_section()
+    assert "reference study" in answer and "actor_learner" in answer
+    runs = pd.DataFrame({"sweep": ["smoke", "smoke", "architectures"], "architecture": ["single_env", "hogwild", "x"],
+                         "env_steps_per_sec": [1_000.0, 1_500.0, 9.0]})
+    smoke = page._smoke_section(RunSet(runs, pd.DataFrame(), pd.DataFrame()))
+    assert "smoke check" in smoke and "nothing about learning" in smoke
+    assert "1,000" in smoke and "1,500" in smoke and ">x<" not in smoke
+    assert page._smoke_section(RunSet(runs.iloc[2:], pd.DataFrame(), pd.DataFrame())) == ""

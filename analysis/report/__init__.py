@@ -29,6 +29,8 @@ import numpy as np
 
 from analysis.load import NoRunsError, load_runs
 from analysis.report import (
+    answer,
+    apex,
     breakdown,
     headline_tables,
     hogwild,
@@ -78,13 +80,15 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("figure_practitioner_shape_check", shape.check_data, shape.plot),
            ("figure_practitioner_shape_confirm", shape.confirm_data, shape.plot),
            ("figure_sixteen_cores_shape", sixteen.data, sixteen.plot),
+           ("table_answer", answer.data, None),
+           ("table_apex_epsilons", apex.data, None),
            ("figure_per_hour", per_hour.data, per_hour.plot),
            ("figure_minatar_suite", suite.data, suite.plot),
            ("table_pqn_cartpole", pqn.data, None),
            ("table_pqn_speed_check", pqn.speed_check_data, None),
            ("table_pqn_side_by_side", pqn.side_by_side_data, None)]
 """(name in a failure's note, data function, plotting function), in the order they are built."""
-ALL_MACHINES = {"figure_sixteen_cores_shape"}
+ALL_MACHINES = {"figure_sixteen_cores_shape", "table_answer"}
 """The families that read stores made on other machines (analysis/load.py MACHINE_FILE); every other
 family reads this suite's own machine's runs only."""
 

@@ -246,6 +246,46 @@ def _here(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+ANSWER = committed("paper", "tables", "answer.csv")
+"""The reference study's answer, as the report wrote it from the committed runs."""
+REFERENCE_SMOKE = committed("results", "reference", "smoke")
+"""The smoke sweep run on the reference machine: what this machine's smoke speeds are set beside."""
+
+
+def _answer_section() -> str:
+    """The first screen: the committed study's answer, labelled as such."""
+    if not os.path.exists(ANSWER):
+        return ""
+    return ('<section id="answer"><h2>The answer (the reference study: the committed runs)</h2>'
+            "<p>Read from the suite's committed runs (results/reference), not from the runs this page reports: "
+            "which design is faster than single_env, by how much, whether it learns as well, and what bounds it.</p>"
+            f"{_table(pd.read_csv(ANSWER).fillna('-'))}</section>")
+
+
+def _smoke_section(runset) -> str:
+    """This machine's smoke speeds beside the reference machine's: a check that the designs run and
+    how fast here, labelled as saying nothing about learning."""
+    here = runset.runs[runset.runs["sweep"] == "smoke"]
+    if here.empty:
+        return ""
+    ref = pd.DataFrame()
+    if os.path.isdir(REFERENCE_SMOKE):
+        from analysis.load import load_runs
+
+        ref = load_runs([REFERENCE_SMOKE]).runs
+    rows = []
+    for arch, group in here.groupby("architecture", sort=False):
+        mine = float(group["env_steps_per_sec"].median())
+        theirs = ref.loc[ref["architecture"] == arch, "env_steps_per_sec"] if len(ref) else pd.Series(dtype=float)
+        rows.append({"design": arch, "env steps/s here": f"{mine:,.0f}",
+                     "on the reference machine": f"{theirs.median():,.0f}" if len(theirs) else "-",
+                     "here / reference": f"{mine / theirs.median():.2f}" if len(theirs) else "-"})
+    return ('<section id="smoke"><h2>This machine, just now: the smoke runs (a smoke check)</h2>'
+            "<p>Tiny runs of every design, a minute in all: they show that each design runs here and how fast, "
+            "beside the same runs on the reference machine. They say nothing about learning: their returns are "
+            "from a few thousand env steps.</p>" + _table(pd.DataFrame(rows)) + "</section>")
+
+
 def write(report, runset, sources: list[str], out: str) -> str:
     """Writes <out>/index.html for a built report and returns its path."""
     written = list(dict.fromkeys(report.written))
@@ -258,6 +298,8 @@ def write(report, runset, sources: list[str], out: str) -> str:
     notes = "".join(f"<li>{html.escape(line)}</li>" for line in report.notes) or "<li>none: every run was used</li>"
     body = [
         "<h1>Parallel DQN on CPU: the report</h1>",
+        _answer_section(),
+        _smoke_section(runset),
         f"<p>{len(runset.runs)} stored runs, {machine}: {len(figures)} figures, {len(tables)} tables, "
         f'{len(report.macros)} <a href="generated/numbers.tex">numbers</a>, {len(report.notes)} notes.</p>',
         '<nav><a href="#figures">Figures</a><a href="#tables">Tables</a><a href="#runs">Runs</a>'
