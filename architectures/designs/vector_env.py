@@ -81,7 +81,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
         envs.resume_books(saved["envs"], [s.steps for s in streams])
         run.resumed_with(dropped=dropped, epsilons=[epsilon(env_steps)] * n)
     held = HeldObs(envs.reset(range(n), [s.episode_seed for s in streams]))  # each env's observation now
-    actions, acted = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)  # ... the version that chose it
+    actions, acted = [0] * n, [0] * n  # each env's action in flight, and the learner version that chose it
     idle, sent = list(range(n)), env_steps  # envs waiting for an action; env steps sent so far
     perf = time.perf_counter
     run.start_clock(workers=lambda: envs.pids)
@@ -93,10 +93,11 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
             if learning.owed(env_steps) > behind:  # the utd holds: learning lags one vector step at most
                 learning.learn_owed(env_steps, limit=learning.owed(env_steps) - behind)
             t0 = perf()
-            actions[ids] = policy.act_batch(held.obs[ids], epsilon(env_steps))
-            acted[ids] = learner.version
+            chosen = policy.act_batch(held.obs[ids], epsilon(env_steps)).tolist()
+            for i, action in zip(ids, chosen):
+                actions[i], acted[i] = action, learner.version
             seconds["act"] += perf() - t0
-            envs.send(ids, actions[ids], [streams[i].upcoming_seed() for i in ids])
+            envs.send(ids, chosen, [streams[i].upcoming_seed() for i in ids])
             sent += len(ids)
 
         # ------------------------------------------------------------------ learning, while the envs step
@@ -118,8 +119,8 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
         t0 = perf()
         for i in ready:
             acted_on, reward, next_obs, terminated, truncated = held.take(envs, i)
-            for transition in streams[i].record(acted_on, int(actions[i]), reward, next_obs, terminated, truncated,
-                                                int(acted[i])):
+            for transition in streams[i].record(acted_on, actions[i], reward, next_obs, terminated, truncated,
+                                                acted[i]):
                 replay.add(transition)
         seconds["replay_add"] += perf() - t0
         env_steps += len(ready)
