@@ -20,7 +20,8 @@ the run:
   command to its answer taken (`vector_trip`); the main process, 1 / (its acting and hand-off
   CPU, `vector_main`, + fold and store + utd (sample + update + diagnostics)); the cores,
   C / (an env process's CPU, `vector_env_cpu`, + the main process's), each measured per env step
-  through the env processes themselves (experiments/components_loops.py `vector_costs`).
+  through the env processes themselves, their wait on (experiments/components_loops.py
+  `vector_costs`: the trip without the wait, which the model adds; the CPU with what it costs).
   Before issue 34 (costs without `vector_trip`): one main process per vector step acted for all
   N envs, sent, learned what it owed while the envs stepped, received, folded and stored; the
   learning and the N env steps ran at once on the cores (processor sharing: k runnable
@@ -321,7 +322,7 @@ def _vector_async(n: int, c: dict, k: dict, wait: float, utd: float, cores: int,
     trip), the main process's 1 / (its CPU per env step), and the cores' C / (the envs' CPU + the
     main process's), each env step's CPU slowed by the processes busy at once (`contention`).
     `learns=False`: the acting alone (pqn's, whose learning follows its rollout)."""
-    trip, env_cpu = at_n(c["vector_trip"], n), at_n(c["vector_env_cpu"], n) + float(c.get("env_wait_cpu", 0.0))
+    trip, env_cpu = at_n(c["vector_trip"], n), at_n(c["vector_env_cpu"], n)  # measured with the run's wait on
     main = at_n(c["vector_main"], n) + (k["fold_store"] + utd * (k["sample"] + k["update"] + c["diagnostics"])
                                         if learns else c["fold"])
     rates = {"envs": n * 1e6 / (wait + trip), "main": 1e6 / main, "cores": cores * 1e6 / (env_cpu + main)}

@@ -57,7 +57,8 @@ def loop_costs(bench: Bench, cores: int, wait_us: float, budget_s: float, log) -
     cfg = bench.cfg
     repeats = []
     for _ in range(REPEATS):
-        rep = vector_costs(cfg, cores, bench.policy, max(0.5, budget_s * 0.15 / REPEATS / len(vector_sizes(cores))))
+        rep = vector_costs(cfg, cores, bench.policy, max(0.5, budget_s * 0.15 / REPEATS / len(vector_sizes(cores))),
+                           wait_us)
         rep["in_loop"] = in_loop(cfg, budget_s * 0.3 / REPEATS)
         if wait_us > 0:  # the same loop where the env waits: a process that idles pays more per update
             rep["in_loop_waiting"] = in_loop(cfg.replace(env_step_wait_us=wait_us), budget_s * 0.15 / REPEATS)

@@ -113,14 +113,17 @@ def contention(cfg: DQNConfig, cores: int, seconds: float) -> dict:
     return {"us": float(np.median(busy) / np.median(alone)), "p10": ratios[0], "p90": ratios[-1]}
 
 
-def vector_costs(cfg: DQNConfig, cores: int, policy, seconds: float) -> dict:
+def vector_costs(cfg: DQNConfig, cores: int, policy, seconds: float, wait_us: float = 0.0) -> dict:
     """vector_env's env processes (transport.vector_envs) at each of `vector_sizes`, driven as its
     loop drives them with nothing to learn: take the envs that have answered, act on them in one
     batch, send them on, for `seconds` after a warm-up. Per env step: `vector_trip`, the wall time
     from an env's command to its answer taken (its step and the way there and back); `vector_main`,
     the main process's CPU (the act, the send, the polls and the answer's copies); `vector_env_cpu`,
     an env process's CPU (its step and its side of the hand-off). The round trip of issue 34's
-    model (cost_model._vector_async); the env's wait, if any, is left out (measured apart)."""
+    model (cost_model._vector_async). The envs wait `wait_us` a step as the run's will, so the
+    answers arrive as spread out as they will (with the wait off, 4 envs answered all at once and
+    queued at the main process: 265 us a trip against ~35 us for one), and the wait is taken out
+    of the trip (the model adds it); an env process's CPU keeps what its waits cost it."""
     from architectures.core.envs import env_spec
     from architectures.core.metrics import CpuMeter
     from architectures.run.acting import HeldObs
@@ -129,7 +132,7 @@ def vector_costs(cfg: DQNConfig, cores: int, policy, seconds: float) -> dict:
     spec = env_spec(cfg.env_id)
     out: dict = {name: {} for name in ("vector_trip", "vector_main", "vector_env_cpu")}
     for n in vector_sizes(cores):
-        run_cfg = cfg.replace(num_workers=n, env_step_wait_us=0.0)
+        run_cfg = cfg.replace(num_workers=n, env_step_wait_us=wait_us)
         with vector_envs("components", spec, run_cfg, [cfg.env_step_cost_us] * n) as envs:
             held, idle, meter = HeldObs(envs.reset(range(n), list(range(n)))), list(range(n)), CpuMeter(lambda: envs.pids)
 
@@ -147,7 +150,7 @@ def vector_costs(cfg: DQNConfig, cores: int, policy, seconds: float) -> dict:
             drive(time.perf_counter() + seconds)
             steps = max(1, envs.answered - answered0)
             cpu1 = meter.read()
-            trip = sum(envs.seconds[k] for k in ("to_env", "env_step", "to_main")) - trip0
+            trip = sum(envs.seconds[k] for k in ("to_env", "env_step", "to_main")) - trip0 - wait_us * 1e-6 * steps
             for name, value in (("vector_trip", trip), ("vector_main", cpu1["main"] - cpu0["main"]),
                                 ("vector_env_cpu", cpu1["workers"] - cpu0["workers"])):
                 us = 1e6 * value / steps
