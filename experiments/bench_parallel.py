@@ -10,8 +10,9 @@
 Every run is a fresh process (`python -m architectures <name>`), the contenders alternate
 within each round so drifting machine load hits all of them alike, and the speed-ups are
 ratios taken within a round, over single_env or the design `--against` names, printed as their
-median with their range. With several `--workers` counts every count is a regime of its own. Throughput is env steps per second of training time (start-up
-and evaluation excluded; evaluation is off). Each parallel run also reports where its time
+median with their range. With several `--workers` counts every count is a regime of its own.
+Throughput is env steps per second of training time (start-up and evaluation excluded;
+evaluation is off). Each parallel run also reports where its time
 went, the bottleneck, the age of the data it learned from (its `policy_lag`: learner updates
 between a transition's acting weights and its sampling) and the hand-off cost per transition.
 
@@ -138,7 +139,8 @@ def main(argv: list[str] | None = None) -> None:
                     same = dict(named=args.named, wait_us=args.wait_us)
                     old = None
                     if args.baseline and round_index % 2:  # the baseline first in every other round
-                        old = run(arch, steps, cost, workers, round_index + 1, root=os.path.abspath(args.baseline), **same)
+                        old = run(arch, steps, cost, workers, round_index + 1, root=os.path.abspath(args.baseline),
+                                  **same)
                     results[arch] = run(arch, steps, cost, workers, round_index + 1, **same)
                     print(describe(arch, results[arch]), flush=True)
                     everything.append({"cost_us": cost, "wait_us": args.wait_us, "workers": count, "round": round_index,

@@ -134,7 +134,8 @@ def vector_costs(cfg: DQNConfig, cores: int, policy, seconds: float, wait_us: fl
     for n in vector_sizes(cores):
         run_cfg = cfg.replace(num_workers=n, env_step_wait_us=wait_us)
         with vector_envs("components", spec, run_cfg, [cfg.env_step_cost_us] * n) as envs:
-            held, idle, meter = HeldObs(envs.reset(range(n), list(range(n)))), list(range(n)), CpuMeter(lambda: envs.pids)
+            held, idle = HeldObs(envs.reset(range(n), list(range(n)))), list(range(n))
+            meter = CpuMeter(lambda: envs.pids)
 
             def drive(until: float) -> None:
                 nonlocal idle

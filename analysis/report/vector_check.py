@@ -45,8 +45,8 @@ def data(rs: RunSet, note: Note, paths: dict[str, str] | None = None) -> FigureD
     runs = rs.runs
     runs = runs[(runs["sweep"] == "vector_check") & made_alone(runs)]
     if runs.empty:
-        note("vector_check: no runs yet; `python -m experiments.sweep vector_check --out results/reference/vector_check` "
-             "makes them, after their predictions are committed")
+        note("vector_check: no runs yet; `python -m experiments.sweep vector_check --out "
+             "results/reference/vector_check` makes them, after their predictions are committed")
         return None
     runs = runs.assign(setting=[setting(c, a, e) for c, a, e in zip(runs["config"], runs["architecture"], runs["env"])])
     rows = []

@@ -147,7 +147,8 @@ def _result(cfg: DQNConfig, run: Run, learning: ReplayLearning, envs: VectorEnvs
     result = run.result(
         env_steps=env_steps, episodes=sum((s.stats for s in streams), EpisodeStats()), num_workers=cfg.num_workers,
         components={"act": (seconds["act"], steps), "replay_add": (seconds["replay_add"], steps),
-                    "send": (trip["send"], steps), "recv": (trip["recv"] - blocked, steps), "env_wait": (blocked, steps)},
+                    "send": (trip["send"], steps), "recv": (trip["recv"] - blocked, steps),
+                    "env_wait": (blocked, steps)},
         policy_lag=learning.lag.summary(),
         # An env step's round trip, per env step: the command's way to the env, the env's own step
         # (and reset), and the answer's wait until this process took it (time it was busy elsewhere).
