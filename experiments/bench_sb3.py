@@ -160,8 +160,9 @@ def main() -> None:
     ratios = [o["process_steps_per_sec"] / s["process_steps_per_sec"] for o, s in pairs]
     loop_ratios = [o["loop_steps_per_sec"] / s["loop_steps_per_sec"] for o, s in pairs]
     print(f"\nthroughput ratio single_env / SB3 DQN, whole process: median {statistics.median(ratios):.2f}x "
-          f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
-    print(f"throughput ratio, training loop only:                median {statistics.median(loop_ratios):.2f}x")
+          f"(range {min(ratios):.2f}-{max(ratios):.2f}; rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
+    print(f"throughput ratio, training loop only:                median {statistics.median(loop_ratios):.2f}x "
+          f"(range {min(loop_ratios):.2f}-{max(loop_ratios):.2f})")
     if args.baseline:
         ours = [x["loop_steps_per_sec"] for x in rows if x["role"] == "ours"]
         base = [x["loop_steps_per_sec"] for x in rows if x["role"] == "baseline"]
@@ -169,6 +170,10 @@ def main() -> None:
         print(f"single_env in the training loop: this checkout median {statistics.median(ours):,.0f} env steps/s, "
               f"baseline {args.baseline} median {statistics.median(base):,.0f}; ratio per round "
               f"{', '.join(f'{x:.3f}' for x in per_round)}, median {statistics.median(per_round):.3f}")
+        whole = [o["process_steps_per_sec"] / b["process_steps_per_sec"] for o, b in
+                 zip([x for x in rows if x["role"] == "ours"], [x for x in rows if x["role"] == "baseline"])]
+        print(f"single_env, whole process, this checkout / baseline: median {statistics.median(whole):.3f} "
+              f"(range {min(whole):.3f}-{max(whole):.3f})")
     last = pairs[-1][0]
     costs = ", ".join(f"{k} {v:.1f}" for k, v in last["costs_us"].items() if k != "eval")
     print(f"\nsingle_env in-loop cost per call (last round, us): {costs}")
