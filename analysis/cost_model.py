@@ -14,10 +14,18 @@ the run:
   cores they time-share, and together cannot use more than C cores.
 - hogwild(N): each worker pays the whole single_env loop on its own env steps (its own replay
   store, its own updates): min(N, C) / T.
-- vector_env(N): one main process per vector step acts for all N envs, sends, learns what it
-  owes while the envs step, receives, folds and stores. The learning and the N env steps run
-  at once on the cores (processor sharing: k runnable processes on C cores each run at
-  min(1, C / k)), the rest is serial.
+- vector_env(N), since issue 34: N env processes answer as each is ready and one main process
+  acts on those that have, learning between (EnvPool's async mode). Three roles, as
+  actor_learner's: the envs, n / (env_wait + trip), trip the round trip of an env step from its
+  command to its answer taken (`vector_trip`); the main process, 1 / (its acting and hand-off
+  CPU, `vector_main`, + fold and store + utd (sample + update + diagnostics)); the cores,
+  C / (an env process's CPU, `vector_env_cpu`, + the main process's), each measured per env step
+  through the env processes themselves, their wait on (experiments/components_loops.py
+  `vector_costs`: the trip without the wait, which the model adds; the CPU with what it costs).
+  Before issue 34 (costs without `vector_trip`): one main process per vector step acted for all
+  N envs, sent, learned what it owed while the envs stepped, received, folded and stored; the
+  learning and the N env steps ran at once on the cores (processor sharing: k runnable
+  processes on C cores each run at min(1, C / k)), the rest serial.
 
 Two measured terms make the alone costs into what a run pays (both from the scaling sweep's
 misses, where the model first over-predicted by 15-40%):
@@ -26,9 +34,9 @@ misses, where the model first over-predicted by 15-40%):
   measurement keeps in cache (sample 2.3x, update 1.1x dearer in the loop, CartPole);
 - `contention`: the update's slowdown while every other core runs one too (shared caches,
   memory bandwidth, SMT siblings); a design with k processes busy at once pays it in proportion;
-- `vector_act_in_loop`, `vector_round_trip_learning`: vector_env's batched act and its round
-  trip with the owed learning beside the envs' step, as its loop pays them at N envs (alone,
-  they missed a 1 ms env's run by up to 35%); measured at 1, 2, cores and 2 x cores envs;
+- `vector_act_in_loop`, `vector_round_trip_learning` (lockstep vector_env, before issue 34):
+  its batched act and its round trip with the owed learning beside the envs' step, as its loop
+  paid them at N envs (alone, they missed a 1 ms env's run by up to 35%);
 - `hogwild_at_cores`: hogwild's loop with `cores` workers (us per env step of all of them): two
   workers writing the same parameters and Adam moments slowed each other 1.33x at a free
   CartPole step in one window (0.98-1.55x in the next), where two independent loops slowed
@@ -53,8 +61,8 @@ adds its env's rate until the learner, or the CPU that acting and hand-off take,
   does not wait;
 - hogwild(N): min(N / (env_wait + w), C / w), w a worker's CPU per env step at the number of
   workers that are on a CPU at once (N w / (env_wait + w), up to C);
-- vector_env(N): the envs' side of a vector step is at least env_wait + their CPU and IPC, the
-  owed learning overlaps it.
+- vector_env(N): since issue 34 the envs' env_wait + trip, as above; before, the envs' side of a
+  vector step was at least env_wait + their CPU and IPC, the owed learning overlapping it.
 With env_wait = 0 every formula is the busy-env one above (tests/test_plan.py).
 
 A process that idles between its updates pays more for each (`in_loop_waiting`: single_env's
@@ -303,9 +311,24 @@ def _actor_learner_entry(design: str, s: Setting) -> Prediction:
 
 def _vector_env_entry(design: str, s: Setting) -> Prediction:
     c, n, k, wait, utd, cores = s.c, s.n, s.k, s.wait, s.utd, s.cores
+    model = _vector_async if c.get("vector_trip") else _vector_env  # vector_env since issue 34, or before
     if s.waits:  # the main process idles while the envs are few
-        return _settled(c, lambda km: _vector_env(n, c, km, wait, utd, cores), "main")
-    return _vector_env(n, c, k, wait, utd, cores)
+        return _settled(c, lambda km: model(n, c, km, wait, utd, cores), "main")
+    return model(n, c, k, wait, utd, cores)
+
+
+def _vector_async(n: int, c: dict, k: dict, wait: float, utd: float, cores: int, learns: bool = True) -> Prediction:
+    """vector_env since issue 34 at n envs (see module doc): the envs' rate n / (wait + round
+    trip), the main process's 1 / (its CPU per env step), and the cores' C / (the envs' CPU + the
+    main process's), each env step's CPU slowed by the processes busy at once (`contention`).
+    `learns=False`: the acting alone (pqn's, whose learning follows its rollout)."""
+    trip, env_cpu = at_n(c["vector_trip"], n), at_n(c["vector_env_cpu"], n)  # measured with the run's wait on
+    main = at_n(c["vector_main"], n) + (k["fold_store"] + utd * (k["sample"] + k["update"] + c["diagnostics"])
+                                        if learns else c["fold"])
+    rates = {"envs": n * 1e6 / (wait + trip), "main": 1e6 / main, "cores": cores * 1e6 / (env_cpu + main)}
+    slow = _contention(c, min(rates.values()) * (env_cpu + main) / 1e6, cores)
+    rates = {"envs": rates["envs"], "main": rates["main"] / slow, "cores": rates["cores"] / slow}
+    return _bounded("vector_env" if learns else "pqn", n, rates, n * env_cpu / (wait + trip) + 1 > cores)
 
 
 def _settled(c: dict, build, role: str) -> Prediction:
@@ -442,18 +465,22 @@ def worker_counts(costs: dict, cores: int) -> list[int]:
 
 
 def _pqn(design: str, s: Setting) -> Prediction:
-    """pqn at n envs: a rollout's vector steps, then its learning, one after the other (nothing
-    overlaps them). A vector step is vector_env's with nothing owed (act for all envs, send, the
-    envs' steps sharing the cores, receive; `_vector_parts` at utd 0, no replay store: pqn writes
-    a rollout array); the learning is `rollout_learn` {N: us per env step}, the rollout's targets
+    """pqn at n envs: a rollout's acting, then its learning, one after the other (nothing overlaps
+    them). Since issue 34 the acting is vector_env's round trip with nothing to learn
+    (`_vector_async`: the envs' rate, the main process's acting and per-env books, the cores);
+    before, a lockstep vector step with nothing owed (`_vector_parts` at utd 0, no replay store);
+    the learning is `rollout_learn` {N: us per env step}, the rollout's targets
     and updates timed alone with pqn's own code (experiments/components_alone.py `rollout_costs`).
-    Left out: the extra round trip that resets the envs whose episodes ended, and the per-env
-    episode books; a run that learns nothing yet (utd 0, before learning_starts) pays no learning."""
+    Left out: the envs that wait for the slowest at the rollout's end; a run that learns nothing
+    yet (utd 0, before learning_starts) pays no learning."""
     c, n = s.c, s.n
     if "rollout_learn" not in c:
         raise MissingCosts("pqn: these component costs lack rollout_learn (pqn's learning, measured since issue 23); "
                          "measure them again with experiments.components or experiments.plan")
-    acting = _vector_parts(n, c, dict(s.k, fold_store=0.0), 0.0, s.cores, s.wait)["step"] / n  # us per env step
+    if c.get("vector_trip"):  # since issue 34: the envs answer as each is ready, the acting's bound as vector_env's
+        acting = 1e6 / _vector_async(n, c, s.k, s.wait, 0.0, s.cores, learns=False).env_steps_per_sec
+    else:  # lockstep AsyncVectorEnv, as before issue 34
+        acting = _vector_parts(n, c, dict(s.k, fold_store=0.0), 0.0, s.cores, s.wait)["step"] / n  # us per env step
     learning = at_n(c["rollout_learn"], n) if s.utd > 0 else 0.0
     rates = {"envs": 1e6 / acting, "learner": 1e6 / learning if learning else float("inf")}
     role = "learner" if learning > acting else "envs"

@@ -32,7 +32,8 @@ DESIGNS: tuple[Design, ...] = (
            "replay and publishes versioned weights (Ape-X)", "actors", True, "actor_learner",
            backends={"ray": "architectures.designs.actor_learner.ray_backend"}),
     Design("vector_env", "architectures.designs.vector_env",
-           "one process, gymnasium's AsyncVectorEnv, batched acting, learning overlapped with env stepping",
+           "one process acts, batched, on whichever env processes have answered (EnvPool's async mode, "
+           "through shared memory) and learns while the others step",
            "envs", True, "vector_env"),
     Design("hogwild", "architectures.designs.hogwild",
            "worker processes act and learn, writing into shared parameters lock-free or under one lock",

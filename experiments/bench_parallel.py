@@ -4,11 +4,15 @@
     python -m experiments.bench_parallel --costs 1000 --rounds 5 --steps 30000
     python -m experiments.bench_parallel --costs 0 --archs single_env actor_learner --baseline ../old-checkout
     python -m experiments.bench_parallel --named cartpole --costs 0 --archs single_env actor_learner pqn
+    python -m experiments.bench_parallel --costs 0 --wait-us 2000 --workers 4 8 --archs actor_learner vector_env \
+        --against actor_learner --rounds 5        # an env that waits 2 ms: vector_env / actor_learner per count
 
 Every run is a fresh process (`python -m architectures <name>`), the contenders alternate
 within each round so drifting machine load hits all of them alike, and the speed-ups are
-ratios taken within a round. Throughput is env steps per second of training time (start-up
-and evaluation excluded; evaluation is off). Each parallel run also reports where its time
+ratios taken within a round, over single_env or the design `--against` names, printed as their
+median with their range. With several `--workers` counts every count is a regime of its own.
+Throughput is env steps per second of training time (start-up and evaluation excluded;
+evaluation is off). Each parallel run also reports where its time
 went, the bottleneck, the age of the data it learned from (its `policy_lag`: learner updates
 between a transition's acting weights and its sampling) and the hand-off cost per transition.
 
@@ -60,9 +64,11 @@ def design_values(arch: str, named: str | None) -> dict:
 
 
 def run(arch: str, steps: int, cost: float, workers: int | None, seed: int, root: str = ROOT,
-        named: str | None = None) -> dict:
+        named: str | None = None, wait_us: float = 0.0) -> dict:
     values = {**design_values(arch, named), "total_env_steps": steps, "eval_every": steps, "env_step_cost_us": cost,
               "seed": seed}
+    if wait_us:
+        values["env_step_wait_us"] = wait_us
     if workers is not None:
         values["num_workers"] = workers
     cmd = design_command(arch, root)
@@ -90,8 +96,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--costs", type=float, nargs="+", default=[1000.0, 0.0],
                         help="env_step_cost_us regimes (busy CPU us added to every env step)")
-    parser.add_argument("--workers", type=int, help="every parallel design's count (default 2, or with --named "
-                        "each design's named count)")
+    parser.add_argument("--workers", type=int, nargs="+", help="every parallel design's count, one regime per "
+                        "count (default 2, or with --named each design's named count)")
+    parser.add_argument("--wait-us", type=float, default=0.0, help="env_step_wait_us of every run (an env step that "
+                        "blocks without using the CPU)")
+    parser.add_argument("--against", default="single_env", help="the design every ratio is over (one of --archs)")
     parser.add_argument("--named", metavar="ENV", help="run each design as the sweeps do: this env's named "
                         "config and the design's (cartpole, minatar_breakout_cpu)")
     parser.add_argument("--steps", type=int, default=20_000, help="env steps per run at cost > 0")
@@ -100,60 +109,73 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--archs", nargs="+", default=["single_env", "actor_learner", "vector_env"])
     parser.add_argument("--json", help="write every run's result here")
     parser.add_argument("--baseline", metavar="DIR", help="also run every design from the checkout in DIR")
+    parser.add_argument("--dry-run", action="store_true", help="check the arguments, say what would run, stop")
     args = parser.parse_args(argv)
-    if "single_env" not in args.archs:
-        parser.error("--archs must include single_env (the baseline of every ratio)")
+    if args.against not in args.archs:
+        parser.error(f"--archs must include {args.against} (the baseline of every ratio: --against)")
     if args.named:
         from experiments.configs import NAMED_CONFIGS
         if args.named not in NAMED_CONFIGS:
             parser.error(f"--named: {args.named!r} is not a named config ({', '.join(NAMED_CONFIGS)})")
     elif args.workers is None:
-        args.workers = 2
+        args.workers = [2]
+    if args.dry_run:  # the arguments' forms only: a --baseline checkout need not exist yet
+        print(f"bench_parallel: {args.rounds} round(s) of {', '.join(args.archs)} at env step cost(s) "
+              f"{', '.join(f'{c:g}' for c in args.costs)} us (dry run: nothing run)", file=sys.stderr)
+        return
     if args.baseline and not os.path.isfile(os.path.join(args.baseline, "experiments", "bench_parallel.py")):
         parser.error(f"--baseline: {args.baseline!r} is not a checkout of this suite")
     against: dict[str, list[float]] = {a: [] for a in args.archs}  # this checkout / the baseline's, per round
     learner = f"named {args.named}" if args.named else f"utd {COMMON['utd']}"
     workers_said = f"{args.workers} workers" if args.workers else "each design's named workers"
-    print(f"{os.cpu_count()} CPUs; {workers_said}; {learner}; rounds {args.rounds}", flush=True)
+    print(f"{os.cpu_count()} CPUs; {workers_said}; {learner}; env wait {args.wait_us:g} us; rounds {args.rounds}",
+          flush=True)
     everything = []
     for cost in args.costs:
-        steps = args.steps if cost > 0 else args.cheap_steps
-        print(f"\n== env_step_cost_us={cost:g}, {steps:,} env steps per run", flush=True)
-        ratios: dict[str, list[float]] = {a: [] for a in args.archs if a != "single_env"}
-        for round_index in range(args.rounds):
-            order = args.archs if round_index % 2 == 0 else list(reversed(args.archs))
-            results = {}
-            for arch in order:
-                workers = 1 if arch == "single_env" else args.workers
-                old = None
-                if args.baseline and round_index % 2:  # the baseline first in every other round
-                    old = run(arch, steps, cost, workers, round_index + 1, root=os.path.abspath(args.baseline),
-                              named=args.named)
-                results[arch] = run(arch, steps, cost, workers, round_index + 1, named=args.named)
-                print(describe(arch, results[arch]), flush=True)
-                everything.append({"cost_us": cost, "round": round_index, "arch": arch, "named": args.named,
-                                   **results[arch]})
-                if args.baseline:
-                    if old is None:
+        steps = args.steps if cost > 0 or args.wait_us > 0 else args.cheap_steps
+        for count in args.workers or [None]:
+            print(f"\n== env_step_cost_us={cost:g}, {count or 'named'} workers, {steps:,} env steps per run", flush=True)
+            ratios: dict[str, list[float]] = {a: [] for a in args.archs if a != args.against}
+            for round_index in range(args.rounds):
+                order = args.archs if round_index % 2 == 0 else list(reversed(args.archs))
+                results = {}
+                for arch in order:
+                    workers = 1 if arch in ("single_env", "high_utd") else count
+                    same = dict(named=args.named, wait_us=args.wait_us)
+                    old = None
+                    if args.baseline and round_index % 2:  # the baseline first in every other round
                         old = run(arch, steps, cost, workers, round_index + 1, root=os.path.abspath(args.baseline),
-                                  named=args.named)
-                    against[arch].append(results[arch]["env_steps_per_sec"] / old["env_steps_per_sec"])
-                    print(describe(f"{arch} (baseline)", old) + f"  -> this/baseline {against[arch][-1]:.3f}",
-                          flush=True)
-            base = results["single_env"]["env_steps_per_sec"]
-            for arch in ratios:
-                ratios[arch].append(results[arch]["env_steps_per_sec"] / base)
-            print(f"  round {round_index + 1}: " + ", ".join(f"{a} {r[-1]:.2f}x" for a, r in ratios.items()), flush=True)
-        for arch, values in ratios.items():
-            print(f"  {arch} / single_env at cost {cost:g} us: median {statistics.median(values):.2f}x "
-                  f"(rounds: {', '.join(f'{v:.2f}' for v in values)})")
+                                  **same)
+                    results[arch] = run(arch, steps, cost, workers, round_index + 1, **same)
+                    print(describe(arch, results[arch]), flush=True)
+                    everything.append({"cost_us": cost, "wait_us": args.wait_us, "workers": count, "round": round_index,
+                                       "arch": arch, "named": args.named, **results[arch]})
+                    if args.baseline:
+                        if old is None:
+                            old = run(arch, steps, cost, workers, round_index + 1, root=os.path.abspath(args.baseline),
+                                      **same)
+                        against[arch].append(results[arch]["env_steps_per_sec"] / old["env_steps_per_sec"])
+                        print(describe(f"{arch} (baseline)", old) + f"  -> this/baseline {against[arch][-1]:.3f}",
+                              flush=True)
+                base = results[args.against]["env_steps_per_sec"]
+                for arch in ratios:
+                    ratios[arch].append(results[arch]["env_steps_per_sec"] / base)
+                print(f"  round {round_index + 1}: " + ", ".join(f"{a} {r[-1]:.2f}x" for a, r in ratios.items()),
+                      flush=True)
+            for arch, values in ratios.items():
+                print(f"  {arch} / {args.against} at cost {cost:g} us, {count or 'named'} workers: "
+                      f"{_median_range(values, 'x')}")
     for arch, values in against.items():
         if values:
-            print(f"{arch}: this checkout / baseline, median {statistics.median(values):.3f} "
-                  f"(rounds: {', '.join(f'{v:.3f}' for v in values)})")
+            print(f"{arch}: this checkout / baseline, {_median_range(values, '')}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(everything, f, indent=1)
+
+
+def _median_range(values: list[float], unit: str) -> str:
+    return (f"median {statistics.median(values):.2f}{unit} (range {min(values):.2f}-{max(values):.2f}; rounds: "
+            f"{', '.join(f'{v:.2f}' for v in values)})")
 
 
 if __name__ == "__main__":

@@ -134,6 +134,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--baseline", metavar="DIR", help="also run single_env from the checkout in DIR")
     parser.add_argument("--child", choices=["ours", "sb3", "components"], help=argparse.SUPPRESS)
+    parser.add_argument("--dry-run", action="store_true", help="check the arguments and the install, then stop")
     args = parser.parse_args()
     if args.baseline and not os.path.isfile(os.path.join(args.baseline, "experiments", "bench_sb3.py")):
         parser.error(f"--baseline: {args.baseline!r} is not a checkout of this suite (no experiments/bench_sb3.py)")
@@ -147,7 +148,12 @@ def main() -> None:
     try:
         import stable_baselines3  # noqa: F401
     except ImportError:
-        parser.exit(2, "error: stable-baselines3 is not installed: pip install -e '.[bench]' -c constraints.txt\n")
+        if not args.dry_run:
+            parser.exit(2, "error: stable-baselines3 is not installed: pip install -e '.[bench]' -c constraints.txt\n")
+    if args.dry_run:
+        print(f"bench_sb3: {args.rounds} round(s) of {args.steps:,} env steps, ours against SB3's DQN (dry run)",
+              file=sys.stderr)
+        return
     rows = []
     roles = ["ours", "sb3"] + (["baseline"] if args.baseline else [])
     for r in range(args.rounds):
@@ -160,8 +166,9 @@ def main() -> None:
     ratios = [o["process_steps_per_sec"] / s["process_steps_per_sec"] for o, s in pairs]
     loop_ratios = [o["loop_steps_per_sec"] / s["loop_steps_per_sec"] for o, s in pairs]
     print(f"\nthroughput ratio single_env / SB3 DQN, whole process: median {statistics.median(ratios):.2f}x "
-          f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
-    print(f"throughput ratio, training loop only:                median {statistics.median(loop_ratios):.2f}x")
+          f"(range {min(ratios):.2f}-{max(ratios):.2f}; rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
+    print(f"throughput ratio, training loop only:                median {statistics.median(loop_ratios):.2f}x "
+          f"(range {min(loop_ratios):.2f}-{max(loop_ratios):.2f})")
     if args.baseline:
         ours = [x["loop_steps_per_sec"] for x in rows if x["role"] == "ours"]
         base = [x["loop_steps_per_sec"] for x in rows if x["role"] == "baseline"]
@@ -169,6 +176,10 @@ def main() -> None:
         print(f"single_env in the training loop: this checkout median {statistics.median(ours):,.0f} env steps/s, "
               f"baseline {args.baseline} median {statistics.median(base):,.0f}; ratio per round "
               f"{', '.join(f'{x:.3f}' for x in per_round)}, median {statistics.median(per_round):.3f}")
+        whole = [o["process_steps_per_sec"] / b["process_steps_per_sec"] for o, b in
+                 zip([x for x in rows if x["role"] == "ours"], [x for x in rows if x["role"] == "baseline"])]
+        print(f"single_env, whole process, this checkout / baseline: median {statistics.median(whole):.3f} "
+              f"(range {min(whole):.3f}-{max(whole):.3f})")
     last = pairs[-1][0]
     costs = ", ".join(f"{k} {v:.1f}" for k, v in last["costs_us"].items() if k != "eval")
     print(f"\nsingle_env in-loop cost per call (last round, us): {costs}")

@@ -8,8 +8,9 @@ action, batched greedy actions for N observations, the n-step fold and the repla
 step, one replay sample and one update at the configured network and batch, the policy-lag
 diagnostics per update, pqn's learning per env step at N envs (a rollout's Q(lambda) targets
 and updates), the hand-off per transition through a shared-memory ring (the actor's
-write, the learner's drain into the replay), a weight publication, and AsyncVectorEnv's round
-trip for N envs (step_async, step_wait once the results are in, and both back to back); on
+write, the learner's drain into the replay), a weight publication, and vector_env's round trip
+through its env processes at N envs (per env step: command to answer, the main process's CPU,
+an env process's CPU); on
 CUDA, where present, the update with its host-to-device copy. Each cost is the median over
 repeated timed blocks, with their p10 and p90: the inputs of analysis/cost_model.py.
 
@@ -103,14 +104,15 @@ def loop_costs(bench: Bench, cores: int, wait_us: float, budget_s: float, log, o
     cfg = bench.cfg
     repeats = []
     for _ in range(REPEATS):
-        rep = vector_costs(cfg, cores, bench.learner, bench.policy, bench.replay, bench.rng)
+        rep = vector_costs(cfg, cores, bench.policy, max(0.5, budget_s * 0.15 / REPEATS / len(vector_sizes(cores))),
+                           wait_us)
         rep["in_loop"] = in_loop(cfg, budget_s * 0.3 / REPEATS)
         if wait_us > 0 and not own_wait:  # the same loop where the env waits: a process that idles pays more per update
             rep["in_loop_waiting"] = in_loop(cfg.replace(env_step_wait_us=wait_us), budget_s * 0.15 / REPEATS)
         rep["hogwild_in_loop"] = design_in_loop("hogwild", cfg, budget_s * 0.3 / REPEATS)
         repeats.append(rep)
     costs = median_repeat(repeats)
-    # hogwild's and vector_env's loops are measured at this utd: the model uses them only there.
+    # hogwild's loop is measured at this utd: the model uses it only there.
     costs["loops_utd"] = {"us": float(cfg.utd), "p10": float(cfg.utd), "p90": float(cfg.utd)}
     log("  in single_env's loop: " + ", ".join(f"{k} {v['us']:,.1f} us" for k, v in costs["in_loop"].items()))
     if "in_loop_waiting" in costs:

@@ -1,10 +1,9 @@
 """Each component as a loop pays it, not warm and alone: single_env's own loop (its timers),
-AsyncVectorEnv's round trips inside vector_env's loop, how much a loop like it on every other
-core slows it (`contention`), and the median of repeated passes (`median_repeat`)."""
+vector_env's round trip through its env processes, how much a loop like it on every other core
+slows it (`contention`), and the median of repeated passes (`median_repeat`)."""
 
 from __future__ import annotations
 
-import functools
 import statistics
 import time
 
@@ -15,12 +14,12 @@ from experiments.components_alone import spread
 from experiments.sweep_runners import die_with_parent
 
 REPEATS = 3
-"""Passes over the loop-level costs (vector_env's round trips, single_env's and hogwild's loops):
+"""Passes over the loop-level costs (vector_env's round trip, single_env's and hogwild's loops):
 the median pass is kept (`median_repeat`)."""
 
 
 def vector_sizes(cores: int) -> list[int]:
-    """The env counts at which AsyncVectorEnv's round trip is measured; the model interpolates."""
+    """The env counts at which vector_env's round trip is measured; the model interpolates."""
     return sorted({1, 2, cores, 2 * cores})
 
 
@@ -114,62 +113,49 @@ def contention(cfg: DQNConfig, cores: int, seconds: float) -> dict:
     return {"us": float(np.median(busy) / np.median(alone)), "p10": ratios[0], "p90": ratios[-1]}
 
 
-def vector_costs(cfg: DQNConfig, cores: int, learner, policy, replay, rng) -> dict:
-    """AsyncVectorEnv for N envs: step_async, step_wait once the results are there, the two back
-    to back (the round trip: the envs' step plus the IPC), and vector_env's loop without its
-    bookkeeping: act for all envs, send, learn what is owed meanwhile, receive (the batched act
-    and the round trip as the loop pays them: the learning beside the envs stretches their reply
-    and leaves the act cold; measured idle, they missed a 1 ms env's run by up to 35%)."""
-    from fractions import Fraction
+def vector_costs(cfg: DQNConfig, cores: int, policy, seconds: float, wait_us: float = 0.0) -> dict:
+    """vector_env's env processes (transport.vector_envs) at each of `vector_sizes`, driven as its
+    loop drives them with nothing to learn: take the envs that have answered, act on them in one
+    batch, send them on, for `seconds` after a warm-up. Per env step: `vector_trip`, the wall time
+    from an env's command to its answer taken (its step and the way there and back); `vector_main`,
+    the main process's CPU (the act, the send, the polls and the answer's copies); `vector_env_cpu`,
+    an env process's CPU (its step and its side of the hand-off). The round trip of issue 34's
+    model (cost_model._vector_async). The envs wait `wait_us` a step as the run's will, so the
+    answers arrive as spread out as they will (with the wait off, 4 envs answered all at once and
+    queued at the main process: 265 us a trip against ~35 us for one), and the wait is taken out
+    of the trip (the model adds it); an env process's CPU keeps what its waits cost it."""
+    from architectures.core.envs import env_spec
+    from architectures.core.metrics import CpuMeter
+    from architectures.run.acting import HeldObs
+    from architectures.transport.vector_envs import vector_envs
 
-    from gymnasium.vector import AsyncVectorEnv, AutoresetMode
-
-    from architectures.core.envs import make_env
-    from architectures.transport import janitor
-
-    janitor.install()
-    out: dict = {name: {} for name in ("vector_round_trip", "vector_send", "vector_recv", "vector_act_in_loop",
-                                       "vector_round_trip_learning")}
+    spec = env_spec(cfg.env_id)
+    out: dict = {name: {} for name in ("vector_trip", "vector_main", "vector_env_cpu")}
     for n in vector_sizes(cores):
-        envs = AsyncVectorEnv([functools.partial(make_env, cfg.env_id, cfg.env_step_cost_us)] * n,
-                              shared_memory=True, context="spawn", autoreset_mode=AutoresetMode.NEXT_STEP)
-        try:
-            obs, _ = envs.reset(seed=list(range(n)))
-            actions = np.zeros(n, dtype=np.int64)
-            rt = []
-            for _ in range(60):
-                began = time.perf_counter()
-                envs.step_async(actions)
-                envs.step_wait()
-                rt.append(1e6 * (time.perf_counter() - began))
-            sends, recvs = [], []
-            for _ in range(40):
-                began = time.perf_counter()
-                envs.step_async(actions)
-                sends.append(1e6 * (time.perf_counter() - began))
-                time.sleep(max(0.002, 3e-6 * statistics.median(rt)))  # the envs are done by now
-                began = time.perf_counter()
-                envs.step_wait()
-                recvs.append(1e6 * (time.perf_counter() - began))
-            owed, per_step, acts, loops = Fraction(0), Fraction(str(cfg.utd)) * n, [], []
-            for i in range(20 + int(max(150, 4 / max(float(per_step), 1e-3)))):  # whole update cycles
-                began = time.perf_counter()
-                actions = policy.act_batch(obs, 0.0)
-                acted = time.perf_counter()
-                envs.step_async(actions)
-                owed += per_step
-                while owed >= 1:
-                    learner.update(replay.sample(cfg.batch_size, rng))
-                    owed -= 1
-                obs = envs.step_wait()[0]
-                if i >= 20:
-                    acts.append(1e6 * (acted - began))
-                    loops.append(1e6 * (time.perf_counter() - acted))
-        finally:
-            envs.close(terminate=True)
-        key = str(n)
-        out["vector_round_trip"][key], out["vector_send"][key] = spread(rt[10:]), spread(sends)
-        out["vector_recv"][key], out["vector_act_in_loop"][key] = spread(recvs), spread(acts)
-        out["vector_round_trip_learning"][key] = {"us": float(np.mean(loops)), "p10": float(np.percentile(loops, 10)),
-                                                  "p90": float(np.percentile(loops, 90))}
+        run_cfg = cfg.replace(num_workers=n, env_step_wait_us=wait_us)
+        with vector_envs("components", spec, run_cfg, [cfg.env_step_cost_us] * n) as envs:
+            held, idle = HeldObs(envs.reset(range(n), list(range(n)))), list(range(n))
+            meter = CpuMeter(lambda: envs.pids)
+
+            def drive(until: float) -> None:
+                nonlocal idle
+                while time.perf_counter() < until:
+                    envs.send(idle, policy.act_batch(held.obs[idle], 0.0).tolist(), [0] * len(idle))
+                    idle = envs.recv()
+                    for i in idle:
+                        held.take(envs, i)
+
+            drive(time.perf_counter() + min(0.5, seconds / 3))  # warm
+            trip0, answered0, cpu0 = sum(envs.seconds[k] for k in ("to_env", "env_step", "to_main")), envs.answered, \
+                meter.read()
+            drive(time.perf_counter() + seconds)
+            steps = max(1, envs.answered - answered0)
+            cpu1 = meter.read()
+            trip = sum(envs.seconds[k] for k in ("to_env", "env_step", "to_main")) - trip0 - wait_us * 1e-6 * steps
+            for name, value in (("vector_trip", trip), ("vector_main", cpu1["main"] - cpu0["main"]),
+                                ("vector_env_cpu", cpu1["workers"] - cpu0["workers"])):
+                us = 1e6 * value / steps
+                out[name][str(n)] = {"us": us, "p10": us, "p90": us}
+            while envs.flying:  # every env in before they stop
+                envs.recv()
     return out

@@ -163,6 +163,25 @@ def _shape(steps: int, workers: dict[str, tuple[int, ...]] | None = None, named:
         Cell((named, arch), dict(budget, num_workers=n)) for arch, counts in workers.items() for n in counts]
 
 
+def _vector_check(busy_steps: int, wait_steps: int, pqn_steps: dict[str, int]) -> list[Cell]:
+    """Issue 34's speed checks, each against a prediction committed before its runs: vector_env at 2
+    envs on a 1 ms busy CartPole step beside single_env and actor_learner; vector_env and
+    actor_learner at 4 and 8 on a CartPole step that waits 2 ms (the practitioner's learner); pqn
+    at 1-4 envs on a free CartPole step and 1-2 on MinAtar Breakout. Evaluation off, one at a time."""
+    busy = dict(_NO_EVAL, env_step_cost_us=1000.0, total_env_steps=busy_steps, eval_every=busy_steps)
+    wait = dict(_NO_EVAL, env_step_wait_us=2000.0, total_env_steps=wait_steps, eval_every=wait_steps,
+                worker_timeout_s=120.0)
+    cells = [Cell(("cartpole", "single_env"), dict(busy))]
+    cells += [Cell(("cartpole", arch), dict(busy, num_workers=2)) for arch in ("vector_env", "actor_learner")]
+    cells += [Cell(("practitioner_shape", arch), dict(wait, num_workers=n))
+              for arch in ("vector_env", "actor_learner") for n in (4, 8)]
+    for env, counts in (("cartpole", (1, 2, 4)), ("minatar_breakout_cpu", (1, 2))):
+        steps = pqn_steps[env]
+        cells += [Cell((env, "pqn"), dict(_NO_EVAL, total_env_steps=steps, eval_every=steps, num_workers=n))
+                  for n in counts]
+    return cells
+
+
 # high_utd in the headline runs at the utd grid's steadiest high ratio: 4 updates per env step
 # with LayerNorm (at the baseline ratio it would be single_env, bit for bit).
 HEADLINE_HIGH_UTD = {"utd": 4.0, "layer_norm": True}
@@ -333,6 +352,15 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           cells={"small": _shape(12_000, OWN_WAIT_WORKERS, "remote_cartpole"),
                  "paper": _shape(40_000, OWN_WAIT_WORKERS, "remote_cartpole")},
           seeds={"small": 3, "paper": 3}, interleave=True),
+    Sweep("vector_check", "vector_env and pqn stepping their envs as each is ready, through shared "
+          "memory, against predictions committed before the runs (results/reference/vector_check/predicted): "
+          "vector_env 2 beside single_env and actor_learner 2 at a 1 ms busy CartPole step, vector_env and "
+          "actor_learner at 4 and 8 where the step waits 2 ms, pqn at 1-4 envs on CartPole and 1-2 on MinAtar "
+          "Breakout; throughput only, one at a time, seed by seed",
+          minutes={"small": 45, "paper": 120},
+          cells={"small": _vector_check(20_000, 20_000, {"cartpole": 30_000, "minatar_breakout_cpu": 20_000}),
+                 "paper": _vector_check(60_000, 60_000, {"cartpole": 100_000, "minatar_breakout_cpu": 50_000})},
+          seeds={"small": 5, "paper": 5}, interleave=True),
     Sweep("per_hour", "learning per hour, the practitioner's question: MinAtar Breakout whose step waits 2 ms "
           "without CPU, single_env and actor_learner (16), vector_env (12) and hogwild (12) for about 140 training "
           "seconds each (the paper scale: 10 times longer), holdout at 10 checkpoints with their training seconds; one "

@@ -1,6 +1,6 @@
 """Envs that misbehave on purpose, for tests/test_faults.py: named the user's way,
 `tests.fault_envs:<Id>`, so every process that makes an env (spawned actors and workers,
-AsyncVectorEnv's subprocesses) imports this module and finds them.
+vector_env's and pqn's env processes) imports this module and finds them.
 
 Each is CartPole-v1 until its own env step `after` (counted per env instance, across episodes),
 then: NaN observations, a NaN reward, or, once, a file that fills the folder named by
@@ -102,6 +102,9 @@ class Endless(gym.Env):
 
 
 gym.register("Endless-v0", entry_point=Endless)
+# Not a fault: CartPole cut off at 20 steps, so every episode ends in a time limit (tests/test_pqn.py).
+gym.register("ShortPole-v0", entry_point="gymnasium.envs.classic_control:CartPoleEnv", max_episode_steps=20)
+
 for _name, _cls in (("StepRaises-v0", StepRaises), ("ResetRaises-v0", ResetRaises), ("NanObs-v0", NanObs), ("NanReward-v0", NanReward), ("FillsDisk-v0", FillsDisk),
                     ("SlowClose-v0", SlowClose)):
     gym.register(_name, entry_point=_cls, max_episode_steps=500)

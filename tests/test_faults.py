@@ -151,7 +151,10 @@ def test_an_env_that_never_ends_is_cut_at_max_episode_steps_in_training_and_on_t
     result = get_train_fn(design)(DQNConfig(env_id=ENDLESS, max_episode_steps=50, **TINY), None)
     assert result["env_steps"] == TINY["total_env_steps"]
     assert result["holdout_truncated"] == [TINY["eval_episodes"]] * 2  # each holdout episode cut, and counted
-    assert result["episodes"] == TINY["total_env_steps"] // 50  # training episodes end at the cap too
+    # training episodes end at the cap too: every env's steps in whole episodes of 50, but for the one
+    # each env has under way (vector_env's envs step as they are ready, so their shares differ)
+    workers = TINY["num_workers"] if design in ("actor_learner", "hogwild", "vector_env", "pqn") else 1
+    assert TINY["total_env_steps"] // 50 - workers < result["episodes"] <= TINY["total_env_steps"] // 50
 
 
 def test_an_env_without_a_cap_stops_the_command_in_one_line_and_records_nothing(tmp_path):

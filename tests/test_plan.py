@@ -134,6 +134,37 @@ def test_pqn_pays_its_vector_steps_then_its_learning_one_after_the_other(envs, l
     assert no_learning.env_steps_per_sec == pytest.approx(1e6 / (expected_us - cost_model.at_n(learn, envs)))
 
 
+# vector_env since issue 34: its round trip through the env processes, per env step, as measured
+ASYNC = {**COSTS, "vector_trip": {1: 300.0, 8: 500.0}, "vector_main": {1: 30.0, 8: 20.0},
+         "vector_env_cpu": {1: 40.0, 8: 60.0}}
+
+
+@pytest.mark.parametrize("workers, cores, utd, expected_role", [
+    (2, 16, 0.25, "main"),      # 2 x 1e6 / 300 envs, 1e6 / (30 + 4 + 0.25 x 610) main: the learning bounds
+    (2, 16, 0.0, "envs"),       # nothing to learn: the envs' round trip
+    (8, 1, 0.0, "cores"),       # eight env processes' CPU and the main's on one core
+])
+def test_vector_env_since_issue_34_is_its_slowest_role(workers, cores, utd, expected_role):
+    p = predict("vector_env", workers, ASYNC, utd=utd, cores=cores)
+    at = cost_model.at_n
+    main = at(ASYNC["vector_main"], workers) + (4.0 + utd * 610.0 if utd else 4.0)
+    rates = {"envs": workers * 1e6 / at(ASYNC["vector_trip"], workers), "main": 1e6 / main,
+             "cores": cores * 1e6 / (at(ASYNC["vector_env_cpu"], workers) + main)}
+    assert p.bottleneck == expected_role and p.rates == pytest.approx(rates)
+    assert p.env_steps_per_sec == pytest.approx(min(rates.values()))
+    # lockstep's costs alone (no vector_trip) still predict the design as it was before issue 34
+    assert predict("vector_env", workers, COSTS, utd=utd, cores=cores) != p
+
+
+def test_pqn_since_issue_34_acts_at_the_round_trips_bound_then_learns():
+    learn = {1: 400.0, 8: 400.0}
+    p = predict("pqn", 2, {**ASYNC, "rollout_learn": learn}, utd=0.25, cores=16)
+    trip, main, env_cpu = (cost_model.at_n(ASYNC[k], 2) for k in ("vector_trip", "vector_main", "vector_env_cpu"))
+    main += 2.0  # and each env step's books, as the n-step fold's
+    acting = 1e6 / min(2e6 / trip, 1e6 / main, 16e6 / (env_cpu + main))
+    assert p.env_steps_per_sec == pytest.approx(1e6 / (acting + 400.0)) and p.bottleneck == "learner"
+
+
 def test_pqn_is_left_out_where_its_costs_were_never_measured_and_never_recommended_on_speed():
     with pytest.raises(cost_model.MissingCosts, match="rollout_learn"):
         predict("pqn", 2, COSTS, utd=0.25, cores=2)

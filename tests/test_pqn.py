@@ -9,6 +9,7 @@ import pytest
 
 from architectures.core.config import ConfigError, DQNConfig
 from architectures.designs import pqn
+from tests.test_single_env import Recorder, untimed
 
 GAMMA = 0.9
 
@@ -74,3 +75,20 @@ def test_learning_waits_for_learning_starts():
 def test_prioritized_replay_is_refused_in_one_line():
     with pytest.raises(ConfigError, match="pqn has no replay buffer"):
         pqn.train(DQNConfig(**TINY, prioritized=True))
+
+
+def test_which_envs_share_a_batch_changes_no_result():
+    """Env 0 made 2 ms slower answers later than env 1, so its steps are acted on in other batches
+    than env 1's; every loss, holdout and episode is still the even run's: each env's steps keep
+    their order in the rollout, and its epsilon, exploration draws and values are those lockstep
+    stepping gave it. Every episode ends in a time limit, so the truncations' bootstraps are in."""
+    cfg = DQNConfig(**{**TINY, "env_id": "tests.fault_envs:ShortPole-v0", "total_env_steps": 1_600,
+                       "eval_every": 400, "log_every": 200, "rollout_steps": 32, "eps_decay_steps": 400})
+    runs = []
+    for slow in (0.0, 2_000.0):
+        rec = Recorder()
+        result = pqn.train(cfg.replace(slow_worker_cost_us=slow), rec)
+        runs.append(([v for name, v, _ in rec.scalars if name == "td_loss"], untimed(rec.holdouts),
+                     result["episodes"], result["updates"]))
+    assert len(runs[0][0]) >= 6 and runs[0][2] >= 80  # losses logged, and episodes cut off every 20 steps
+    assert runs[0] == runs[1]

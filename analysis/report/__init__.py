@@ -46,6 +46,7 @@ from analysis.report import (
     threads,
     uneven,
     utd,
+    vector_check,
 )
 from analysis.report.common import (
     ARCH_ORDER,
@@ -86,7 +87,8 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("figure_minatar_suite", suite.data, suite.plot),
            ("table_pqn_cartpole", pqn.data, None),
            ("table_pqn_speed_check", pqn.speed_check_data, None),
-           ("table_pqn_side_by_side", pqn.side_by_side_data, None)]
+           ("table_pqn_side_by_side", pqn.side_by_side_data, None),
+           ("table_vector_check", vector_check.data, None)]
 """(name in a failure's note, data function, plotting function), in the order they are built."""
 ALL_MACHINES = {"figure_sixteen_cores_shape", "table_answer"}
 """The families that read stores made on other machines (analysis/load.py MACHINE_FILE); every other

@@ -39,7 +39,7 @@ def check_env_id(env_id: str) -> str | None:
 
     Users' own envs work the standard gymnasium way, `module:EnvId`: the module (on PYTHONPATH)
     is imported and registers the env, in every process that makes one (gym.make does the
-    import itself, so spawned workers, AsyncVectorEnv's subprocesses and Ray actors need
+    import itself, so spawned workers, vector_env's env processes and Ray actors need
     nothing more than the module on their path)."""
     module, _, name = env_id.rpartition(":")
     if module:

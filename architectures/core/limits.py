@@ -28,8 +28,9 @@ from /proc/<pid>/smaps_rollup of the two actors of a running
 of which Pss_Anon 152 MB is the process's own; the other ~83 MB are torch's shared libraries,
 page cache that every process of the run shares, so each extra worker costs its private part."""
 ENV_PROCESS_BYTES = 20 * 2**20
-"""vector_env's env subprocess (gymnasium's AsyncVectorEnv worker: no torch), measured the same
-way: Rss 39 MB, Pss_Anon 21 MB."""
+"""vector_env's env process (a worker that steps one env: no torch), measured the same way: Rss
+39 MB, Pss_Anon 21 MB (gymnasium's AsyncVectorEnv worker, which it replaced in issue 34, measured
+the same)."""
 WORKERS_PER_CORE = 32
 MIN_WORKER_LIMIT = 64
 SPAWNING = {"actor_learner": ("actor", WORKER_PROCESS_BYTES), "hogwild": ("worker", WORKER_PROCESS_BYTES),

@@ -88,7 +88,9 @@ class ReplayBuffer:
         obs, next_obs (B, *obs); action, reward, discount, source, version (B,)."""
         if self.size == 0:
             raise RuntimeError("cannot sample from an empty replay buffer")
-        rows = self.data[rng.integers(0, self.size, batch_size)]  # (B,) records, a copy
+        # np.take, not fancy indexing: the same rows, copied whole (fancy indexing copies a record
+        # field by field: 24 us against 4.5 us for 128 CartPole rows; issue 34's profile of single_env).
+        rows = np.take(self.data, rng.integers(0, self.size, batch_size))  # (B,) records, a copy
         return {name: rows[name] for name in self.dtype.names}
 
     def state_dict(self) -> dict:
@@ -212,7 +214,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         indices = np.minimum(self.tree.find(mass), self.size - 1)                      # (B,)
         probs = self.tree.tree[indices + self.tree.leaves] / total                      # (B,)
         weights = (self.size * np.maximum(probs, 1e-12)) ** -self.beta
-        rows = self.data[indices]
+        rows = np.take(self.data, indices)  # a copy, whole rows (ReplayBuffer.sample)
         batch = {name: rows[name] for name in self.dtype.names}
         batch["indices"] = indices
         batch["weights"] = (weights / weights.max()).astype(np.float32)

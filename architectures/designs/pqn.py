@@ -5,15 +5,18 @@ LayerNorm keeping the network stable without a target network. The settings are 
 `pqn.py` (the named config `pqn`): RAdam at 2.5e-4 annealed linearly to 0, 4 envs x 128 steps a
 rollout, 4 epochs of 4 minibatches, lambda 0.65, squared TD error, gradient norm 10, LayerNorm
 MLP, epsilon 1 -> 0.05 over half the run. Same section order as single_env.py; what differs:
-- acting: `num_workers` envs step in subprocesses (transport.vector_envs.SupervisedEnvs, as
-  vector_env's), one batched forward pass acts for all, each env exploring on its own; the
-  greedy value of every observation is kept for the targets;
-- learning: after `rollout_steps` vector steps, Q(lambda) returns are computed backwards over the
+- acting: `num_workers` envs step in processes of their own (transport.vector_envs, as
+  vector_env's), each through its `rollout_steps` steps in order while the others step; the ready
+  ones are acted on in one batched forward pass, each env exploring on its own; the greedy value
+  of every observation is kept for the targets. Which envs share a batch changes nothing: a fixed
+  seed's rollouts, updates and holdouts are lockstep stepping's, bit for bit (only the env step a
+  log line falls on moves);
+- learning: once every env has its rollout, Q(lambda) returns are computed backwards over the
   rollout (`lambda_returns`), then `rollout_epochs` passes of `rollout_minibatches` shuffled
   minibatches fit Q(s, a) to them; the rollout is then dropped: no replay, no target network;
 - a truncated episode (a time limit) bootstraps from its last observation's value, a terminated
-  one from nothing; a vector step may overshoot a checkpoint by up to num_workers - 1 env steps
-  (the actual step is recorded), as vector_env's does;
+  one from nothing; a rollout may overshoot a checkpoint by up to num_workers - 1 env steps
+  (each env takes the same number of steps; the actual step is recorded);
 - `learning_starts` holds back learning from the rollouts that end before it (0 in the `pqn` config);
 - checkpoints fall at rollout boundaries, where nothing is in flight; on resume every env starts
   a fresh episode (as vector_env's), with the network, RAdam's state and every RNG as saved;
@@ -27,7 +30,6 @@ Run it without Sacred:  python -m architectures pqn --num_workers 4 --total_env_
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 
@@ -37,17 +39,16 @@ import torch
 from architectures.core.config import ConfigError, DQNConfig
 from architectures.core.device import ActingWeights, check_device, host_float
 from architectures.core.dqn import clip_grad_norm, td_loss
-from architectures.core.envs import make_env, rng_seeds
+from architectures.core.envs import EnvSpec, env_spec, rng_seeds
 from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.networks import GreedyPolicy, build_q_network
 from architectures.core.schedules import EpsilonSchedule
-from architectures.run.acting import EpisodeStats, EpisodeStream, worker_env_cost
+from architectures.run.acting import EpisodeStats, EpisodeStream, HeldObs, worker_env_cost
 from architectures.run.base import LearningLog, Run
-from architectures.transport import janitor
-from architectures.transport.vector_envs import SupervisedEnvs
+from architectures.transport.vector_envs import VectorEnvs, vector_envs
 from architectures.transport.workers import warn_if_oversubscribed
 
-TIMES = ("act", "env_wait", "env_reset", "targets", "update")
+TIMES = ("act", "env_wait", "targets", "update")
 
 
 def lambda_returns(rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, next_values: np.ndarray,
@@ -108,24 +109,17 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     preflight(cfg)
     warn_if_oversubscribed(cfg.num_workers, "env processes plus the acting/learning process")
     torch.set_num_threads(cfg.learner_thread_count)
-    janitor.install()  # AsyncVectorEnv's semaphores are unlinked even after a group kill
-    factories = [functools.partial(make_env, cfg.env_id, worker_env_cost(cfg, i), cfg.env_step_wait_us,
-                                   cfg.max_episode_steps)
-                 for i in range(cfg.num_workers)]
-    envs = SupervisedEnvs(factories, cfg.env_id, cfg.worker_timeout_s)
-    try:
-        return _train(cfg, reporter, envs)
-    finally:
-        envs.close(terminate=True)
+    spec = env_spec(cfg.env_id)
+    with vector_envs("pqn", spec, cfg, [worker_env_cost(cfg, i) for i in range(cfg.num_workers)]) as envs:
+        return _train(cfg, reporter, envs, spec)
 
 
-def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
+def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) -> dict:
     # ------------------------------------------------------------------ setup
-    n, T, space = cfg.num_workers, cfg.rollout_steps, envs.single_observation_space  # noqa: N806
+    n, T = cfg.num_workers, cfg.rollout_steps  # noqa: N806
     device = torch.device(cfg.device)
     check_device(device)
-    net = build_q_network(space.shape, int(envs.single_action_space.n), cfg.hidden_sizes, cfg.layer_norm,
-                          cfg.seed).to(device)
+    net = build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed).to(device)
     optimizer = make_optimizer(net, cfg)
     act_seed, batch_seed = rng_seeds(cfg.seed)
     acting = ActingWeights(net)  # the network itself on the CPU; a host copy of a CUDA one
@@ -134,7 +128,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
     streams = [EpisodeStream(cfg, i) for i in range(n)]  # seeds and episode totals per env
     epsilon = EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
     rollouts = math.ceil(cfg.total_env_steps / (n * T))  # the learning rate anneals over these
-    obs_buf = np.zeros((T, n, *space.shape), dtype=space.dtype)  # (T, N, *obs)
+    obs_buf = np.zeros((T, n, *spec.obs_shape), dtype=spec.obs_dtype)  # (T, N, *obs)
     actions, rewards = np.zeros((T, n), dtype=np.int64), np.zeros((T, n), dtype=np.float32)
     terminated, truncated = np.zeros((T, n), dtype=bool), np.zeros((T, n), dtype=bool)
     next_values = np.zeros((T, n), dtype=np.float32)
@@ -150,8 +144,9 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
         policy.rng.bit_generator.state, shuffle.bit_generator.state = saved["policy_rng"], saved["shuffle_rng"]
         env_steps, done_rollouts, updates, seconds = (resumed.env_steps, saved["rollouts"], saved["updates"],
                                                       saved["seconds"])
+        envs.resume_books(saved["envs"], [s.steps for s in streams])
         run.resumed_with(dropped=dropped, epsilons=[epsilon(env_steps)] * n)
-    obs, _ = envs.reset(seed=[s.episode_seed for s in streams])  # (N, *obs)
+    held = HeldObs(envs.reset(range(n), [s.episode_seed for s in streams]))  # each env's observation now
     perf = time.perf_counter
 
     device_losses = torch.zeros((), device=device)  # a device learner's losses since the last log
@@ -181,52 +176,64 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
 
     last_q = None
 
-    run.start_clock(workers=lambda: [p.pid for p in envs.processes])
+    run.start_clock(workers=lambda: envs.pids)
     while env_steps < cfg.total_env_steps:
-        # ------------------------------------------------------------------ acting: one rollout
-        steps = min(T, math.ceil((cfg.total_env_steps - env_steps) / n))
-        for t in range(steps):
+        # ------------------------------------------------------------------ acting: one rollout, each env in order
+        # Each env takes its `steps` steps in order while the others step; the ready ones are acted on
+        # together. Whichever envs are ready, env i's step t gets what lockstep gave it: epsilon at the
+        # rollout's position, the exploration draws (drawn step by step for every env, as lockstep
+        # drew them) and its row of one pass over every env's observation: no result depends on
+        # which envs share a batch (tests/test_pqn.py).
+        steps, start = min(T, math.ceil((cfg.total_env_steps - env_steps) / n)), env_steps
+        draws = [(policy.rng.random(n), policy.rng.integers(policy.num_actions, size=n)) for _ in range(steps)]
+        step_of, idle, cut = np.zeros(n, dtype=np.int64), list(range(n)), {}  # each env's next step; time limits
+        while env_steps < start + steps * n:
             t0 = perf()
-            q = policy.q_values_batch(obs)  # (N, A)
-            if t > 0:  # the value of where step t - 1 led, unless its episode ended there
-                next_values[t - 1] = np.where(terminated[t - 1] | truncated[t - 1], next_values[t - 1], q.max(axis=1))
-            greedy = q.argmax(axis=1)
-            explore = policy.rng.random(n) < epsilon(env_steps)
-            act = np.where(explore, policy.rng.integers(policy.num_actions, size=n), greedy)  # (N,)
+            go = [i for i in idle if step_of[i] < steps]
+            if go:
+                q = policy.q_values_batch(held.obs)  # (N, A): every env's row, ready or not
+                for i, t in zip(go, step_of[go]):
+                    if t > 0 and not (terminated[t - 1, i] or truncated[t - 1, i]):  # the value of where t - 1 led
+                        next_values[t - 1, i] = q[i].max()
+                    explore, random_action = draws[t][0][i] < epsilon(start + t * n), draws[t][1][i]
+                    actions[t, i] = random_action if explore else q[i].argmax()
+                    obs_buf[t, i] = held.obs[i]
+                idle = [i for i in idle if step_of[i] >= steps]
+                envs.send(go, actions[step_of[go], go], [streams[i].upcoming_seed() for i in go])
             t1 = perf()
-            next_obs, reward, term, trunc, _ = envs.step(act)  # (N, *obs), (N,) x3
+            ready = envs.recv()
             t2 = perf()
-            env_steps += n
-            obs_buf[t], actions[t], rewards[t], terminated[t], truncated[t] = obs, act, reward, term, trunc
-            next_values[t] = 0.0
-            if trunc.any():  # a time limit: bootstrap from the episode's last observation
-                next_values[t, trunc] = policy.q_values_batch(next_obs[trunc]).max(axis=1)
-            for i, stream in enumerate(streams):
-                stream.record(obs[i], int(act[i]), reward[i], next_obs[i], term[i], trunc[i], updates)
-            ended = term | trunc
-            if ended.any():
-                envs.reset_async(seed=[s.episode_seed if e else None for s, e in zip(streams, ended)],
-                                 options={"reset_mask": ended})
-                reset_obs, _ = envs.reset_wait()
-                next_obs[ended] = reset_obs[ended]
-            obs = next_obs
-            seconds["act"] += t1 - t0
+            for i, t in zip(ready, step_of[ready]):
+                acted_on, reward, next_obs, term, trunc = held.take(envs, i)
+                rewards[t, i], terminated[t, i], truncated[t, i], next_values[t, i] = reward, term, trunc, 0.0
+                if trunc:  # a time limit: bootstrap from the episode's last observation (below)
+                    cut[t, i] = next_obs
+                streams[i].record(acted_on, int(actions[t, i]), reward, next_obs, term, trunc, updates)
+            step_of[ready] += 1
+            env_steps += len(ready)
+            idle += ready
+            seconds["act"] += t1 - t0 + perf() - t2
             seconds["env_wait"] += t2 - t1
-            seconds["env_reset"] += perf() - t2
 
-            # -------------------------------------------------------------- logging / evaluation
+            # -------------------------------------------------------------- logging
             if run.log_due(env_steps):
                 run.log(env_steps, sum((s.stats for s in streams), EpisodeStats()), learned())
                 loss_sum = 0.0
-            run.maybe_evaluate(env_steps)
+        for t in sorted({t for t, _ in cut}):  # in one pass per step, the truncated envs in order, as lockstep
+            ids = sorted(i for u, i in cut if u == t)
+            next_values[t, ids] = policy.q_values_batch(np.stack([cut[t, i] for i in ids])).max(axis=1)
+
+        # ------------------------------------------------------------------ evaluation (off the clock)
+        for t in range(steps):  # every holdout the rollout passed, at the vector step it fell on
+            run.maybe_evaluate(start + (t + 1) * n)
 
         # ------------------------------------------------------------------ learning: Q(lambda), epochs of minibatches
         t3 = perf()
-        last = policy.q_values_batch(obs).max(axis=1)  # where the rollout's last step led
+        last = policy.q_values_batch(held.obs).max(axis=1)  # where the rollout's last step led
         next_values[steps - 1] = np.where(terminated[steps - 1] | truncated[steps - 1], next_values[steps - 1], last)
         targets = lambda_returns(rewards[:steps], terminated[:steps], truncated[:steps], next_values[:steps],
                                  cfg.gamma, cfg.q_lambda)
-        b_obs = torch.as_tensor(obs_buf[:steps].reshape(steps * n, *space.shape)).to(device)  # (B, *obs)
+        b_obs = torch.as_tensor(obs_buf[:steps].reshape(steps * n, *spec.obs_shape)).to(device)  # (B, *obs)
         b_actions = torch.as_tensor(actions[:steps].reshape(-1)).to(device)  # (B,)
         b_targets = torch.as_tensor(targets.reshape(-1)).to(device)  # (B,)
         t4 = perf()
@@ -250,13 +257,13 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
             run.save(env_steps, {"streams": [s.state() for s in streams], "net": net.state_dict(),
                                  "optimizer": optimizer.state_dict(), "policy_rng": policy.rng.bit_generator.state,
                                  "shuffle_rng": shuffle.bit_generator.state, "rollouts": done_rollouts,
-                                 "updates": updates, "seconds": dict(seconds)})
+                                 "updates": updates, "seconds": dict(seconds), "envs": envs.books()})
 
     run.end_clock()  # closing the envs is not training
-    vector_steps = env_steps // n
+    trip, answered = envs.seconds, max(1, envs.answered)
     return run.result(
         env_steps=env_steps, episodes=sum((s.stats for s in streams), EpisodeStats()), updates=updates, num_workers=n,
         rollouts=done_rollouts, components={
-            "act": (seconds["act"], vector_steps), "env_wait": (seconds["env_wait"], vector_steps),
-            "env_reset": (seconds["env_reset"], vector_steps), "targets": (seconds["targets"], done_rollouts),
-            "update": (seconds["update"], updates)})
+            "act": (seconds["act"], env_steps), "env_wait": (seconds["env_wait"], env_steps),
+            "targets": (seconds["targets"], done_rollouts), "update": (seconds["update"], updates)},
+        round_trip_us={part: 1e6 * trip[part] / answered for part in ("to_env", "env_step", "to_main")})

@@ -1,26 +1,33 @@
-"""vector_env: one process acts for `num_workers` envs at once; the envs step in subprocesses.
+"""vector_env: one process acts for `num_workers` envs, batched, and learns; the envs step in processes.
 
-What many users pick today (SB3's SubprocVecEnv, CleanRL's envs): gymnasium's AsyncVectorEnv
-with shared-memory observations. Same section order as single_env.py; what differs:
-- acting is one batched forward pass for all envs (`GreedyPolicy.act_batch`);
-- env stepping runs in the env subprocesses while this process does the learning it owes
-  (step_async -> updates -> step_wait), so learning overlaps the simulator;
-- episodes are reset by hand (autoreset disabled) so every env keeps the per-episode
-  training seeds single_env uses (one `run.acting.EpisodeStream` per env);
-- `utd` is updates per transition, as everywhere; a vector step adds `num_workers` env steps,
-  so a checkpoint may be overshot by up to num_workers - 1 steps (the actual step is recorded);
-- a checkpoint is taken between vector steps (no env step in flight); on resume every env
-  starts a fresh episode and the n-step starts pending at the save are dropped and counted.
-- every wait for the envs gives up after `worker_timeout_s` (transport.vector_envs.SupervisedEnvs),
-  and a dead env process is named at once: the run fails with one line naming the env, as the
-  other designs' supervision does, where gymnasium alone would wait forever for a hung env.
+What many users pick today (SB3's SubprocVecEnv, gymnasium's AsyncVectorEnv), as EnvPool's async
+mode runs it: the envs step in processes of their own (transport.vector_envs), and this process
+acts on whichever envs have answered while the others step, never waiting for the slowest.
+Same section order as single_env.py; what differs:
+- acting is one batched forward pass for the envs that are ready (`GreedyPolicy.act_batch`);
+  actions, observations and rewards travel through shared memory, never pickled, and an env
+  whose step ends its episode resets at once with its stream's next seed (one
+  `run.acting.EpisodeStream` per env: the per-episode training seeds single_env uses);
+- learning overlaps the envs' stepping: while no env has answered, this process does the
+  updates owed, one at a time; `utd` is updates per transition, as everywhere, and learning
+  may owe no more than one vector step's worth (N x utd updates) when an env is sent on, the
+  lag lockstep stepping had; the realised utd is logged;
+- the envs are sent no further than the next holdout or save (`run.stops`): there every env
+  has answered, the owed updates are done, then the holdout plays and/or the checkpoint is
+  written, so each falls on its exact env step, and the run ends on total_env_steps; on
+  resume every env starts a fresh episode and the n-step starts pending at the save are
+  dropped and counted;
+- every wait for an env gives up after `worker_timeout_s`, and a dead env process is named at
+  once: the run fails with one line naming the env, as the other designs' supervision does.
+A fixed seed's run is not reproduced step for step: which env answers first, and so the order
+of the replay's rows and the updates each action was chosen after, follows the machine's timing.
 
 Run it without Sacred:  python -m architectures vector_env --num_workers 2 --total_env_steps 20000
 """
 
 from __future__ import annotations
 
-import functools
+import math
 import time
 
 import numpy as np
@@ -29,121 +36,129 @@ import torch
 from architectures.core.config import DQNConfig
 from architectures.core.diagnostics import name_bottleneck
 from architectures.core.dqn import build_learner
-from architectures.core.envs import EnvSpec, make_env, rng_seeds
+from architectures.core.envs import EnvSpec, env_spec, rng_seeds
 from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.networks import GreedyPolicy
 from architectures.core.replay import make_replay
 from architectures.core.schedules import EpsilonSchedule
-from architectures.run.acting import EpisodeStats, EpisodeStream, worker_env_cost
+from architectures.run.acting import EpisodeStats, EpisodeStream, HeldObs, worker_env_cost
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
 from architectures.run.worker_rows import per_worker_summary
-from architectures.transport import janitor
-from architectures.transport.vector_envs import SupervisedEnvs
+from architectures.transport.vector_envs import VectorEnvs, vector_envs
 from architectures.transport.workers import warn_if_oversubscribed
 
-TIMES = ("act", "env_wait", "round_trip", "env_reset", "replay_add")
+TIMES = ("act", "replay_add")
 
 
 def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     reporter = reporter or NullReporter()
     warn_if_oversubscribed(cfg.num_workers, "env processes plus the acting/learning process")
     torch.set_num_threads(cfg.learner_thread_count)
-    # AsyncVectorEnv's shared memory comes from multiprocessing's heap, which falls back from
-    # /dev/shm to the temp dir by itself when /dev/shm is short: nothing to check here. Its
-    # semaphores are named in /dev/shm, though: the janitor unlinks them after a group kill.
-    janitor.install()
-    factories = [functools.partial(make_env, cfg.env_id, worker_env_cost(cfg, i), cfg.env_step_wait_us,
-                                   cfg.max_episode_steps) for i in range(cfg.num_workers)]
-    envs = SupervisedEnvs(factories, cfg.env_id, cfg.worker_timeout_s)
-    try:
-        return _train(cfg, reporter, envs)
-    finally:
-        envs.close(terminate=True)
+    spec = env_spec(cfg.env_id)
+    with vector_envs("vector_env", spec, cfg, [worker_env_cost(cfg, i) for i in range(cfg.num_workers)]) as envs:
+        return _train(cfg, reporter, envs, spec)
 
 
-def _train(cfg: DQNConfig, reporter: Reporter, envs: SupervisedEnvs) -> dict:
+def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) -> dict:
     # ------------------------------------------------------------------ setup
-    n, space = cfg.num_workers, envs.single_observation_space
-    learner = build_learner(EnvSpec(space.shape, space.dtype, int(envs.single_action_space.n)), cfg)
-    replay = make_replay(cfg, space.shape, space.dtype)
+    n = cfg.num_workers
+    learner = build_learner(spec, cfg)
+    replay = make_replay(cfg, spec.obs_shape, spec.obs_dtype)
     streams = [EpisodeStream(cfg, i) for i in range(n)]  # seeds, n-step adder, episode totals per env
     epsilon = EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
     run = Run("vector_env", cfg, reporter, learner.online)
     learning = ReplayLearning(run, learner, replay, sources=n)
     policy = GreedyPolicy(learning.acting.net, np.random.default_rng(rng_seeds(cfg.seed)[0]))  # on the CPU
-    seconds, env_steps, vector_steps = dict.fromkeys(TIMES, 0.0), 0, 0
+    behind = max(1, math.ceil(n * cfg.utd))  # updates learning may owe when an env is sent on
+    seconds, env_steps = dict.fromkeys(TIMES, 0.0), 0
     resumed = run.resume()
     if resumed is not None:  # every env starts a fresh episode with the seed its stream was on
         saved = resumed.extras
         dropped = sum(s.restore(state) for s, state in zip(streams, saved["streams"]))
         policy.rng.bit_generator.state = saved["policy_rng"]
-        env_steps, vector_steps, seconds = resumed.env_steps, saved["vector_steps"], saved["seconds"]
-        envs.vector_steps = vector_steps
+        env_steps, seconds = resumed.env_steps, saved["seconds"]
+        envs.resume_books(saved["envs"], [s.steps for s in streams])
         run.resumed_with(dropped=dropped, epsilons=[epsilon(env_steps)] * n)
-    obs, _ = envs.reset(seed=[s.episode_seed for s in streams])  # (N, *obs)
+    held = HeldObs(envs.reset(range(n), [s.episode_seed for s in streams]))  # each env's observation now
+    actions, acted = [0] * n, [0] * n  # each env's action in flight, and the learner version that chose it
+    idle, sent = list(range(n)), env_steps  # envs waiting for an action; env steps sent so far
     perf = time.perf_counter
-    run.start_clock(workers=lambda: [p.pid for p in envs.processes])
-    while env_steps < cfg.total_env_steps:
-        # ------------------------------------------------------------------ acting
-        t0 = perf()
-        actions = policy.act_batch(obs, epsilon(env_steps))  # (N,)
-        t1 = perf()
-        envs.step_async(actions)
-        learning.learn_owed(env_steps)  # overlaps the envs' stepping; owed for the transitions already stored
-        t2 = perf()
-        next_obs, rewards, terminated, truncated, _ = envs.step_wait()  # (N, *obs), (N,) x3
-        t3 = perf()
-        env_steps += n
-        vector_steps += 1
+    run.start_clock(workers=lambda: envs.pids)
+    while True:
+        # ------------------------------------------------------------------ acting: the ready envs, batched
+        stop = run.stops[run.next_stop].env_steps  # the next holdout or save, or the end: no env steps past it
+        if idle and sent < stop:
+            ids, idle = idle[:stop - sent], idle[stop - sent:]
+            if learning.owed(env_steps) > behind:  # the utd holds: learning lags one vector step at most
+                learning.learn_owed(env_steps, limit=learning.owed(env_steps) - behind)
+            t0 = perf()
+            chosen = policy.act_batch(held.obs[ids], epsilon(env_steps)).tolist()
+            for i, action in zip(ids, chosen):
+                actions[i], acted[i] = action, learner.version
+            seconds["act"] += perf() - t0
+            envs.send(ids, chosen, [streams[i].upcoming_seed() for i in ids])
+            sent += len(ids)
+
+        # ------------------------------------------------------------------ learning, while the envs step
+        ready = envs.ready()
+        while not ready and learning.owed(env_steps) > 0 and replay.size > 0:
+            learning.learn_owed(env_steps, limit=1)
+            ready = envs.ready()
+
+        # ------------------------------------------------------------------ evaluation / checkpoint (every env in)
+        if not ready and not envs.flying:
+            learning.learn_owed(env_steps)  # at the same update count single_env would have
+            if run.at_stop(env_steps, lambda: {"streams": [s.state() for s in streams], "seconds": dict(seconds),
+                                               "policy_rng": policy.rng.bit_generator.state, "envs": envs.books()}):
+                break
+            continue
+
         # ------------------------------------------------------------------ hand-off into replay
-        for i, stream in enumerate(streams):
-            for transition in stream.record(obs[i], int(actions[i]), rewards[i], next_obs[i], terminated[i],
-                                            truncated[i], learner.version):
+        ready = ready or envs.recv()
+        t0 = perf()
+        for i in ready:
+            acted_on, reward, next_obs, terminated, truncated = held.take(envs, i)
+            for transition in streams[i].record(acted_on, actions[i], reward, next_obs, terminated, truncated,
+                                                acted[i]):
                 replay.add(transition)
-        t4 = perf()
-        done = terminated | truncated  # (N,)
-        if done.any():
-            envs.reset_async(seed=[s.episode_seed if d else None for s, d in zip(streams, done)],
-                             options={"reset_mask": done})
-            reset_obs, _ = envs.reset_wait()
-            next_obs[done] = reset_obs[done]
-            seconds["env_reset"] += perf() - t4
-        obs = next_obs
-        seconds["act"] += t1 - t0
-        seconds["env_wait"] += t3 - t2
-        seconds["round_trip"] += t3 - t1
-        seconds["replay_add"] += t4 - t3
+        seconds["replay_add"] += perf() - t0
+        env_steps += len(ready)
+        idle += ready
 
         # ------------------------------------------------------------------ syncing
         # Nothing to do: the policy acts through numpy views of the learner's own weights (a CUDA
         # learner's host copy: `learning` refreshes it every weight_sync_period updates).
 
-        # ------------------------------------------------------------------ logging / evaluation
-        episodes = sum((s.stats for s in streams), EpisodeStats())
-        run.log(env_steps, episodes)
-        if run.evaluation_due(env_steps):
-            learning.learn_owed(env_steps)  # catch up first: evaluate at the same update count single_env would
-            run.evaluate(env_steps)
+        # ------------------------------------------------------------------ logging
+        if run.log_due(env_steps):
+            run.log(env_steps, sum((s.stats for s in streams), EpisodeStats()),
+                    realised_utd=learning.ratio.realised(learner.version, env_steps))
 
-        # ------------------------------------------------------------------ checkpointing (between vector steps)
-        if run.save_due(env_steps):
-            run.save(env_steps, {"streams": [s.state() for s in streams], "vector_steps": vector_steps,
-                                    "policy_rng": policy.rng.bit_generator.state, "seconds": dict(seconds)})
+    return _result(cfg, run, learning, envs, streams, seconds, env_steps)
 
-    run.end_clock()  # closing the envs is not training
-    resets = sum(s.stats.episodes for s in streams)
+
+def _result(cfg: DQNConfig, run: Run, learning: ReplayLearning, envs: VectorEnvs, streams: list[EpisodeStream],
+            seconds: dict, env_steps: int) -> dict:
+    """The run's result: the time breakdown of this process and of the envs' round trip, the
+    bottleneck, and each env's share of the data."""
+    trip, steps = envs.seconds, max(1, envs.answered)
+    blocked = trip["blocked"]
     result = run.result(
-        env_steps=env_steps, episodes=episodes, num_workers=n,
-        components={"act": (seconds["act"], vector_steps), "env_wait": (seconds["env_wait"], vector_steps),
-                    "env_reset": (seconds["env_reset"], resets), "replay_add": (seconds["replay_add"], env_steps)},
+        env_steps=env_steps, episodes=sum((s.stats for s in streams), EpisodeStats()), num_workers=cfg.num_workers,
+        components={"act": (seconds["act"], steps), "replay_add": (seconds["replay_add"], steps),
+                    "send": (trip["send"], steps), "recv": (trip["recv"] - blocked, steps),
+                    "env_wait": (blocked, steps)},
         policy_lag=learning.lag.summary(),
-        **per_worker_summary(_stream_status(streams), replay.data["source"][:replay.size], learning.sampled_counts))
-    main_parts = {"act": seconds["act"], "replay_add": seconds["replay_add"] + seconds["env_reset"],
-                  "sample": learning.sample_s, "update": learning.update_s, "wait": seconds["env_wait"]}
-    # Env-side busy time is bounded above by the step round trip (it includes the IPC).
-    env_parts = {"env_step_round_trip": seconds["round_trip"],
-                 "wait": result["train_seconds"] - seconds["round_trip"]}
+        # An env step's round trip, per env step: the command's way to the env, the env's own step
+        # (and reset), and the answer's wait until this process took it (time it was busy elsewhere).
+        round_trip_us={part: 1e6 * trip[part] / steps for part in ("to_env", "env_step", "to_main")},
+        **per_worker_summary(_stream_status(streams), learning.replay.data["source"][:learning.replay.size],
+                             learning.sampled_counts))
+    main_parts = {"act": seconds["act"], "replay_add": seconds["replay_add"], "sample": learning.sample_s,
+                  "update": learning.update_s, "send_recv": trip["send"] + trip["recv"] - blocked, "wait": blocked}
+    env_busy = envs.env_seconds()["env_step"] / cfg.num_workers
+    env_parts = {"env_step": env_busy, "wait": max(0.0, result["train_seconds"] - env_busy)}
     result["bottleneck"] = name_bottleneck(result["train_seconds"], {"learner": main_parts, "envs": env_parts},
                                            result.get("cpu"))
     return result

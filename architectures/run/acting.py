@@ -5,7 +5,7 @@
 folds and resets, returning the transitions the step completed. Their `state()` is everything
 the stream needs to go on (seed stream, the current episode's seed, policy RNG, own step count,
 which is epsilon's position, statistics); `restore()` starts a fresh episode from it. vector_env
-keeps N `EpisodeStream`s beside its batched envs; every other design acts with `EnvLoop`s.
+and pqn keep N `EpisodeStream`s beside their env processes; every other design acts with `EnvLoop`s.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ class EpisodeStream:
         self.episode_return, self.episode_length = 0.0, 0
         self.max_abs_reward = 0.0  # the return scale high_utd's divergence check reads
         self.episode_seed = next(self.seeds)  # the seed the current episode was reset with
+        self._upcoming: int | None = None  # the next episode's seed, once peeked
 
     def record(self, obs, action: int, reward, next_obs, terminated, truncated, version: int) -> list[Transition]:
         """Count one env step; returns the transitions it completed. At an episode end the
@@ -89,8 +90,17 @@ class EpisodeStream:
             stats.length_sum += self.episode_length
             stats.return_sum += self.episode_return
             self.episode_return, self.episode_length = 0.0, 0
-            self.episode_seed = next(self.seeds)
+            self.episode_seed, self._upcoming = next(self.seeds), None
         return transitions
+
+    def upcoming_seed(self) -> int:
+        """The seed the next episode will be reset with, the stream unmoved: an env in a process of
+        its own resets as soon as its step ends an episode (transport/vector_envs.py)."""
+        if self._upcoming is None:
+            state = self.seeds.state
+            self._upcoming = next(self.seeds)
+            self.seeds.state = state
+        return self._upcoming
 
     def refuse(self, obs: np.ndarray, reward: float) -> None:
         what = (f"reward ({reward})" if not math.isfinite(reward) else
@@ -107,11 +117,32 @@ class EpisodeStream:
         """Continue from `state` with a fresh episode reset with its `episode_seed`; returns the
         n-step starts that were pending at the save and are dropped (0 at an episode end)."""
         self.steps, self.seeds.state, self.episode_seed = state["steps"], state["seeds"], state["episode_seed"]
+        self._upcoming = None
         self.stats = EpisodeStats(**state["stats"])
         self.max_abs_reward = state["max_abs_reward"]
         self.adder.reset()
         self.episode_return, self.episode_length = 0.0, 0
         return state["pending"]
+
+
+class HeldObs:
+    """The main process's copy of N env processes' observations (vector_env, pqn): `obs` (N, *obs)
+    is each env's observation now, which batched acting reads; `take(envs, i)` reads env i's answer
+    (transport.vector_envs.VectorEnvs) as (observation acted on, reward, next observation,
+    terminated, truncated) and moves env i on, to the reset observation at an episode end. Every
+    observation handed out is a copy of its own: an n-step adder keeps them while the env's shared
+    slots are rewritten."""
+
+    def __init__(self, first: np.ndarray):
+        self.obs = first  # (N, *obs)
+        self.held = [row.copy() for row in first]
+
+    def take(self, envs, i: int) -> tuple:
+        acted_on, next_obs = self.held[i], envs.next_obs[i].copy()
+        terminated, truncated = bool(envs.terminated[i]), bool(envs.truncated[i])
+        self.held[i] = envs.reset_obs[i].copy() if terminated or truncated else next_obs
+        self.obs[i] = self.held[i]
+        return acted_on, float(envs.reward[i]), next_obs, terminated, truncated
 
 
 class EnvLoop(EpisodeStream):

@@ -62,6 +62,13 @@ class Bell:
             self.flags[index] = 0
             self.semaphores[index].release()
 
+    def post(self, index: int) -> None:
+        """Post waiter `index` alone, if it waits (its flag is up): one read when it does not. An
+        env process rings the main process so after each answer (transport/vector_envs.py)."""
+        if self.flags[index]:
+            self.flags[index] = 0
+            self.semaphores[index].release()
+
     def wait_until(self, index: int, condition: Callable[[], bool], beat: Callable[[], None] = lambda: None,
                    timeout_s: float | None = None, reason: int = ANY) -> float:
         """Block waiter `index` until condition() holds (or `timeout_s` passes), calling beat()
@@ -113,6 +120,17 @@ class Waiter:
     def until(self, condition: Callable[[], bool], reason: int = Bell.ANY) -> float:
         """Block until condition() holds; returns the seconds spent waiting."""
         return self.bell.wait_until(self.index, condition, self._beat, reason=reason)
+
+    def take(self, semaphore) -> float:
+        """Block until `semaphore` is posted and take the post, beating every BEAT_S: a counted
+        hand-off (one post, one take; vector_envs' commands), where `until` waits on a condition.
+        Returns the seconds waited."""
+        if semaphore.acquire(False):
+            return 0.0
+        began = time.perf_counter()
+        while not semaphore.acquire(timeout=BEAT_S):
+            self._beat()
+        return time.perf_counter() - began
 
     def ready(self) -> None:
         """The worker's half of the start handshake: say READY, block until the main process says

@@ -173,14 +173,17 @@ class WorkerPool:
                 raise WorkerFailed(f"{self.role}s: timed out after {timeout_s:.0f} s waiting for {what}")
             time.sleep(0.01)
 
-    def check(self) -> None:
-        """Raise WorkerFailed naming the first worker that died, raised or hung."""
+    def check(self, hung: bool = True) -> None:
+        """Raise WorkerFailed naming the first worker that died, raised or (with `hung`) hung; a
+        caller that times its workers' answers itself (vector_envs) names a hung one its own way."""
         now = time.monotonic()
         for index, proc in enumerate(self.procs):
             row = self.status[index]
             if proc.exitcode is not None and int(row["state"]) != DONE:
                 message, error = self._death_message(index, proc)
                 raise error if error is not None else WorkerFailed(message)
+            if not hung:
+                continue
             progress = (int(row["env_steps"]), int(row["heartbeat"]))
             # Only a running worker can hang; start-up has its own, longer timeout (wait_until).
             if int(row["state"]) != RUNNING or progress != tuple(self._progress[index]):
