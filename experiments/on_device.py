@@ -48,24 +48,38 @@ class Step:
     cuda: bool = False  # needs CUDA (skipped without it, or once the CUDA tests failed)
 
 
-def steps(py: str, out: str, env_steps: int, plan_budget: float) -> list[Step]:
+PLAN_WITH = ["practitioner_shape", *BUSY_SHAPE]
+"""What plan weighs by default: the busy shape (its loops take ~2 min of env steps at 2.2 ms a step)."""
+
+
+def cuda_test_files() -> list[str]:
+    """The test files that hold `cuda` tests: only they are collected (the rest need test-only packages
+    a lent machine may lack)."""
+    import glob
+
+    return sorted(p for p in glob.glob(os.path.join(ROOT, "tests", "test_*.py")) if "mark.cuda" in open(p).read())
+
+
+def steps(py: str, out: str, env_steps: int, plan_budget: float, plan_with: list[str] | None = None,
+          device_cells: str | None = None) -> list[Step]:
     """The script's steps in order (tests/test_on_device.py checks their order and that each parses)."""
     shape = [*BUSY_SHAPE, f"total_env_steps={env_steps}"]
     sweep = [py, "-m", "experiments.sweep", "seed_shape", "--seeds", "1"]
     main = "practitioner_shape/single_env,practitioner_shape/actor_learner"
     others = ",".join(f"practitioner_shape/{design}/num_workers={n}" for design in ("vector_env", "hogwild")
                       for n in WORKERS)
+    cells = ["--cells", device_cells] if device_cells else []
     return [Step("cuda_tests", [py, "-m", "pytest", "-m", "cuda", "-x", "-q", "-p", "no:cacheprovider",
-                                os.path.join(ROOT, "tests")], 0.1, cuda=True),
+                                "-o", "addopts=", *cuda_test_files()], 0.2, cuda=True),
             Step("plan", [py, "-m", "experiments.plan", "--no-confirm", "--budget", f"{plan_budget:g}", "--out",
-                          os.path.join(out, "plan"), "with", "practitioner_shape", *BUSY_SHAPE], 0.2),
-            Step("busy_cpu", [*sweep, "--out", os.path.join(out, "busy-cpu"), "--cells", main, "with", *shape], 0.2),
+                          os.path.join(out, "plan"), "with", *(plan_with or PLAN_WITH)], 0.2),
+            Step("busy_cpu", [*sweep, "--out", os.path.join(out, "busy-cpu"), "--cells", main, "with", *shape], 0.15),
             Step("busy_cuda", [*sweep, "--out", os.path.join(out, "busy-cuda"), "--cells", main, "with", *shape,
                                "device=cuda"], 0.2, cuda=True),
             Step("busy_others", [*sweep, "--out", os.path.join(out, "busy-others"), "--cells", others, "with", *shape],
-                 0.2),
-            Step("device_sweep", [py, "-m", "experiments.sweep", "device", "--out", os.path.join(out, "device-sweep")],
-                 0.1)]
+                 0.15),
+            Step("device_sweep", [py, "-m", "experiments.sweep", "device", "--out", os.path.join(out, "device-sweep"),
+                                  *cells], 0.1)]
 
 
 def _run(cmd: list[str], log_path: str, timeout_s: float) -> dict:
@@ -95,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env-steps", type=int, default=0,
                         help="env steps per shape run (default: 12,000 with 8 cores or more, else 1,500)")
     parser.add_argument("--only", action="append", help="run only these steps (by name)")
+    parser.add_argument("--plan-with", nargs="+", metavar="NAMED_OR_KEY=VALUE",
+                        help=f"what plan weighs (default: {' '.join(PLAN_WITH)})")
+    parser.add_argument("--device-cells", metavar="A/B,C", help="only these cells of the device sweep (its --cells)")
     parser.add_argument("--dry-run", action="store_true", help="list the steps and what would be skipped, then stop")
     args = parser.parse_args(argv)
     import torch
@@ -105,12 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     cores, cuda = available_cores(), torch.cuda.is_available()
     env_steps = args.env_steps or (12_000 if cores >= 8 else 1_500)
     deadline = time.monotonic() + 60 * args.minutes
-    plan = steps(sys.executable, args.out, env_steps, plan_budget=30 if cores >= 8 else 10)
+    plan = steps(sys.executable, args.out, env_steps, plan_budget=30 if cores >= 8 else 10, plan_with=args.plan_with,
+                 device_cells=args.device_cells)
     unknown = set(args.only or []) - {s.name for s in plan}
     if unknown:
         parser.error(f"--only: unknown step(s) {', '.join(sorted(unknown))} (valid: {', '.join(s.name for s in plan)})")
     if args.dry_run:
-        for step in plan:
+        for step in (s for s in plan if not args.only or s.name in args.only):
             skipped = "skipped: no CUDA here" if step.cuda and not cuda else "runs"
             print(f"{step.name}: {skipped}: {' '.join(step.command[1:])}", file=sys.stderr)
         return 0
