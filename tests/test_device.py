@@ -160,9 +160,17 @@ def test_hogwild_refuses_a_device_in_one_line_before_any_work():
         preflight("hogwild", DQNConfig(device="meta", num_workers=2))
 
 
-def test_a_cuda_graph_needs_a_cuda_learner():
-    with pytest.raises(ConfigError, match="^cuda_graph: must be false unless device is cuda"):
-        DQNConfig(cuda_graph=True)
+def test_the_cuda_graph_is_captured_for_a_cuda_learner_only():
+    """cuda_graph is on by default: a CPU run ignores it, and a device that is not CUDA runs eagerly."""
+    from architectures.run.base import Run
+    from architectures.run.learning import ReplayLearning
+
+    cfg = DQNConfig(hidden_sizes=(16, 16), batch_size=8)
+    assert cfg.cuda_graph and DQNConfig(device="cpu", cuda_graph=True).device == "cpu"
+    learner = _learner("mlp", "meta")
+    learning = ReplayLearning(Run("single_env", cfg.replace(device="meta", eval_episodes=0), None, learner.online),
+                              learner, _replay(50, 100, (4,), 2))
+    assert learning.device_step is not None and learning.device_step.use_graph is False
 
 
 # ---------------------------------------------------------------------- on a GPU (skipped elsewhere)

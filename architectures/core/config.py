@@ -174,10 +174,11 @@ class DQNConfig:
     """Device of the learner's tensors: `cpu` or `cuda` (its networks, Adam and replay; acting stays
     on the CPU with a copy of the weights refreshed every `weight_sync_period` updates; hogwild
     refuses cuda). `meta` (no data, learns nothing) is the tests' stand-in for an accelerator."""
-    cuda_graph: bool = False
+    cuda_graph: bool = True
     """device=cuda: replay each whole update (sample, forward, loss, backward, clip, Adam) as one
-    captured CUDA graph instead of launching its kernels one by one. Off by default: not yet run
-    on a GPU (the eager path it captures is tested here)."""
+    captured CUDA graph instead of launching its kernels one by one (the replay designs' learner;
+    pqn's updates stay eager). On an H200 the CartPole MLP's update at batch 32 took 0.19 ms so and
+    2.1 ms eager, launch-bound (docs/gpu.md); false launches each kernel. Ignored on the CPU."""
     log_every: int = 1_000
     """Env steps between logged training scalars (keeps metric volume small)."""
 

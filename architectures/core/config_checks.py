@@ -83,8 +83,6 @@ def validate(c) -> None:
         need(0.0 <= getattr(c, key) <= 1.0, key, "in [0, 1]")
     need(c.device in ("cpu", "meta") or re.fullmatch(r"cuda(:\d+)?", c.device) is not None, "device",
          "'cpu' or 'cuda[:N]'")
-    need(not c.cuda_graph or c.device.startswith("cuda"), "cuda_graph",
-         "false unless device is cuda (a CUDA graph needs a CUDA learner)")
     need(isinstance(c.env_id, str) and bool(c.env_id), "env_id", "a gymnasium id")
     problem = check_env_id(c.env_id)
     if problem:

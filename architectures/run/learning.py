@@ -55,7 +55,8 @@ class ReplayLearning:
         self.device_step = None
         if self.acting.separate and not cfg.prioritized:
             self.device_replay = DeviceReplay(replay, learner.device, cfg.batch_size, seed=cfg.seed)
-            self.device_step = DeviceStep(learner, self.device_replay, sources, graph=cfg.cuda_graph)
+            self.device_step = DeviceStep(learner, self.device_replay, sources,
+                                          graph=cfg.cuda_graph and learner.device.type == "cuda")
             self.lag = DeviceLag(self.device_step) if sources else None
         if self.acting.separate:
             run.play_with(self.acting.net, self.publish)
