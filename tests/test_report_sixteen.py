@@ -41,3 +41,14 @@ def test_the_sixteen_core_table_names_each_points_bound():
     assert made.parts["emulated"] is None  # no 2-core shape_confirm runs in these stores
     numbers = dict((name, value) for name, value, _ in made.numbers)
     assert round(numbers["SixteenActorLearnerOneTwoGain"], 1) == round(4864 / 391, 1)
+
+
+def test_the_gpu_tables_keep_each_path_and_learner_apart():
+    from analysis.report import gpu
+
+    made = gpu.data(load_runs([os.path.join(ROOT, "results", "reference", "sixteen_cores_gpu")]), lambda _: None)
+    update = made.tables[0][1].set_index("network, batch")
+    assert update.loc["cartpole_mlp, 32", "CUDA graph"] == "189 us" and update.loc["minatar_conv, 128", "CPU"] != "-"
+    learner = made.tables[1][1].set_index(["design", "workers", "learner on"])
+    assert learner.loc[("actor_learner", 16, "cuda (graph)"), "bound"] == "actors"
+    assert learner.loc[("actor_learner", 16, "cpu"), "bound"] == "learner"

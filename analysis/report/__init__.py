@@ -32,6 +32,7 @@ from analysis.report import (
     answer,
     apex,
     breakdown,
+    gpu,
     headline_tables,
     hogwild,
     improvement,
@@ -81,6 +82,7 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("figure_practitioner_shape_check", shape.check_data, shape.plot),
            ("figure_practitioner_shape_confirm", shape.confirm_data, shape.plot),
            ("figure_sixteen_cores_shape", sixteen.data, sixteen.plot),
+           ("table_gpu", gpu.data, None),
            ("table_answer", answer.data, None),
            ("table_apex_epsilons", apex.data, None),
            ("figure_per_hour", per_hour.data, per_hour.plot),
@@ -90,7 +92,7 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("table_pqn_side_by_side", pqn.side_by_side_data, None),
            ("table_vector_check", vector_check.data, None)]
 """(name in a failure's note, data function, plotting function), in the order they are built."""
-ALL_MACHINES = {"figure_sixteen_cores_shape", "table_answer"}
+ALL_MACHINES = {"figure_sixteen_cores_shape", "table_gpu", "table_answer"}
 """The families that read stores made on other machines (analysis/load.py MACHINE_FILE); every other
 family reads this suite's own machine's runs only."""
 
