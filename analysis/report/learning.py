@@ -5,19 +5,17 @@ headline's tables (headline_tables.py) share."""
 
 from __future__ import annotations
 
-import functools
-import os
 import re
 
 import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.load import LEARNING_RATE, NoRunsError, RunSet, load_runs
+from analysis.load import LEARNING_RATE, RunSet
 from analysis.report.claims import SOLVED_AT
-from analysis.report.common import (ARCH_ORDER, committed, FigureData, Note, _arch_label, _ci, _headline, _regular_curves,
-                                    diverged, diverged_line, env_first, headline_runs, holdout_auc, macro_name, made_alone,
-                                    runs_read, speeds_only_where_made_alone)
+from analysis.report.common import (FigureData, Note, _arch_label, _ci, _headline, _regular_curves, diverged,
+                                    diverged_line, headline_runs, holdout_auc, macro_name, made_alone, runs_read,
+                                    speeds_only_where_made_alone)
 
 
 def _note_pooled(note: Note, runs: pd.DataFrame, figure: str) -> None:
@@ -81,40 +79,6 @@ def measured_speeds(rs: RunSet, group: pd.DataFrame) -> tuple[np.ndarray, str]:
     return speeds, f"scaling sweep, {len(speeds)} runs" if len(speeds) else "not measured"
 
 
-WINDOW_CHECK = committed("results", "benchmarks", "minatar_window_check")
-"""The MinAtar single_env and high_utd `scaling` cells rerun side by side, seed by seed, in the
-window in which the reference set's high_utd cell was remade (results/README.md): stored Sacred
-runs, kept apart from results/reference/ (their run ids are the reference set's). That window's
-single_env against the reference set's says how much slower it was; high_utd against single_env
-side by side is the ratio the reference set's high_utd cell, made in that slower window, cannot give."""
-
-
-@functools.cache
-def window_check(path: str = WINDOW_CHECK) -> dict:
-    """{(env, design): median env steps/s once learning (SPEED)} of the window check's runs, read
-    from the stored benchmark at `path` (found from the package, as shape.PREDICTIONS); {} where it is not there."""
-    if not os.path.isdir(path):
-        return {}
-    try:
-        runs = load_runs([path]).runs
-    except NoRunsError:
-        return {}
-    return {key: float(v) for key, v in runs.groupby(["env", "architecture"])[SPEED].median().items()}
-
-
-def _window_check_numbers(made: FigureData, envs) -> None:
-    """<Env>WindowCheck<Design>Steps and <Env>WindowCheckHighUtdSpeedup (high_utd's speed over
-    single_env's, side by side), for the envs the headline has."""
-    check = window_check()
-    for env in sorted(set(envs), key=env_first):
-        for (where, arch), speed in sorted(check.items()):
-            if where == env:
-                made.number(macro_name(env, "window check", arch, "steps"), speed)
-        if (env, "single_env") in check and (env, "high_utd") in check:
-            made.number(macro_name(env, "window check", "high_utd", "speedup"),
-                        check[env, "high_utd"] / check[env, "single_env"], "{:.2f}")
-
-
 # ---------------------------------------------------------------------- 3. learning curves
 def curves_data(rs: RunSet, note: Note) -> FigureData | None:
     holdout = rs.holdout[rs.holdout["run_id"].isin(_headline(rs.runs)["run_id"])]
@@ -146,34 +110,6 @@ def curves_data(rs: RunSet, note: Note) -> FigureData | None:
     return made
 
 
-def _catch_up(made: FigureData) -> None:
-    """On the curves' wall-clock axis: when single_env ended (<Env>SingleEnvEndSeconds), and the
-    first checkpoint at which high_utd's IQM reached single_env's final IQM, in env steps and
-    seconds (<Env>HighUtdCatchUpSteps, ...Seconds), and in seconds at high_utd's speed measured
-    side by side with single_env (...SideBySideSeconds: the window check's ratio times single_env's
-    speed on this axis), where the window check has the env."""
-    curves = made.data
-    for env in curves["env"].unique():
-        base = curves[(curves["env"] == env) & (curves["architecture"] == "single_env")].sort_values("env_step")
-        other = curves[(curves["env"] == env) & (curves["architecture"] == "high_utd")].sort_values("env_step")
-        if base.empty:
-            continue
-        end = base.iloc[-1]
-        if not np.isfinite(end["train_seconds_median"]):  # single_env off the wall-clock axis: nothing to say
-            continue
-        made.number(macro_name(env, "single_env", "end", "seconds"), end["train_seconds_median"])
-        reached = other[other["return_iqm"] >= end["return_iqm"]]
-        if reached.empty or not np.isfinite(reached.iloc[0]["train_seconds_median"]):
-            continue
-        first = reached.iloc[0]
-        made.number(macro_name(env, "high_utd", "catch up", "steps"), first["env_step"])
-        made.number(macro_name(env, "high_utd", "catch up", "seconds"), first["train_seconds_median"])
-        check = window_check()
-        if (env, "single_env") in check and (env, "high_utd") in check:
-            speed = end["env_step"] / end["train_seconds_median"] * check[env, "high_utd"] / check[env, "single_env"]
-            made.number(macro_name(env, "high_utd", "catch up", "side by side", "seconds"), first["env_step"] / speed)
-
-
 def _solo_clock(note: Note, rs: RunSet, holdout: pd.DataFrame) -> pd.DataFrame:
     """A run made beside others (`--jobs N`) took longer than it would alone, and the designs with
     more processes lost more to sharing: its wall-clock axis is instead its env steps over the
@@ -195,33 +131,6 @@ def _solo_clock(note: Note, rs: RunSet, holdout: pd.DataFrame) -> pd.DataFrame:
     return holdout
 
 
-def plot_curves(report, made: FigureData) -> None:
-    from analysis.report.plotting import PALETTE, matplotlib, plt
-
-    data = made.data
-    envs = sorted(data["env"].unique())
-    fig, axes = plt.subplots(len(envs), 2, figsize=(11, 3.6 * len(envs)), squeeze=False)
-    for i, env in enumerate(envs):
-        for j, x in enumerate(("env_step", "train_seconds_median")):
-            ax = axes[i][j]
-            for arch in ARCH_ORDER:
-                sub = data[(data["env"] == env) & (data["architecture"] == arch)].dropna(subset=[x])
-                if sub.empty:  # no speed measured alone: not on the wall-clock axis
-                    continue
-                ax.plot(sub[x], sub["return_iqm"], color=PALETTE[arch], label=arch, marker="o", ms=3)
-                ax.fill_between(sub[x], sub["return_low"], sub["return_high"], color=PALETTE[arch], alpha=0.2)
-            if j == 1:  # designs differ in speed by over 10x: a log axis keeps each curve readable
-                ax.set_xscale("log")
-                ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-            ax.set_xlabel("env steps" if j == 0 else "seconds: env steps / the design's solo env steps/s (log)")
-            ax.set_ylabel("holdout return (IQM, 95% CI)")
-            ax.set_title(env)
-            ax.legend(fontsize=8)
-    fig.tight_layout()  # each row's x-label clear of the next row's titles
-    report.figure(fig, "learning_curves", data, read=made.parts.get("read", ""))
-
-
-# ---------------------------------------------------------------------- 4. speed against quality + tables
 def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
     runs = _headline_rows(rs)
     if runs.empty:
@@ -330,26 +239,5 @@ def _count_diverged(note: Note, rs: RunSet, data: pd.DataFrame, table: pd.DataFr
     return table, caption + " Runs that diverged are left out of the intervals and counted in the last column."
 
 
-def plot_speed_quality(report, made: FigureData) -> None:
-    from analysis.report.plotting import PALETTE, _log_axis, plt
-
-    data = made.data
-    envs = sorted(data["env"].unique())
-    fig, axes = plt.subplots(1, len(envs), figsize=(6 * len(envs), 4.2), squeeze=False)
-    for ax, env in zip(axes[0], envs):
-        part = data[(data["env"] == env) & data["steps_per_sec_median"].notna()]  # no speed alone: no point
-        for _, r in part.iterrows():
-            ax.errorbar(r["steps_per_sec_median"], r["auc_iqm"],
-                        xerr=[[r["steps_per_sec_median"] - r["steps_per_sec_low"]],
-                              [r["steps_per_sec_high"] - r["steps_per_sec_median"]]],
-                        yerr=[[r["auc_iqm"] - r["auc_low"]], [r["auc_high"] - r["auc_iqm"]]],
-                        fmt="o", capsize=3, color=PALETTE.get(r["architecture"]), label=r["label"])
-        frontier = part[part["non_dominated"]].sort_values("steps_per_sec_median")
-        ax.plot(frontier["steps_per_sec_median"], frontier["auc_iqm"], "k--", lw=1,
-                label="frontier of the point estimates (not a test)")
-        _log_axis(ax, "x")
-        ax.set_xlabel("env steps/s (median over seeds, 95% CI; log scale)")
-        ax.set_ylabel("mean holdout return over checkpoints\n(IQM over seeds, 95% CI)")
-        ax.set_title(env)
-        ax.legend(fontsize=7)
-    report.figure(fig, "speed_quality", data, read=made.parts.get("read", ""))
+from analysis.report.learning_plot import plot_curves, plot_speed_quality  # noqa: E402  (drawn apart)
+from analysis.report.learning_windows import _catch_up, _window_check_numbers, window_check  # noqa: E402,F401

@@ -7,26 +7,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 from datetime import datetime
 
 import numpy as np
 import pandas as pd
 
 from analysis import cost_model, stats
-from analysis.load import LEARNING_RATE, TRAINING_EXPERIMENTS, NoRunsError, RunSet, load_runs
-from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, committed, env_first, macro_name
+from analysis.load import LEARNING_RATE, TRAINING_EXPERIMENTS, RunSet
+from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, env_first, macro_name
 
 ROUNDING = {"env_steps_per_sec": 1, "parallel_efficiency": 4, "predicted_env_steps_per_sec": 1, "prediction_error": 4}
 """Digits kept in scaling.csv: the medians move by more than this between sweeps."""
-PREVIOUS_WINDOW = committed("results", "benchmarks", "scaling_window_v5")
-"""The same CartPole cells and components as the reference `scaling` set, measured in the window
-before it, whose components lacked hogwild's loop at as many workers as cores (stored Sacred runs;
-results/README.md): the miss that term mends, and the window-to-window spread, come from here."""
-PLAN_TEXT = committed("results", "benchmarks", "plan_cartpole_2core", "plan.txt")
-"""`python -m experiments.plan` on the default CartPole config, twice back to back, both printed
-outputs: each plan's recommendation and its confirming run against the model's prediction of it,
-the model's test out of sample."""
 
 
 def _model(note: Note, components: pd.DataFrame, config: pd.Series, env: str, cost: float,
@@ -272,106 +263,5 @@ def _terms(made: FigureData, measured: pd.DataFrame, cores: int) -> None:
                 made.number(macro_name("scaling", *tag, name, "cost", int(cost), "high"), max(values), "{:.2f}")
 
 
-def _previous_window(made: FigureData) -> None:
-    """The window before the reference set (PREVIOUS_WINDOW), CartPole at a free env step: hogwild
-    (1)'s rate (ScalingPreviousHogwildOne), how much slower per worker hogwild ran at as many workers
-    as cores (...HogwildPerWorker), the model's miss there (...HogwildError: that window measured
-    no hogwild loop at the cores, so the model falls back to independent loops' slowdown, as it did
-    then) and that slowdown, the median of its `contention` measurements (...Contention)."""
-    if not os.path.isdir(PREVIOUS_WINDOW):
-        return
-    try:
-        rs = load_runs([PREVIOUS_WINDOW])
-    except NoRunsError:
-        return
-    before = _cells(rs, lambda line: None)
-    if before is None:
-        return
-    points = before.parts["points"]
-    free = points[(points["env"] == "CartPole") & (points["env_step_cost_us"] == 0)
-                  & (points["architecture"] == "hogwild")].set_index("num_workers")
-    measured = rs.runs[(rs.runs["experiment"] == "components") & (rs.runs["env"] == "CartPole")
-                       & (rs.runs["env_step_cost_us"] == 0)]
-    if measured.empty or 1 not in free.index:
-        return
-    cores = int(measured.iloc[0]["result"]["cores"])
-    made.number("ScalingPreviousHogwildOne", free.loc[1, "env_steps_per_sec"])
-    if cores in free.index:
-        made.number("ScalingPreviousHogwildPerWorker",
-                    cores * free.loc[1, "env_steps_per_sec"] / free.loc[cores, "env_steps_per_sec"], "{:.2f}")
-        made.number("ScalingPreviousHogwildError", 100 * free.loc[cores, "prediction_error"], "{:+.0f}")
-    made.number("ScalingPreviousContention", float(np.median(
-        [cost_model.medians(r["costs_us"])["contention"] for r in measured["result"]])), "{:.2f}")
-
-
-CONFIRMED = re.compile(r"^confirmed:\s+(\w+) \((\d+),.*predicted ([\d,.]+), measured ([\d,.]+) env steps/s")
-RECOMMENDED = re.compile(r"^recommended:\s+(\w+) with (\d+) worker")
-
-
-def _plan_confirmed(made: FigureData, note: Note) -> None:
-    """Each plan's recommendation in PLAN_TEXT and how its confirming run missed the model's
-    prediction of it (measured / predicted - 1, from the printed rates) and what it measured:
-    PlanCartPoleRecommended, PlanCartPoleMissFirst, ...Second, PlanCartPoleMeasuredFirst, ...Second."""
-    if not os.path.exists(PLAN_TEXT):
-        return
-    with open(PLAN_TEXT) as f:
-        plans = f.read().split("\n## ")[1:]
-    misses, recommended = [], set()
-    for plan in plans:
-        lines = plan.splitlines()
-        best = next((m.groups() for m in map(RECOMMENDED.match, lines) if m), None)
-        for m in filter(None, map(CONFIRMED.match, lines)):
-            if best and m.group(1, 2) == best:
-                predicted, measured = (float(v.replace(",", "")) for v in m.group(3, 4))
-                misses.append((100 * (measured / predicted - 1), measured))
-                recommended.add(f"{best[0]} ({best[1]})")
-    if len(recommended) != 1:
-        note(f"scaling: {PLAN_TEXT}'s plans recommend {sorted(recommended) or 'nothing'}; their misses are not quoted")
-        return
-    made.number("PlanCartPoleRecommended", recommended.pop())
-    for which, (miss, measured) in zip(("first", "second"), misses):
-        made.number(macro_name("plan", "CartPole", "miss", which), miss, "{:+.0f}")
-        made.number(macro_name("plan", "CartPole", "measured", which), measured)
-
-
-def plot(report, made: FigureData) -> None:
-    from analysis.report.plotting import PALETTE, _log_axis, plt
-
-    points, columns = made.parts["points"], made.parts["columns"]
-    spread = made.parts.get("spread", {})
-    fig, axes = plt.subplots(2, len(columns), figsize=(5 * len(columns), 6.5), squeeze=False, sharex="col")
-    for col, column in enumerate(columns):
-        env, cost, base, workers, predicted = (column["env"], column["cost"], column["base"], column["workers"],
-                                               column["predicted"])
-        ax, eff = axes[0][col], axes[1][col]
-        for arch in ARCH_ORDER[1:4]:
-            sub = points[(points["env"] == env) & (points["env_step_cost_us"] == cost)
-                         & (points["architecture"] == arch)]
-            if sub.empty:
-                continue
-            x, y = sub["num_workers"].to_numpy(), sub["env_steps_per_sec"].to_numpy()
-            ranges = np.array([spread.get((env, cost, arch, int(n)), (v, v)) for n, v in zip(x, y)])
-            ax.errorbar(x, y, yerr=[y - ranges[:, 0], ranges[:, 1] - y], marker="o", capsize=2,
-                        color=PALETTE[arch], label=f"{arch} (median, min-max over seeds)")
-            eff.plot(sub["num_workers"].to_numpy(), sub["parallel_efficiency"].to_numpy(), marker="o",
-                     color=PALETTE[arch], label=arch)
-            if predicted:
-                ax.plot(workers, [predicted[(arch, int(n))] for n in workers], "--", color=PALETTE[arch], lw=1,
-                        alpha=0.8)
-        if np.isfinite(base):
-            ax.plot(workers, workers * base, "k:", lw=1, label="ideal linear (n x single_env)")
-            ax.axhline(base, color=PALETTE["single_env"], lw=1, label="single_env")
-        if predicted:
-            ax.plot([], [], "--", color="grey", lw=1, label="cost model (from measured components)")
-        _log_axis(ax, "y")
-        if col == 0:
-            ax.set_ylabel("env steps/s (median over seeds)")
-        ax.set_title(f"{env}, env step cost {cost:g} us")
-        ax.legend(fontsize=7)
-        eff.axhline(1.0, color="k", ls="--", lw=1)
-        if col == 0:
-            eff.set_ylabel("parallel efficiency\n(steps/s / (n x single_env))")
-        eff.set_xlabel("workers (processes or envs)")
-        eff.set_xticks(workers)
-    fig.tight_layout()
-    report.figure(fig, "scaling", made.data)
+from analysis.report.scaling_plot import plot  # noqa: E402  (drawn apart: this module stays short)
+from analysis.report.scaling_windows import _plan_confirmed, _previous_window  # noqa: E402

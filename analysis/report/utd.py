@@ -149,34 +149,6 @@ def _utd_against_single(made: FigureData, rs: RunSet, runs: pd.DataFrame, grid: 
                "throughput is not reported).")
 
 
-def plot(report, made: FigureData) -> None:
-    from analysis.report.plotting import plt, sns
-
-    data, single = made.data, made.parts["single"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 3.6))
-    seeds = f"{data['seeds'].min()}" if data["seeds"].nunique() == 1 else f"{data['seeds'].min()}-{data['seeds'].max()}"
-    for ax, (column, title, fmt) in zip(axes, [
-            ("return_25k_iqm", f"holdout return at 25k env steps (IQM of {seeds} seeds)", ".0f"),
-            ("final_iqm", f"final holdout return at 50k env steps (IQM of {seeds} seeds)", ".0f"),
-            ("divergence_rate", "runs that diverged, of the cell's seeds (|Q| > 10 max|r|/(1-gamma))", "")]):
-        pivot = data.pivot(index="utd", columns="mitigation", values=column)
-        pivot.index = [f"{u:g}" for u in pivot.index]  # 1, 4, 16: not 1.0, 4.0, 16.0
-        annot = True
-        if column == "divergence_rate":  # counts, not a fraction of a few seeds (1/3, not 0.33)
-            counts = data.pivot(index="utd", columns="mitigation", values="diverged_runs")
-            runs = data.pivot(index="utd", columns="mitigation", values="seeds")
-            annot = (counts.astype(int).astype(str) + "/" + runs.astype(int).astype(str)).to_numpy()
-        sns.heatmap(pivot, annot=annot, fmt=fmt, ax=ax, cmap="viridis" if column != "divergence_rate" else "rocket_r",
-                    vmin=0, vmax=500 if column != "divergence_rate" else 1, cbar=False)
-        ax.set_title(title, fontsize=9)
-        ax.set_ylabel("utd (updates per env step)")
-        ax.set_xlabel("mitigation")
-    if not single.empty:
-        fig.suptitle(f"single_env (utd {single['utd'].iloc[0]:g}) at the same checkpoints: final IQM "
-                     f"{stats.iqm(single['final_holdout_return']):.0f} over {len(single)} seeds", fontsize=9, y=1.02)
-    report.figure(fig, "utd_grid", data)
-
-
 # ---------------------------------------------------------------------- the long cells
 LONG_CELLS = {"single_env": "single_env", "none": "high_utd (utd 4, LayerNorm)",
               "last": "+ last-layer resets", "all": "+ full-network resets"}
@@ -289,22 +261,4 @@ def _reset_env_steps(runs: pd.DataFrame) -> float:
     return float((pd.to_numeric(resets["reset_period"]) / resets["utd"]).median()) if not resets.empty else np.nan
 
 
-def plot_long(report, made: FigureData) -> None:
-    from analysis.report.plotting import plt, sns
-
-    curves = made.data
-    cells = [c for c in LONG_CELLS if c in set(curves["cell"])]
-    colours = dict(zip(LONG_CELLS, sns.color_palette("colorblind", len(LONG_CELLS))))
-    fig, axes = plt.subplots(1, len(cells), figsize=(3.6 * len(cells), 3.0), sharey=True, squeeze=False)
-    for ax, cell in zip(axes[0], cells):
-        part = curves[curves["cell"] == cell]
-        for _, seed in part.groupby("seed"):
-            ax.plot(seed["env_step"] / 1000, seed["return_mean"], color=colours[cell], alpha=0.35, linewidth=0.8)
-        median = part.groupby("env_step")["return_mean"].median()
-        ax.plot(median.index / 1000, median.to_numpy(), color=colours[cell], linewidth=2.2)
-        ax.axhline(SOLVED_AT["CartPole"], color="grey", linestyle=":", linewidth=0.8)
-        ax.set_title(f"{LONG_CELLS[cell]} ({part['seed'].nunique()} seeds)", fontsize=9)
-        ax.set_xlabel("env steps (thousands)")
-    axes[0][0].set_ylabel("holdout return")
-    fig.tight_layout()
-    report.figure(fig, "utd_long", curves)
+from analysis.report.utd_plot import plot, plot_long  # noqa: E402,F401  (drawn apart: this module stays short)
