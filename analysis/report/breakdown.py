@@ -70,39 +70,41 @@ def time_data(rs: RunSet, note: Note) -> FigureData | None:
 
 
 def plot_time(report, made: FigureData) -> None:
-    from analysis.report.plotting import _component_colors, plt
+    """The components summed into eight groups (a legend of 17 near-alike reds could not be read),
+    single_env and each design at one and two workers, one panel a setting, at the text's width."""
+    from analysis.report.plotting import TEXT_WIDTH_IN, _GROUP_COLORS, component_group, plt
 
-    data = made.data
+    data = made.data[made.data["num_workers"] <= 2].assign(group=lambda d: d["component"].map(component_group))
     panels = list(dict.fromkeys(zip(data["env"], data["env_step_cost_us"])))  # CartPole's first, as sorted
-    components = sorted(data["component"].unique())
-    colors = _component_colors(components)
+    groups = [g for g in _GROUP_COLORS if g in set(data["group"])]
     bars = sorted(data.groupby(["architecture", "num_workers", "role"]).groups)
-    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels) + 3, 0.3 * len(bars) + 1.8), squeeze=False,
+    fig, axes = plt.subplots(1, len(panels), figsize=(TEXT_WIDTH_IN, 0.14 * len(bars) + 1.3), squeeze=False,
                              sharey=True)
     for ax, (env, cost) in zip(axes[0], panels):
         part = data[(data["env"] == env) & (data["env_step_cost_us"] == cost)]
         labels = []
         for y, key in enumerate(bars):
-            group = part[(part["architecture"] == key[0]) & (part["num_workers"] == key[1]) & (part["role"] == key[2])]
+            bar = part[(part["architecture"] == key[0]) & (part["num_workers"] == key[1]) & (part["role"] == key[2])]
             left = 0.0
-            for _, r in group.iterrows():
-                ax.barh(y, r["share_of_train_time"], left=left, color=colors[r["component"]])
-                left += r["share_of_train_time"]
-            bottleneck = group["bottleneck"].iloc[0] if not group.empty else ""
+            for group in groups:
+                share = float(bar.loc[bar["group"] == group, "share_of_train_time"].sum())
+                ax.barh(y, share, left=left, color=_GROUP_COLORS[group], height=0.8)
+                left += share
+            bottleneck = bar["bottleneck"].iloc[0] if not bar.empty else ""
             starred = (bottleneck.startswith(("learner", "main")) if key[2] == "main process"
                        else bottleneck.startswith(("actor", "worker")))
-            ax.text(min(left, 1.0) + 0.01, y, "*" if starred else "", va="center", fontsize=10)
-            labels.append(f"{key[0]} ({key[1]}) {key[2]}")
+            ax.text(min(left, 1.0) + 0.01, y, "*" if starred else "", va="center", fontsize=7)
+            labels.append(f"{key[0]} ({key[1]}) {'main' if key[2] == 'main process' else key[2]}")
         ax.set_yticks(range(len(labels)))
-        ax.set_yticklabels(labels, fontsize=7)
-        ax.set_xlabel("share of training wall-clock time")
-        ax.set_xlim(0, 1.08)
-        ax.set_title(f"{env}, env step cost {cost:g} us (* = named bottleneck role)", fontsize=9)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colors[c]) for c in components]
-    fig.legend(handles, components, loc="center left", fontsize=7, bbox_to_anchor=(1.0, 0.5),
-               title="component")
+        ax.set_yticklabels(labels)
+        ax.invert_yaxis()
+        ax.set_xlabel("share of training time")
+        ax.set_xlim(0, 1.1)
+        ax.set_title(f"{env}, env step {cost / 1000:g} ms")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=_GROUP_COLORS[g]) for g in groups]
+    fig.legend(handles, groups, loc="lower center", ncol=len(groups), bbox_to_anchor=(0.5, 1.0), frameon=False)
     fig.tight_layout()
-    report.figure(fig, "time_breakdown", data)
+    report.figure(fig, "time_breakdown", made.data)
 
 
 # ---------------------------------------------------------------------- 6. policy lag and shares
@@ -161,19 +163,20 @@ def lag_data(rs: RunSet, note: Note) -> FigureData | None:
 def plot_lag(report, made: FigureData) -> None:
     from analysis.report.plotting import plt, sns
 
+    from analysis.report.plotting import TEXT_WIDTH_IN
+
     lag, shares = made.parts["lag"], made.parts["shares"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+    fig, axes = plt.subplots(1, 3, figsize=(TEXT_WIDTH_IN, 3.0))
     for ax, measure in zip(axes[:2], ("policy_lag", "acting_staleness")):
         part = lag[(lag["measure"] == measure) & lag["statistic"].isin(["p50", "p95", "max"])]
         if not part.empty:
             part = part.assign(config=_configs(part))
-            sns.stripplot(data=part, x="config", y="updates", hue="statistic", ax=ax, dodge=True, size=4,
+            sns.stripplot(data=part, x="config", y="updates", hue="statistic", ax=ax, dodge=True, size=3,
                           order=_config_order(part), hue_order=["p50", "p95", "max"])
             ax.set_yscale("symlog", linthresh=10)
             ax.set_ylim(bottom=0)
-        ax.set_title({"policy_lag": "sampled transitions: learner updates since acting\n(replay age included)",
-                      "acting_staleness": "acting weights' age at hand-off\n(updates behind the learner)"}[measure],
-                     fontsize=9)
+        ax.set_title({"policy_lag": "sampled transitions' age\n(learner updates, replay included)",
+                      "acting_staleness": "acting weights' age\nat hand-off (updates)"}[measure])
         ax.set_xlabel("architecture (workers)")
         ax.set_ylabel("learner updates")
         _slanted(ax)
@@ -182,10 +185,10 @@ def plot_lag(report, made: FigureData) -> None:
         sub = shares[shares["kind"].isin(["env_steps", "sampled"])]
         sub = sub.assign(config=_configs(sub))
         sub = sub.assign(deviation=sub["share"] * sub["num_workers"])
-        sns.stripplot(data=sub, x="config", y="deviation", hue="kind", ax=ax, dodge=True, size=4,
+        sns.stripplot(data=sub, x="config", y="deviation", hue="kind", ax=ax, dodge=True, size=3,
                       order=_config_order(sub))
         ax.axhline(1.0, color="k", ls="--", lw=1)
-    ax.set_title("per-worker share of data, x workers\n(1 = an equal share)", fontsize=9)
+    ax.set_title("per-worker share x workers\n(1 = an equal share)")
     ax.set_xlabel("architecture (workers)")
     ax.set_ylabel("share x workers")
     _slanted(ax)

@@ -95,27 +95,29 @@ def _lock_question(made: FigureData, data: pd.DataFrame) -> None:
 
 
 def plot(report, made: FigureData) -> None:
-    from analysis.report.plotting import plt, sns
+    from analysis.report.plotting import TEXT_WIDTH_IN, plt, sns
 
     data = made.data
-    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    fig, axes = plt.subplots(1, 3, figsize=(TEXT_WIDTH_IN, 2.8))
     hog = data[data["config"].str.startswith("hogwild")]
     sns.scatterplot(data=hog, x="overlap_fraction", y="final_holdout_return", hue="config", ax=axes[0])
-    axes[0].set_xlabel("optimizer steps that overlapped another worker's write (fraction)")
+    axes[0].set_xlabel("overlapping optimizer steps (share)")
     axes[0].set_ylabel("final holdout return")
-    axes[0].set_title("overlapping writes against final return, one dot a run", fontsize=9)
+    axes[0].set_title("overlaps against final return")
     if data["env_steps_per_sec"].notna().any():
         sns.stripplot(data=data, x="config", y="env_steps_per_sec", ax=axes[1])
         axes[1].set_ylabel("env steps/s")
-        axes[1].set_title("throughput, runs made one at a time", fontsize=9)
+        axes[1].set_title("throughput, runs made alone")
     else:  # runs made several at once: no speed to show, the early learning instead
         sns.stripplot(data=data, x="config", y="holdout_auc", ax=axes[1])
-        axes[1].set_ylabel("mean holdout return over checkpoints")
-        axes[1].set_title("learning early: mean holdout over checkpoints", fontsize=9)
+        axes[1].set_ylabel("mean holdout return")
+        axes[1].set_title("mean holdout over checkpoints")
     axes[2].set_ylabel("final holdout return")
-    axes[2].set_title("final holdout return (CartPole's cap: 500)", fontsize=9)
+    axes[2].set_title("final return (cap: 500)")
     sns.stripplot(data=data, x="config", y="final_holdout_return", ax=axes[2])
     for ax in axes[1:]:
         ax.set_xlabel("")
-        ax.tick_params(axis="x", labelrotation=20, labelsize=8)
+        ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+    axes[0].legend(title=None)
+    fig.tight_layout()
     report.figure(fig, "hogwild", data)

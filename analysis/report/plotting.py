@@ -15,9 +15,20 @@ import seaborn as sns  # noqa: E402
 
 from analysis.report.common import ARCH_ORDER  # noqa: E402
 
-__all__ = ["PALETTE", "matplotlib", "plt", "sns", "_log_axis", "_component_colors"]
+__all__ = ["MARKERS", "PALETTE", "TEXT_WIDTH_IN", "matplotlib", "plt", "sns", "_log_axis", "_component_colors",
+           "component_group"]
 
-PALETTE = dict(zip(ARCH_ORDER, sns.color_palette("colorblind", len(ARCH_ORDER))))
+TEXT_WIDTH_IN = 6.8
+"""The paper's text width in inches: a figure drawn this wide prints at its own type size (>= 7 pt)."""
+matplotlib.rcParams.update({"font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7,
+                            "ytick.labelsize": 7, "legend.fontsize": 7, "legend.title_fontsize": 7,
+                            "figure.titlesize": 8})
+
+_OKABE_ITO = {"single_env": "#000000", "actor_learner": "#E69F00", "vector_env": "#009E73", "hogwild": "#0072B2",
+              "high_utd": "#CC79A7", "pqn": "#7F7F7F"}
+"""One hue a design (Okabe-Ito, one orange only), and a marker each so hue is never the only cue."""
+PALETTE = {arch: _OKABE_ITO.get(arch, "#56B4E9") for arch in ARCH_ORDER}
+MARKERS = dict(zip(ARCH_ORDER, ["o", "s", "^", "D", "v", "P", "X", "*"]))
 
 
 def _log_axis(ax, which: str) -> None:
@@ -37,14 +48,19 @@ def _minor_label(value: float, _position) -> str:
     return f"{value:g}" if any(abs(mantissa - m) < 1e-6 for m in (2, 3, 4, 6)) else ""
 
 
-_COMPONENT_COLORS = {"act": "#1f77b4", "env_step": "#2ca02c", "env_wait": "#98df8a", "env_reset": "#bcbd22",
-                     "update": "#d62728", "gradient": "#d62728", "apply": "#ff9896", "sample": "#9467bd",
-                     "replay_add": "#c5b0d5", "handoff": "#ff7f0e", "handoff_drain": "#ffbb78",
-                     "n_step": "#8c564b", "diagnostics": "#e377c2", "weight_publish": "#17becf",
-                     "weight_sync": "#9edae5", "wait": "#d9d9d9"}
+_GROUPS = {"act": "act", "env_step": "env", "env_wait": "env", "env_reset": "env", "update": "learn",
+           "gradient": "learn", "apply": "learn", "targets": "learn", "sample": "replay", "replay_add": "replay",
+           "n_step": "replay", "handoff": "hand-off", "handoff_drain": "hand-off", "weight_publish": "weights",
+           "weight_sync": "weights", "diagnostics": "other", "wait": "wait"}
+"""The breakdown's components in eight groups: a legend of eight colours can be read at print size."""
+_GROUP_COLORS = {"act": "#56B4E9", "env": "#009E73", "learn": "#D55E00", "replay": "#CC79A7", "hand-off": "#E69F00",
+                 "weights": "#0072B2", "other": "#F0E442", "wait": "#d9d9d9"}
+
+
+def component_group(component: str) -> str:
+    return _GROUPS.get(component, "other")
 
 
 def _component_colors(components: list[str]) -> dict:
-    """Fixed colours for the known components (work in strong colours, waiting in grey)."""
-    spare = iter(sns.color_palette("dark", len(components)))
-    return {c: _COMPONENT_COLORS.get(c) or next(spare) for c in components}
+    """Fixed colours for the component groups (work in strong colours, waiting in grey)."""
+    return {c: _GROUP_COLORS[component_group(c)] for c in components}

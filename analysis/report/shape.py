@@ -267,7 +267,7 @@ def plot(report, made: FigureData) -> None:
     from analysis.report.plotting import PALETTE, plt
 
     points = made.parts["points"]
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(5.6, 3.2))
     for arch in ("actor_learner", "vector_env", "hogwild"):
         sub = points[points["architecture"] == arch]
         if sub.empty:
@@ -291,8 +291,8 @@ def plot(report, made: FigureData) -> None:
     ax.set_ylabel("env steps/s")
     ax.set_xticks(sorted(set(points["num_workers"]) | set(PRACTITIONER["workers"])))
     sweep = made.parts["sweep"]
-    ax.set_title("An env that waits 2.2 ms a step, the learner at utd 0.25: 2 cores here" + TITLES[sweep], fontsize=9)
+    ax.set_title("2 cores, an env step that waits 2.2 ms, the learner at utd 0.25")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(loc="upper left")
     fig.tight_layout()
     report.figure(fig, FIGURES[sweep], made.data)

@@ -31,11 +31,11 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
 
 
 def plot(report, made: FigureData) -> None:
-    from analysis.report.plotting import _log_axis, plt
+    from analysis.report.plotting import TEXT_WIDTH_IN, _log_axis, plt
 
     data = made.data
     networks = sorted(data["network"].unique())
-    fig, axes = plt.subplots(1, len(networks), figsize=(4.6 * len(networks), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(networks), figsize=(TEXT_WIDTH_IN, 2.4), squeeze=False)
     for i, (ax, network) in enumerate(zip(axes[0], networks)):
         part = data[data["network"] == network]
         for batch, rows in part.groupby("batch_size"):
@@ -49,6 +49,6 @@ def plot(report, made: FigureData) -> None:
         _log_axis(ax, "y")
         if i == 0:
             ax.set_ylabel("one gradient step (ms)\nmedian, bars p10-p90")
-        ax.legend(fontsize=8)
+        ax.legend()
     fig.tight_layout()
     report.figure(fig, "threads", data)

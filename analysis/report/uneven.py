@@ -160,26 +160,27 @@ def _quota_question(made: FigureData, data: pd.DataFrame) -> None:
 
 
 def plot(report, made: FigureData) -> None:
-    from analysis.report.plotting import PALETTE, plt, sns
+    from analysis.report.plotting import PALETTE, TEXT_WIDTH_IN, plt, sns
 
     data, curves = made.data, made.parts["curves"]
     order = sorted(data["config"].unique())
     colors = {c: PALETTE.get(data.loc[data["config"] == c, "architecture"].iloc[0]) for c in order}
-    fig, axes = plt.subplots(1, 4, figsize=(19, 4.0))
+    fig, grid = plt.subplots(2, 2, figsize=(TEXT_WIDTH_IN, 5.4))
+    axes = grid.ravel()
     ax = axes[0]
     sns.stripplot(data=data, x="config", y="env_steps_per_sec", order=order, hue="config", palette=colors,
-                  legend=False, ax=ax, size=5)
-    ax.set_title("throughput (one run at a time)", fontsize=9)
+                  legend=False, ax=ax, size=4)
+    ax.set_title("throughput (one run at a time)")
     ax.set_ylabel("env steps/s")
     ax = axes[1]
     shares = data.melt(id_vars=["config"], value_vars=[f"slow_share_{k}" for k in SHARE_KINDS],
                        var_name="kind", value_name="share").dropna()
     shares["kind"] = shares["kind"].str.replace("slow_share_", "", regex=False)
     sns.stripplot(data=shares, x="config", y="share", hue="kind", order=order, hue_order=list(SHARE_KINDS),
-                  dodge=True, ax=ax, size=4)
+                  dodge=True, ax=ax, size=3, palette="Greys_r")
     ax.axhline(1.0, color="k", ls="--", lw=1)
     ax.set_ylim(0, None)
-    ax.set_title("slow worker's share x 2 (1 = an equal share)", fontsize=9)
+    ax.set_title("slow worker's share x 2 (1 = an equal share)")
     ax.set_ylabel("share x workers")
     ax = axes[2]
     ages = data.melt(id_vars=["config"], value_vars=["staleness_slow", "staleness_fast"], var_name="worker",
@@ -187,12 +188,12 @@ def plot(report, made: FigureData) -> None:
     ages["worker"] = ages["worker"].map({"staleness_slow": "slow (0)", "staleness_fast": "fast (1)"})
     age_order = [c for c in order if c in set(ages["config"])]
     if not ages.empty:
-        sns.stripplot(data=ages, x="config", y="updates", hue="worker", order=age_order, dodge=True, ax=ax, size=4)
-    ax.set_title("acting weights' age at hand-off, per actor", fontsize=9)
+        sns.stripplot(data=ages, x="config", y="updates", hue="worker", order=age_order, dodge=True, ax=ax, size=3, palette="Greys_r")
+    ax.set_title("acting weights' age at hand-off, per actor")
     ax.set_ylabel("learner updates behind")
     for ax in axes[:3]:
         ax.set_xlabel("")
-        ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+        ax.tick_params(axis="x", labelrotation=15, labelsize=7)
     ax = axes[3]
     for config in order:
         sub = curves[curves["config"] == config]
@@ -201,7 +202,7 @@ def plot(report, made: FigureData) -> None:
         ax.fill_between(sub["env_step"], sub["return_low"], sub["return_high"], alpha=0.12, color=colors[config])
     ax.set_xlabel("env steps")
     ax.set_ylabel("holdout return (IQM, 95% CI)")
-    ax.set_title("learning at equal env steps", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title("learning at equal env steps")
+    ax.legend()
     fig.tight_layout()
     report.figure(fig, "uneven", made.data)
