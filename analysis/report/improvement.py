@@ -70,7 +70,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                     float(np.median((auc["high"] - auc["low"]) / 2)), "{:.2f}")
     labels = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout return",
               "env_steps_per_sec": "env steps/s"}
-    for env, part in data.groupby("env", sort=True):
+    for env, part in data[data["family"] == "learning"].groupby("env", sort=True):
         table = pd.DataFrame({
             "design": part["architecture"], "measure": part["metric"].map(labels),
             "seeds (design / single_env)": [f"{a} / {b}" for a, b in zip(part["seeds"], part["baseline_seeds"])],
@@ -81,8 +81,9 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                    f"{env} ({runs_read(runs[runs['env'] == env])}): each design against single_env, the probability that one of its runs beats a single_env "
                    "run with its percentile-bootstrap 95% interval, the exact two-sided rank test's p, and that p "
                    f"after Holm's correction over the {int((part['family'] == 'learning').sum())} learning "
-                   f"comparisons of this table (the {int((part['family'] == 'speed').sum())} speed comparisons "
-                   f"apart); the verdict is 'told apart' only where the corrected p is below {ALPHA}")
+                   f"comparisons of this table (the family 'learning per env step, {env}'); speed is not "
+                   f"compared here (2-3 runs a side cannot be told apart: the `speed` sweep does it); the verdict "
+                   f"is 'told apart' only where the corrected p is below {ALPHA}")
     made.parts["read"] = f"{runs_read(runs)}; speeds from runs made alone, as speed_quality's"
     return made
 
@@ -96,20 +97,32 @@ def _probability(r) -> str:
 
 
 def plot(report, made: FigureData) -> None:
-    from analysis.report.plotting import plt
+    """Learning only, one colour a design, each row labelled in its own panel (a shared y axis once
+    labelled one panel's rows with another's), its Holm p beside it. Speed is not drawn: at 3 runs a
+    side no speed comparison can be told apart, and a [1, 1] interval would look decisive."""
+    from analysis.report.plotting import MARKERS, PALETTE, TEXT_WIDTH_IN, plt
 
-    data = made.data
-    fig, axes = plt.subplots(1, len(IMPROVEMENT_METRICS), figsize=(14, 3.2), sharey=True)
-    labels = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout return over checkpoints",
-              "env_steps_per_sec": "env steps/s"}
-    for ax, metric in zip(axes, IMPROVEMENT_METRICS):
-        part = data[data["metric"] == metric].reset_index(drop=True)
-        ax.errorbar(part["probability"], range(len(part)),
-                    xerr=[part["probability"] - part["low"].fillna(part["probability"]),
-                          part["high"].fillna(part["probability"]) - part["probability"]], fmt="o", capsize=3)
-        ax.axvline(0.5, color="k", ls="--", lw=1)
+    data = made.data[made.data["family"] == "learning"]
+    metrics = [m for m in IMPROVEMENT_METRICS if m != "env_steps_per_sec"]
+    rows = data[["env", "architecture"]].drop_duplicates().reset_index(drop=True)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(TEXT_WIDTH_IN, 0.26 * len(rows) + 1.0), squeeze=False)
+    labels = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout return over checkpoints"}
+    for ax, metric in zip(axes[0], metrics):
+        for y, (env, arch) in enumerate(rows.itertuples(index=False)):
+            hit = data[(data["metric"] == metric) & (data["env"] == env) & (data["architecture"] == arch)]
+            if hit.empty:
+                continue
+            r = hit.iloc[0]
+            low, high = (r["low"], r["high"]) if np.isfinite(r["low"]) else (r["probability"], r["probability"])
+            ax.errorbar([r["probability"]], [y], xerr=[[r["probability"] - low], [high - r["probability"]]],
+                        fmt=MARKERS.get(arch, "o"), color=PALETTE.get(arch, "grey"), capsize=2, ms=4)
+            ax.annotate(f"Holm {r['holm_p']:.2f}", (1.0, y), xytext=(3, 0), textcoords="offset points",
+                        va="center", fontsize=7, annotation_clip=False)
+        ax.axvline(0.5, color="k", ls="--", lw=0.8)
         ax.set_xlim(0, 1)
-        ax.set_yticks(range(len(part)))
-        ax.set_yticklabels(part["env"] + ": " + part["architecture"], fontsize=8)
-        ax.set_xlabel(f"P(architecture > single_env)\non {labels[metric]}")
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([f"{env}: {arch}" for env, arch in rows.itertuples(index=False)])
+        ax.set_xlabel(f"P(design > single_env) on {labels[metric]}")
+    fig.tight_layout()
     report.figure(fig, "improvement", data, read=made.parts.get("read", ""))
