@@ -10,7 +10,8 @@ Every cell quotes a test made elsewhere in the report or here, never recomputed 
 - learning at equal env steps: the mean holdout return over checkpoints against single_env's,
   P(X > Y) with its interval, and Holm's p as the CartPole improvement table (its learning family)
   and the MinAtar aggregate (its six comparisons) computed them;
-- the bound: the role each design's own runs name as busy (16 cores; the 2-core speed runs).
+- the bound: one rule everywhere (sixteen.bound): the CPU where a run kept >= 90% of the cores busy,
+  else the role its own breakdown names as busy (16 cores; the 2-core speed runs).
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ def _speeds(rs: RunSet) -> pd.DataFrame:
                 continue
             mine = cell["env_steps_per_sec"].to_numpy(float)
             point, low, high = ratio_interval(mine, base)
-            bounds = sorted({(r.get("bottleneck") or {}).get("summary", "").split(" ", 1)[0] for r in cell["result"]}
-                            - {""})
+            bounds = sorted({sixteen.bound(design, int(n), r)
+                             for n, r in zip(cell["num_workers"], cell["result"])} - {"?"})
             rows.append({"setting": setting, "design": design, "workers": int(cell["num_workers"].iloc[0]),
                          "runs": len(mine), "baseline_runs": len(base), "ratio": point, "low": low, "high": high,
                          "p": stats.rank_test_p(mine, base), "bound": "/".join(bounds)})
@@ -66,14 +67,17 @@ def _speeds(rs: RunSet) -> pd.DataFrame:
     return frame
 
 
+def _speed_word(row) -> str:
+    if row.holm < ALPHA:
+        return "faster" if row.ratio > 1 else "slower"
+    return "not told apart"
+
+
 def _speed_cell(row) -> str:
     if row is None:
         return "not measured"
-    if row.holm < ALPHA:
-        word = "faster" if row.ratio > 1 else "slower"
-    else:
-        word = "not told apart"
-    return f"{row.ratio:.1f}x [{row.low:.1f}, {row.high:.1f}] ({row.workers}), {word}"
+    return (f"{row.ratio:.2f}x [{row.low:.2f}, {row.high:.2f}] ({row.workers}; {row.runs} v {row.baseline_runs} runs), "
+            f"{_speed_word(row)}, Holm p {row.holm:.3f}; bound: {row.bound or '-'}")
 
 
 def _learning(rs: RunSet, note: Note) -> dict[tuple[str, str], tuple[float, float, float, float]]:
@@ -117,27 +121,36 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     for design in DESIGNS:
         cells = {s: next(iter(speeds[(speeds["setting"] == s) & (speeds["design"] == design)].itertuples()), None)
                  if not speeds.empty else None for s in SETTINGS}
-        sixteen_cell, bound16 = "not run", ""
+        sixteen_cell, bound16, best = "not run", "", None
         if not big_points.empty and (big_points["architecture"] == design).any():
             mine = big_points[big_points["architecture"] == design]
             best = mine.loc[mine["env_steps_per_sec"].idxmax()]
             base = float(big_points.loc[big_points["architecture"] == "single_env", "env_steps_per_sec"].iloc[0])
             sixteen_cell = f"{best['env_steps_per_sec'] / base:.1f}x ({int(best['num_workers'])}; {int(best['runs'])} run" \
                            f"{'s' if best['runs'] > 1 else ''}, no test)"
+            made.number(macro_name("answer sixteen", design), best["env_steps_per_sec"] / base, "{:.1f}")
+            made.number(macro_name("answer sixteen", design, "workers"), int(best["num_workers"]), "{:d}")
+            made.number(macro_name("answer sixteen", design, "runs"), int(best["runs"]), "{:d}")
+            made.number(macro_name("answer sixteen", design, "bound"), best["bound"], "{}")
             bound16 = "; ".join(f"{int(r.num_workers)}: {r.bound.split(' (')[0]}" for r in mine.itertuples())
         rows.append({"design": design, "2 cores, 1 ms busy step": _speed_cell(cells["busy"]),
-                     "2 cores, 2.2 ms waiting step": _speed_cell(cells["waiting"]),
+                     "2 cores, 2.2 ms waiting step (the emulation)": _speed_cell(cells["waiting"]),
                      "16 cores, 2.2 ms busy step": sixteen_cell,
                      "learns as well per env step? CartPole": _learning_cell(learning.get(("CartPole", design))),
                      "5 MinAtar games": _learning_cell(learning.get(("MinAtar", design))),
                      "bound on 16 cores (workers: role)": bound16 or "-"})
         for s, row in cells.items():
             if row is not None:
-                for suffix, value, fmt in (("", row.ratio, "{:.1f}"), ("low", row.low, "{:.1f}"),
-                                           ("high", row.high, "{:.1f}"), ("holm", row.holm, "{:.3f}"),
-                                           ("workers", row.workers, "{:d}")):
+                for suffix, value, fmt in (("", row.ratio, "{:.2f}"), ("low", row.low, "{:.2f}"),
+                                           ("high", row.high, "{:.2f}"), ("holm", row.holm, "{:.3f}"),
+                                           ("workers", row.workers, "{:d}"), ("runs", row.runs, "{:d}"),
+                                           ("verdict", _speed_word(row), "{}"), ("bound", row.bound or "-", "{}")):
                     made.number(macro_name("answer", s, design, suffix), value, fmt)
     made.number("AnswerSpeedComparisons", len(speeds), "{:d}")
+    if not speeds.empty:
+        made.number("AnswerSpeedRunsMin", int(speeds["runs"].min()), "{:d}")
+        made.number("AnswerSpeedBaselineRuns", int(speeds["baseline_runs"].min()), "{:d}")
+        made.number("AnswerSpeedTold", int((speeds["holm"] < ALPHA).sum()), "{:d}")
     made.table("answer", pd.DataFrame(rows), _caption(speeds))
     return made
 

@@ -12,6 +12,11 @@ from analysis.load import RunSet
 from analysis.report.claims import SOLVED_AT, compare_measures, verdict
 from analysis.report.common import FigureData, Note, _ci, _sweep, holdout_auc, macro_name
 
+def _p(value: float) -> str:
+    """An exact p as printed: below the fourth decimal it reads "< 0.0001", never "0.0000"."""
+    return "< 0.0001" if value < 1e-4 else f"{value:.4f}"
+
+
 MEASURES = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout over checkpoints"}
 
 
@@ -38,10 +43,11 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         rows.append({"measure": label, "apex IQM [95%]": _ci(*stats.interval(apex[column]), fmt="{:.0f}"),
                      "shared schedule IQM [95%]": _ci(*stats.interval(shared[column]), fmt="{:.0f}"),
                      "P(apex > schedule) [95%]": _ci(vs.probability, vs.low, vs.high, fmt="{:.2f}"),
-                     "rank p": f"{vs.p:.4f}", "Holm p": f"{vs.holm:.4f}", "verdict": word})
+                     "rank p": _p(vs.p), "Holm p": _p(vs.holm), "verdict": word})
         slug = "final" if column == "final_holdout_return" else "auc"
-        for suffix, value, fmt in (("poi", vs.probability, "{:.2f}"), ("holm", vs.holm, "{:.4f}"),
-                                   ("verdict", word, "{}")):
+        for suffix, value, fmt in (("poi", vs.probability, "{:.2f}"), ("holm", _p(vs.holm), "{}"),
+                                   ("verdict", word, "{}"), ("iqm", stats.interval(apex[column])[0], "{:.0f}"),
+                                   ("schedule iqm", stats.interval(shared[column])[0], "{:.0f}")):
             made.number(macro_name("apex", slug, suffix), value, fmt)
     made.number("ApexSeeds", len(apex), "{:d}")
     made.number("ApexWorkers", int(apex["num_workers"].iloc[0]), "{:d}")

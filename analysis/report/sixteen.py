@@ -24,24 +24,41 @@ EMULATION = "shape_confirm"
 DESIGNS = ("single_env", "actor_learner", "vector_env", "hogwild")
 
 
-def _bound(arch: str, workers: int, result: dict) -> str:
+CPU_FULL = 0.9
+"""A run with more workers than cores whose processes kept this share of the cores busy is bound by
+the CPU, whatever role its breakdown finds busiest (one rule for the text, the tables, the figure)."""
+SHORT = {"actors": "A", "learner": "L", "envs": "E", "workers": "W", "CPU": "C", "process": "P"}
+"""The figure's one-letter bounds (its caption spells them out)."""
+
+
+def bound(arch: str, workers: int, result: dict) -> str:
+    """The CPU where the run had more workers than cores and kept >= CPU_FULL of them busy, else the
+    role its own breakdown names as busy (single_env: its one process; hogwild: its workers, which
+    each step and learn)."""
+    cpu = result.get("cpu") or {}
+    if cpu.get("cores") and workers > cpu["cores"] and cpu.get("cores_busy", 0) >= CPU_FULL * cpu["cores"]:
+        return "CPU"
     if arch == "single_env":
         return "process"
     summary = (result.get("bottleneck") or {}).get("summary")
     if summary:
         return summary.split(" ", 1)[0]
-    cpu = result.get("cpu") or {}  # hogwild: each worker steps and learns; how busy they were says the bound
-    return f"workers ({cpu['cores_busy'] / workers:.0%} busy each)" if cpu.get("cores") else "?"
+    return "workers" if arch == "hogwild" else "?"
+
+
+_bound = bound
 
 
 def _points(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (arch, n), cell in runs.groupby(["architecture", "num_workers"]):
         speeds = cell["env_steps_per_sec"].to_numpy(float)
-        bounds = sorted({_bound(arch, int(n), r) for r in cell["result"]})
+        bounds = sorted({bound(arch, int(n), r) for r in cell["result"]})
+        busy = [(r.get("cpu") or {}).get("cores_busy", np.nan) for r in cell["result"]]
         rows.append({"architecture": arch, "num_workers": int(n), "runs": len(cell),
                      "env_steps_per_sec": float(np.median(speeds)), "low": float(speeds.min()),
-                     "high": float(speeds.max()), "bound": " / ".join(bounds)})
+                     "high": float(speeds.max()), "bound": " / ".join(bounds),
+                     "cores_busy": float(np.nanmedian(busy)) if np.isfinite(busy).any() else np.nan})
     frame = pd.DataFrame(rows)
     frame["order"] = frame["architecture"].map({a: i for i, a in enumerate(DESIGNS)})
     return frame.sort_values(["order", "num_workers"], ignore_index=True).drop(columns="order")
@@ -66,11 +83,25 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         "design": table["architecture"], "workers": table["num_workers"], "runs": table["runs"],
         "env steps/s, median [min, max]": [f"{m:,.0f} [{lo:,.0f}, {hi:,.0f}]" for m, lo, hi in
                                            zip(table["env_steps_per_sec"], table["low"], table["high"])],
-        "x single_env": table["speedup"].map("{:.1f}".format), "bound (its runs' breakdown)": table["bound"]}),
+        "x single_env": table["speedup"].map("{:.1f}".format),
+        "cores busy (median)": table["cores_busy"].map("{:.1f}".format),
+        "bound (its runs' breakdown)": table["bound"]}),
         "The practitioner's shape on a 16-core machine (Intel Xeon, one thread a core): the env step burns 2.2 ms "
         "of CPU, the cartpole learner at batch 32 and utd 0.25, 12,000 env steps a run, one run at a time, seeds "
         "101-102 (results/reference/sixteen_cores). Speed-ups are point estimates over 1-3 runs a cell; no test "
         "stands behind them.")
+    if emulated is not None:
+        for _, row in emulated[emulated["architecture"] == "actor_learner"].iterrows():
+            made.number(macro_name("sixteen emulation actor_learner", int(row["num_workers"]), "bound"), row["bound"],
+                        "{}")
+        al = emulated[(emulated["architecture"] == "actor_learner") & (emulated["num_workers"] >= 12)]
+        if not al.empty:
+            made.number("SixteenEmulationCoresBusyMin", float(al["cores_busy"].min()), "{:.2f}")
+            made.number("SixteenEmulationCoresBusyMax", float(al["cores_busy"].max()), "{:.2f}")
+    for _, row in points.iterrows():
+        made.number(macro_name("sixteen", row["architecture"], int(row["num_workers"]), "bound"), row["bound"], "{}")
+        made.number(macro_name("sixteen", row["architecture"], int(row["num_workers"]), "runs"), int(row["runs"]),
+                    "{:d}")
     made.number("SixteenSingleEnv", single)
     for _, row in table.iterrows():
         key = macro_name("sixteen", row["architecture"], int(row["num_workers"]))
@@ -82,41 +113,49 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
 
 
 def plot(report, made: FigureData) -> None:
-    from analysis.report.plotting import PALETTE, plt
+    """16-core runs (solid, each point lettered with its bound), the 2-core emulation (dotted) and the
+    practitioner's curve (black squares), on a log2 worker axis that holds the emulation's 32 actors."""
+    from analysis.report.plotting import MARKERS, PALETTE, TEXT_WIDTH_IN, plt
 
     points, emulated = made.parts["points"], made.parts["emulated"]
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 3.3))
     for arch in DESIGNS[1:]:
         sub = points[points["architecture"] == arch]
         if sub.empty:
             continue
         ax.errorbar(sub["num_workers"], sub["env_steps_per_sec"],
                     yerr=[sub["env_steps_per_sec"] - sub["low"], sub["high"] - sub["env_steps_per_sec"]],
-                    marker="o", ms=4, capsize=2, color=PALETTE[arch], label=f"{arch}, 16 cores")
-        labelled = sub if arch != "hogwild" else sub.tail(1)  # hogwild's workers bound it at every count
-        for _, row in labelled.iterrows():
-            ax.annotate(row["bound"].split(" (")[0], (row["num_workers"], row["env_steps_per_sec"]),
-                        textcoords="offset points", xytext=(4, 5 if arch == "actor_learner" else -11), fontsize=7,
-                        color=PALETTE[arch])
+                    marker=MARKERS[arch], ms=4, capsize=2, color=PALETTE[arch], label=f"{arch}, 16 cores")
+        for _, row in sub.iterrows():
+            letters = "/".join(SHORT.get(b, b) for b in row["bound"].split(" / "))
+            ax.annotate(letters, (row["num_workers"], row["env_steps_per_sec"]), textcoords="offset points",
+                        xytext=(-4, 6 if arch == "actor_learner" else -11), fontsize=7, color=PALETTE[arch],
+                        ha="right")
         if emulated is not None:
             em = emulated[emulated["architecture"] == arch]
             if not em.empty:
-                ax.plot(em["num_workers"], em["env_steps_per_sec"], ":", marker=".", color=PALETTE[arch], lw=1,
-                        label=f"{arch}, 2 cores, the env waiting (emulation)")
+                ax.plot(em["num_workers"], em["env_steps_per_sec"], ":", marker=MARKERS[arch], ms=3, mfc="none",
+                        color=PALETTE[arch], lw=1, label=f"{arch}, 2 cores, env waiting")
     single = points[points["architecture"] == "single_env"]
     ax.axhline(float(single["env_steps_per_sec"].iloc[0]), color=PALETTE["single_env"], lw=1,
                label="single_env, 16 cores")
+    if emulated is not None and (emulated["architecture"] == "single_env").any():
+        ax.axhline(float(emulated.loc[emulated["architecture"] == "single_env", "env_steps_per_sec"].iloc[0]),
+                   color=PALETTE["single_env"], lw=1, ls=":", label="single_env, 2 cores, env waiting")
     ax.errorbar(PRACTITIONER["workers"], PRACTITIONER["env_steps_per_sec"],
                 yerr=[PRACTITIONER["env_steps_per_sec"] - PRACTITIONER["low"],
                       PRACTITIONER["high"] - PRACTITIONER["env_steps_per_sec"]],
-                color="black", marker="s", ms=5, capsize=3, lw=1.5,
+                color="black", marker="s", ms=5, capsize=3, lw=1.5, ls="--",
                 label=f"the practitioner ({PRACTITIONER_CORES} logical cores, their env)")
+    ax.set_xscale("log", base=2)
+    ticks = sorted(set(points["num_workers"]) | set(PRACTITIONER["workers"])
+                   | (set(emulated["num_workers"]) if emulated is not None else set()))
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(t) for t in ticks])
+    ax.minorticks_off()
     ax.set_xlabel("workers (actor processes, envs or hogwild workers)")
     ax.set_ylabel("env steps/s")
-    ax.set_xticks(sorted(set(points["num_workers"]) | set(PRACTITIONER["workers"])))
-    ax.set_xlim(0, 17)
-    ax.set_title("The practitioner's shape: an env step of 2.2 ms, the learner at utd 0.25", fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     fig.tight_layout()
     report.figure(fig, "sixteen_cores_shape", made.data)
