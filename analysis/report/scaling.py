@@ -130,6 +130,11 @@ def _cells(rs: RunSet, note: Note) -> FigureData | None:
         made.number("ModelWorstErrorWithinCores", 100 * within["prediction_error"].abs().max(), "{:.0f}")
         made.number("ModelCellsWithinCores", len(within), "{:d}")
         made.number("ModelCellsWithinCoresWithinTwenty", int((within["prediction_error"].abs() <= 0.2).sum()), "{:d}")
+        # the errors' sign (measured / predicted - 1 < 0: the model over-predicted) and their median
+        made.number("ModelWithinCoresOverPredicted", int((within["prediction_error"] < 0).sum()), "{:d}")
+        made.number("ModelWithinCoresMedianError", 100 * within["prediction_error"].median(), "{:+.0f}")
+        made.number("ModelCellsAll", len(fitted), "{:d}")
+        made.number("ModelAllOverPredicted", int((fitted["prediction_error"] < 0).sum()), "{:d}")
         table = pd.DataFrame({
             "env": fitted["env"], "env step cost (us)": fitted["env_step_cost_us"].map("{:g}".format),
             "design": fitted["architecture"],

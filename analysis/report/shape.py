@@ -214,6 +214,8 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
         made.number(f"{prefix}Cells", len(fitted), "{:d}")
         made.number(f"{prefix}CellsWithinTwenty", int((fitted["error"].abs() <= 0.2).sum()), "{:d}")
         made.number(f"{prefix}WorstError", 100 * fitted["error"].abs().max(), "{:.0f}")
+        made.number(f"{prefix}OverPredictedCount", int((fitted["error"] < 0).sum()), "{:d}")
+        made.number(f"{prefix}MedianError", 100 * fitted["error"].median(), "{:+.0f}")
         # the misses by side, as 'actor_learner at 16 and 24 and vector_env at 4' ('none' where none)
         for side, missed in (("over predicted", fitted[fitted["error"] < -0.2]),
                              ("under predicted", fitted[fitted["error"] > 0.2])):
