@@ -12,6 +12,9 @@ from analysis.load import RunSet
 from analysis.report.common import FigureData, Note, _sweep, macro_name
 
 MACHINE = "sixteen_cores_gpu"
+TARGETS = {"GpuUpdateTarget": 150, "GpuLearnerTarget": 6_000}
+"""Set before the calls: the CartPole MLP's update at batch 32 on CUDA (us), and actor_learner's env
+steps/s at 16 actors on the busy shape with its learner on CUDA."""
 PATHS = {("cpu", "host"): "CPU", ("cuda", "host"): "CUDA, host batch", ("cuda", "device"): "CUDA, device, eager",
          ("cuda", "graph"): "CUDA graph"}
 
@@ -25,6 +28,8 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     made = FigureData(pd.concat([timing, shape], ignore_index=True)[["run_id", "sweep", "architecture", "num_workers",
                                                                       "device", "env_steps_per_sec",
                                                                       "update_us_median"]])
+    for name, value in TARGETS.items():
+        made.number(name, value)
     rows = []
     for (network, batch), cell in timing.groupby(["network", "batch_size"]):
         row = {"network, batch": f"{network}, {int(batch)}"}

@@ -103,6 +103,13 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         made.number(macro_name("sixteen", row["architecture"], int(row["num_workers"]), "runs"), int(row["runs"]),
                     "{:d}")
     made.number("SixteenSingleEnv", single)
+    cores = runs["result"].map(lambda r: (r.get("cpu") or {}).get("cores")).dropna()
+    if not cores.empty:
+        made.number("SixteenCores", int(cores.mode().iloc[0]), "{:d}")
+    costs = runs["config"].map(lambda c: c.get("env_step_cost_us")).dropna()
+    if not costs.empty:
+        made.number("SixteenCostMs", float(costs.mode().iloc[0]) / 1000, "{:g}")
+    made.number("SixteenCpuFull", 100 * CPU_FULL, "{:.0f}")
     for _, row in table.iterrows():
         key = macro_name("sixteen", row["architecture"], int(row["num_workers"]))
         made.number(key, row["env_steps_per_sec"])
