@@ -40,7 +40,10 @@ ALLOWED = [
     (r"\b20\\%", "the cost model's criterion, fixed before any prediction (the macros ...CellsWithinTwenty)"),
     (r"(hogwild|actor\\_learner|vector\\_env)\}? \(\d+\)", "a design's worker count where it labels the cell: hogwild (2)"),
     (r"\butd\s+\d+(, \d+)*( and \d+)?\b", "the utd grid's ratios where they label its cells: utd 4 with LayerNorm"),
-    (r"\bbatch(\s+of\s+|\s+)(32|128)\b", "the threads sweep's batch sizes where they label its cells (...BatchThreeTwo...)"),
+    (r"\bbatch(\s+of\s+|\s+)(32|128|512)\b", "the threads sweep's batch sizes where they label its cells (...BatchThreeTwo...)"),
+    (r"\bH200\b", "the lent GPU's model name"),
+    (r"\\varepsilon_i = 0\.4\^\{1\+7i/\(N-1\)\}", "Ape-X's per-actor epsilon rule, cited (Horgan et al.; apex.py)"),
+    (r"probability 0\.1\b", "MinAtar's default sticky-action probability (minatar.Environment), cited"),
     (r"\b1-step\b|\$2\.5\\times10\^\{-4\}\$|\b5M frames",
      "Young & Tian's n-step, learning rate and budget, cited beside ours (their return is \\MinatarAnchorBreakout)"),
 ]

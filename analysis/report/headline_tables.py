@@ -60,6 +60,12 @@ def hyperparameters_data(rs: RunSet, note: Note) -> FigureData | None:
             made.number(macro_name("setting", env, key), value)
         made.number(macro_name(env, "seeds", "first"), seeds[env][0], "{:d}")
         made.number(macro_name(env, "seeds", "last"), seeds[env][1], "{:d}")
+    # the parallel designs' own settings, as actor_learner's runs stored them (never tuned: the text says so)
+    actors = runs[runs["architecture"] == "actor_learner"]
+    for key in ("weight_sync_period", "actor_epsilons", "actor_quotas", "prioritized"):
+        values = actors["config"].map(lambda c: c.get(key)).dropna()
+        if not values.empty:
+            made.number(macro_name("setting", key), _setting(values.mode().iloc[0]))
     made.table("hyperparameters", table,
                f"The headline's settings as its runs stored them ({runs_read(runs)}; single_env's values: every design "
                "shares them but for its "
