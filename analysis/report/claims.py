@@ -64,3 +64,13 @@ def compare_measures(mine: pd.DataFrame, theirs: pd.DataFrame, measures) -> dict
     for family in ([m for m in compared if m != SPEED_MEASURE], [m for m in compared if m == SPEED_MEASURE]):
         compared.update(zip(family, stats.with_holm([compared[m] for m in family])))
     return compared
+
+
+CPU_FULL = 0.9
+"""A run with more workers than cores whose processes kept this share of the cores busy is bound by
+the CPU, whatever role its breakdown finds busiest: one rule for the text, the tables and figures."""
+
+
+def cpu_bound(workers: int, result: dict) -> bool:
+    cpu = result.get("cpu") or {}
+    return bool(cpu.get("cores")) and workers > cpu["cores"] and cpu.get("cores_busy", 0) >= CPU_FULL * cpu["cores"]

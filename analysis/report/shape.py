@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import TRAINING_EXPERIMENTS, RunSet
+from analysis.report.claims import cpu_bound
 from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, committed, macro_name
 
 PREDICTIONS = committed("results", "reference", "seed_shape", "predicted.json")
@@ -27,8 +28,6 @@ before its runs: the first table stays as it was."""
 CONFIRM_PREDICTIONS = committed("results", "reference", "shape_confirm", "predicted.json")
 """The third prediction (each actor_learner role's CPU past the cores as its own runs paid it), for
 the `shape_confirm` sweep, committed before its runs."""
-TITLES = {"seed_shape": "", "shape_check": " (second prediction, actors at nice 19)",
-          "shape_confirm": " (third prediction: the roles' CPU past the cores)"}
 FIGURES = {"seed_shape": "practitioner_shape", "shape_check": "practitioner_shape_check",
            "shape_confirm": "practitioner_shape_confirm"}
 PRACTITIONER = pd.DataFrame({"workers": [1, 2, 4, 12], "env_steps_per_sec": [424.0, 642.0, 975.0, 1409.0],
@@ -172,6 +171,7 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
         speeds = group["env_steps_per_sec"].to_numpy(dtype=float)
         middle = group.iloc[int(np.argsort(speeds)[len(speeds) // 2])]  # the median run, whose breakdown is quoted
         role, learner_busy, shares = _bound(middle["result"])
+        role = "CPU" if arch != "single_env" and cpu_bound(n, middle["result"]) else role  # claims.CPU_FULL
         update_us = float((middle["result"].get("time_breakdown") or {}).get("update", {}).get("us_per_call", np.nan))
         p = predicted.get((arch, n))
         rows.append({"architecture": arch, "num_workers": n, "seeds": len(group),
@@ -180,7 +180,7 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
                      "learner_shares": shares, "update_us": update_us,
                      "cores_busy": _cores_busy(middle["result"]),
                      "predicted_env_steps_per_sec": p["predicted_env_steps_per_sec"] if p else np.nan,
-                     "predicted_bound": p["bottleneck"] if p else "",
+                     "predicted_bound": ("CPU" if p["bottleneck"] == "cores" else p["bottleneck"]) if p else "",
                      "error": float(np.median(speeds)) / p["predicted_env_steps_per_sec"] - 1 if p else np.nan})
     points = pd.DataFrame(rows)
     points["order"] = points["architecture"].map(ARCH_ORDER.index)

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import RunSet
+from analysis.report.claims import CPU_FULL, cpu_bound
 from analysis.report.common import FigureData, Note, _sweep, macro_name
 from analysis.report.shape import PRACTITIONER, PRACTITIONER_CORES
 
@@ -24,9 +25,6 @@ EMULATION = "shape_confirm"
 DESIGNS = ("single_env", "actor_learner", "vector_env", "hogwild")
 
 
-CPU_FULL = 0.9
-"""A run with more workers than cores whose processes kept this share of the cores busy is bound by
-the CPU, whatever role its breakdown finds busiest (one rule for the text, the tables, the figure)."""
 SHORT = {"actors": "A", "learner": "L", "envs": "E", "workers": "W", "CPU": "C", "process": "P"}
 """The figure's one-letter bounds (its caption spells them out)."""
 
@@ -35,8 +33,7 @@ def bound(arch: str, workers: int, result: dict) -> str:
     """The CPU where the run had more workers than cores and kept >= CPU_FULL of them busy, else the
     role its own breakdown names as busy (single_env: its one process; hogwild: its workers, which
     each step and learn)."""
-    cpu = result.get("cpu") or {}
-    if cpu.get("cores") and workers > cpu["cores"] and cpu.get("cores_busy", 0) >= CPU_FULL * cpu["cores"]:
+    if cpu_bound(workers, result):
         return "CPU"
     if arch == "single_env":
         return "process"
