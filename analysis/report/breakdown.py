@@ -74,7 +74,7 @@ def plot_time(report, made: FigureData) -> None:
     single_env and each design at one and two workers, one panel a setting, at the text's width."""
     from analysis.report.plotting import TEXT_WIDTH_IN, _GROUP_COLORS, component_group, plt
 
-    data = made.data[made.data["num_workers"] <= 2].assign(group=lambda d: d["component"].map(component_group))
+    data = made.data[made.data["num_workers"].fillna(1) <= 2].assign(group=lambda d: d["component"].map(component_group))
     panels = list(dict.fromkeys(zip(data["env"], data["env_step_cost_us"])))  # CartPole's first, as sorted
     groups = [g for g in _GROUP_COLORS if g in set(data["group"])]
     bars = sorted(data.groupby(["architecture", "num_workers", "role"]).groups)
