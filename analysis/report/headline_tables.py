@@ -65,7 +65,7 @@ def hyperparameters_data(rs: RunSet, note: Note) -> FigureData | None:
     for key in ("weight_sync_period", "actor_epsilons", "actor_quotas", "prioritized"):
         values = actors["config"].map(lambda c: c.get(key)).dropna()
         if not values.empty:
-            made.number(macro_name("setting", key), _setting(values.mode().iloc[0]))
+            made.number(macro_name("setting", key), _setting(values.mode().tolist()[0]))
     made.table("hyperparameters", table,
                f"The headline's settings as its runs stored them ({runs_read(runs)}; single_env's values: every design "
                "shares them but for its "
