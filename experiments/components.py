@@ -83,7 +83,7 @@ def without_own_wait(costs: dict, own: float, cores: int) -> None:
     """The loops measured as they run hold the env's own wait in their wall times, where the model
     wants CPU (the wait is `env_wait`, added once): take it out of single_env's loop's env step, of
     hogwild's loop per env step (one worker waits it whole; `cores` workers wait theirs at once) and
-    of vector_env's round trips (N envs wait at once). The waiting loop (`in_loop_waiting`) is the
+    of vector_env's round trips (`vector_trip`: each env's trip held its wait). The waiting loop (`in_loop_waiting`) is the
     loop as measured."""
     costs.setdefault("in_loop_waiting", {k: dict(v) for k, v in costs["in_loop"].items()})
     step = costs["in_loop"]["env_step"]
@@ -92,7 +92,7 @@ def without_own_wait(costs: dict, own: float, cores: int) -> None:
         costs["hogwild_in_loop"] = {k: max(1.0, v - own) for k, v in costs["hogwild_in_loop"].items()}
     if "hogwild_at_cores" in costs:
         costs["hogwild_at_cores"] = {k: max(1.0, v * cores - own) / cores for k, v in costs["hogwild_at_cores"].items()}
-    for name in ("vector_round_trip", "vector_round_trip_learning"):
+    for name in ("vector_trip", "vector_round_trip", "vector_round_trip_learning"):
         for n, row in (costs.get(name) or {}).items():
             costs[name][n] = {k: max(1.0, v - own) for k, v in row.items()}
 

@@ -181,6 +181,8 @@ def test_pqn_is_left_out_where_its_costs_were_never_measured_and_never_recommend
 def test_per_n_costs_are_interpolated_between_measured_counts():
     assert cost_model.at_n({1: 10.0, 3: 30.0}, 2) == pytest.approx(20.0)
     assert cost_model.at_n({1: 10.0, 3: 30.0}, 5) == pytest.approx(50.0)  # extrapolated from the last two
+    # a cost that falls with N is held at its last value beyond the measured N, never below zero
+    assert cost_model.at_n({1: 215.0, 2: 136.0, 4: 96.0}, 32) == pytest.approx(96.0)
     assert cost_model.medians({"update": {"us": 5.0, "p10": 4.0, "p90": 6.0},
                                "act_batch": {"json://2": {"us": 3.0}, "4": {"us": 4.0}}}) == {
         "update": 5.0, "act_batch": {2: 3.0, 4: 4.0}}
