@@ -193,7 +193,9 @@ def plot(report, made: FigureData) -> None:
     ax.set_ylabel("learner updates behind")
     for ax in axes[:3]:
         ax.set_xlabel("")
-        ax.tick_params(axis="x", labelrotation=15, labelsize=7)
+        ax.tick_params(axis="x", labelrotation=25, labelsize=7)
+        for label in ax.get_xticklabels():
+            label.set_ha("right")
     ax = axes[3]
     for config in order:
         sub = curves[curves["config"] == config]
