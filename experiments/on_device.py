@@ -38,6 +38,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUSY_SHAPE = ["env_step_cost_us=2200", "env_step_wait_us=0"]
 """The practitioner's shape with the env's 2.2 ms as CPU in the process that steps it."""
 WORKERS = (4, 8, 12, 16)
+SMALL_WORKERS = (4, 8)
+"""vector_env's and hogwild's counts, and actor_learner's beyond single_env, on a machine under 8 cores
+(the CPU-only form's check here): the other cells ask a many-core question, and their runs' start-up
+took the form past 8 minutes on 2 cores."""
 
 
 @dataclass(frozen=True)
@@ -61,18 +65,21 @@ def cuda_test_files() -> list[str]:
 
 
 def steps(py: str, out: str, env_steps: int, plan_budget: float, plan_with: list[str] | None = None,
-          device_cells: str | None = None) -> list[Step]:
-    """The script's steps in order (tests/test_on_device.py checks their order and that each parses)."""
+          device_cells: str | None = None, small: bool = False) -> list[Step]:
+    """The script's steps in order (tests/test_on_device.py checks their order and that each parses).
+    `small`: a machine under 8 cores, where the busy shape runs at SMALL_WORKERS only."""
+    workers = SMALL_WORKERS if small else WORKERS
     shape = [*BUSY_SHAPE, f"total_env_steps={env_steps}"]
     sweep = [py, "-m", "experiments.sweep", "seed_shape", "--seeds", "1"]
-    main = "practitioner_shape/single_env,practitioner_shape/actor_learner"
+    main = "practitioner_shape/single_env," + (",".join(f"practitioner_shape/actor_learner/num_workers={n}"
+                                                         for n in workers) if small else "practitioner_shape/actor_learner")
     others = ",".join(f"practitioner_shape/{design}/num_workers={n}" for design in ("vector_env", "hogwild")
-                      for n in WORKERS)
+                      for n in workers)
     cells = ["--cells", device_cells] if device_cells else []
     return [Step("cuda_tests", [py, "-m", "pytest", "-m", "cuda", "-x", "-q", "-p", "no:cacheprovider",
                                 "-o", "addopts=", *cuda_test_files()], 0.2, cuda=True),
             Step("plan", [py, "-m", "experiments.plan", "--no-confirm", "--budget", f"{plan_budget:g}", "--out",
-                          os.path.join(out, "plan"), "with", *(plan_with or PLAN_WITH)], 0.2),
+                          os.path.join(out, "plan"), "with", *(plan_with or PLAN_WITH)], 0.5),
             Step("busy_cpu", [*sweep, "--out", os.path.join(out, "busy-cpu"), "--cells", main, "with", *shape], 0.15),
             Step("busy_cuda", [*sweep, "--out", os.path.join(out, "busy-cuda"), "--cells", main, "with", *shape,
                                "device=cuda"], 0.2, cuda=True),
@@ -122,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     cores, cuda = available_cores(), torch.cuda.is_available()
     env_steps = args.env_steps or (12_000 if cores >= 8 else 1_500)
     deadline = time.monotonic() + 60 * args.minutes
-    plan = steps(sys.executable, args.out, env_steps, plan_budget=30 if cores >= 8 else 10, plan_with=args.plan_with,
-                 device_cells=args.device_cells)
+    plan = steps(sys.executable, args.out, env_steps, plan_budget=30 if cores >= 8 else 5, plan_with=args.plan_with,
+                 device_cells=args.device_cells, small=cores < 8)
     unknown = set(args.only or []) - {s.name for s in plan}
     if unknown:
         parser.error(f"--only: unknown step(s) {', '.join(sorted(unknown))} (valid: {', '.join(s.name for s in plan)})")
@@ -140,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     cuda_failed = False
     for i, step in enumerate(chosen):
         left = deadline - time.monotonic()
-        budget = left * step.share / sum(s.share for s in chosen[i:])
+        to_run = [s for s in chosen[i:] if not (s.cuda and (not cuda or cuda_failed))]  # a skipped step's time is shared
+        budget = left * step.share / sum(s.share for s in to_run) if step in to_run else 0.0
         why = ("no CUDA on this machine" if step.cuda and not cuda else "the CUDA tests failed" if step.cuda and
                cuda_failed else f"{left:.0f} s left of the time limit" if budget < 20 else None)
         if why:

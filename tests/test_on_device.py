@@ -48,3 +48,19 @@ def test_without_cuda_the_cuda_steps_are_skipped_and_said(tmp_path, monkeypatch)
     assert manifest["steps"] == {"cuda_tests": {"skipped": "no CUDA on this machine"},
                                  "busy_cuda": {"skipped": "no CUDA on this machine"}}
     assert (tmp_path / "device.tgz").exists()
+
+
+def test_a_small_machine_runs_the_busy_shape_at_few_workers_only():
+    """Under 8 cores the CPU-only form keeps to 8 minutes: single_env, and the other designs at
+    SMALL_WORKERS, where the many-core machine runs actor_learner's whole column and 4-16 workers."""
+    from experiments.on_device import SMALL_WORKERS, WORKERS, steps
+
+    def cells(small):
+        by_name = {s.name: s.command for s in steps("python", "/tmp/x", 1_500, 5, small=small)}
+        return {name: cmd[cmd.index("--cells") + 1] for name, cmd in by_name.items() if name.startswith("busy")}
+
+    small, big = cells(True), cells(False)
+    assert small["busy_cpu"].split(",") == ["practitioner_shape/single_env"] + [
+        f"practitioner_shape/actor_learner/num_workers={n}" for n in SMALL_WORKERS]
+    assert big["busy_cpu"] == "practitioner_shape/single_env,practitioner_shape/actor_learner"
+    assert len(small["busy_others"].split(",")) == 2 * len(SMALL_WORKERS) < len(big["busy_others"].split(",")) == 2 * len(WORKERS)
