@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.cost_designs import ENTRIES, _actor_learner, _vector_async, _vector_env, _vector_parts  # noqa: F401
-from analysis.cost_terms import (MissingCosts, Prediction, Setting, _bounded, _contention, _idle_factor,  # noqa: F401
-                                 _idling, _loop, _loops_apply, _settled, _shared_finish, at_n, waiting_duty)
+from analysis.cost_designs import ENTRIES
+from analysis.cost_terms import (MissingCosts, Prediction, Setting, _idle_factor, _loop,  # noqa: F401
+                                 _shared_finish, at_n, waiting_duty)
 from architectures import registry
-
 
 REGISTRY = registry.DESIGNS
 

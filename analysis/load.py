@@ -29,7 +29,7 @@ from datetime import datetime
 import pandas as pd
 
 from analysis.stores import (MACHINE_FILE, SKIP_FOLDERS, Document, NoRunsError, _file_documents,  # noqa: F401
-                             _mongo_documents, _name_runs, _read_json, find_run_dirs, machine_of)
+                             _mongo_documents, _name_runs, find_run_dirs, machine_of)
 from experiments.atomic import atomic_write
 
 KEY_COLUMNS = ["run_id", "sweep", "architecture", "num_workers", "utd", "seed", "env"]

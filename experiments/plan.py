@@ -40,7 +40,7 @@ import time
 
 from experiments.plan_confirm import confirm
 from experiments.plan_measure import (CONFIRM_RUNS, CONFIRM_START_S, FIXED_ENV_STEPS, FIXED_SECONDS,  # noqa: F401
-                                      _last_line, _threads, _update_us, env_step_seconds, estimate_seconds)
+                                      _threads, env_step_seconds, estimate_seconds)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
