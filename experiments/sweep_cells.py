@@ -11,7 +11,6 @@ from architectures.registry import NAMES, PARALLEL
 from experiments.configs import NAMED_CONFIGS
 from experiments.sweep_spec import Cell
 
-
 _TINY = dict(total_env_steps=5_000, eval_every=2_500, eval_episodes=3, learning_starts=500, log_every=1_000,
              eps_decay_steps=2_000, buffer_size=5_000)
 _SLOW = dict(num_workers=2, slow_worker_cost_us=1_000.0)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
 SCALES = ("small", "paper")
 
 RUNS_AT_ONCE_ENV = "DQN_RUNS_AT_ONCE"
 """How many runs a sweep ran at once beside each other (`--jobs`), passed to each run in this
 environment variable: experiments/train.py stores it with the result (`runs_at_once`), and the
 report quotes speeds only from runs made one at a time."""
+
 
 @dataclass(frozen=True)
 class Cell:

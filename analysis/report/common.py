@@ -38,6 +38,7 @@ def committed(*parts: str) -> str:
 
 DEFAULT_RUNS = committed("results", "reference")
 
+
 @dataclasses.dataclass
 class FigureData:
     """What a family's data function hands its plotting function: `data`, the frame behind the
