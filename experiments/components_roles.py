@@ -10,16 +10,11 @@ from experiments.components_alone import spread
 
 def design_in_loop(design: str, cfg: DQNConfig, seconds: float, workers: int = 1) -> dict:
     """One env step of `design` with `workers` workers (us per env step of all of them), as its own
-    loop pays it in steady state: two
-    runs of S and 2 S env steps (learning from the start, no evaluation), and the second S's
-    share of the time, so start-up and the first, slow updates cancel out. hogwild's worker loop
-    paid 13% more than single_env's for the same components (its per-step and per-update
-    bookkeeping in shared memory), so the model calibrates hogwild's formula here, at one
-    worker, and at `workers` = cores (`hogwild_at_cores`, us per env step of all workers): two
-    workers writing the same parameters and Adam moments slowed each other 1.33x at a free env
-    step in one window's runs (0.98-1.55x, median 1.14x, in the next window's three
-    measurements), where two independent single_env loops slowed each other 1.02-1.11x
-    (`contention`), so the model measures it rather than assume it."""
+    loop pays it in steady state: two runs of S and 2 S env steps (learning from the start, no
+    evaluation), and the second S's share of the time, so start-up and the first, slow updates
+    cancel out. The model calibrates hogwild's formula on it at one worker (`hogwild_in_loop`) and
+    at `workers` = cores (`hogwild_at_cores`): its loop's bookkeeping and its workers' shared
+    writes cost more than the components say (docs/plan-and-cost-model.md, "How the model got its terms")."""
     from architectures import get_train_fn
 
     train = get_train_fn(design)

@@ -35,9 +35,12 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
+
+from experiments.plan_confirm import confirm
+from experiments.plan_measure import (CONFIRM_RUNS, CONFIRM_START_S, FIXED_ENV_STEPS, FIXED_SECONDS,  # noqa: F401
+                                      _threads, env_step_seconds, estimate_seconds)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -51,70 +54,6 @@ def _config(tokens: list[str]):
     values = resolve(overrides.named, overrides.updates)
     values.pop("architecture", None)  # the plan weighs every design
     return DQNConfig.from_dict(values), overrides
-
-
-def _last_line(proc: subprocess.CompletedProcess) -> str:
-    """A failed child's last line of stderr, or its exit code when it said nothing."""
-    return (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}, nothing on stderr"])[-1]
-
-
-def _threads(cfg, cores: int) -> dict[int, float]:
-    """The update's median us at 1 .. min(cores, 4) torch threads, in fresh processes."""
-    out = {}
-    for threads in range(1, min(cores, 4) + 1):
-        code = ("import json, sys; from experiments.plan import _update_us; "
-                f"print(json.dumps(_update_us({cfg.to_dict()!r}, {threads})))")
-        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
-        if proc.returncode == 0:
-            out[threads] = json.loads(proc.stdout.strip().splitlines()[-1])
-        else:  # said, not dropped: the recommendation then keeps 1 thread
-            print(f"  update at {threads} torch thread(s) could not be timed: {_last_line(proc)}", file=sys.stderr)
-    return out
-
-
-def _update_us(config: dict, threads: int) -> float:
-    import numpy as np
-    import torch
-
-    from architectures.core.config import DQNConfig
-    from architectures.core.dqn import build_learner
-    from architectures.core.envs import env_spec
-    from experiments.components_alone import timed
-
-    torch.set_num_threads(threads)
-    cfg = DQNConfig.from_dict(config)
-    spec = env_spec(cfg.env_id)
-    learner = build_learner(spec, cfg)
-    rng, b = np.random.default_rng(0), cfg.batch_size
-    obs = rng.random((b, *spec.obs_shape)).astype(spec.obs_dtype)
-    batch = {"obs": obs, "next_obs": obs.copy(), "action": rng.integers(0, spec.num_actions, b),
-             "reward": rng.random(b).astype(np.float32), "discount": np.full(b, 0.99, np.float32)}
-    return timed(lambda: learner.update(batch), 30, blocks=5)["us"]
-
-
-def confirm(cfg, design: str, workers: int, predicted: float, seconds: float, costs: dict, cores: int) -> dict:
-    """Run `design` at `workers` for about `seconds` (evaluation off) in a fresh process, and
-    predict that very run: its first learning_starts env steps go without updates, so it is
-    compared with `over_a_run`, not with the steady state the table shows."""
-    steps = int(min(200_000, max(5_000, predicted * seconds)))
-    run_cfg = cfg.replace(num_workers=workers, total_env_steps=steps, eval_every=steps, eval_episodes=0,
-                          learning_starts=min(cfg.learning_starts, steps // 10), log_every=steps,
-                          checkpoint_every=0, checkpoint_path="")
-    from analysis.cost_model import medians, over_a_run
-
-    this_run = over_a_run(design, workers, medians(costs), utd=cfg.utd, cores=cores, total_env_steps=steps,
-                          learning_starts=run_cfg.learning_starts, weight_sync_period=cfg.weight_sync_period)
-    args = [item for k, v in run_cfg.to_dict().items()
-            for item in (f"--{k}", json.dumps(v) if not isinstance(v, str) else v) if v != ""]
-    proc = subprocess.run([sys.executable, "-m", "architectures", design, *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=max(600, 20 * seconds))
-    if proc.returncode != 0:
-        raise RuntimeError(f"{design} ({workers}) failed: {_last_line(proc)}")
-    result = json.loads(proc.stdout)
-    return {"design": design, "workers": workers, "env_steps": steps,
-            "measured_env_steps_per_sec": result["env_steps_per_sec"], "predicted_env_steps_per_sec": predicted,
-            "predicted_for_this_run": this_run,
-            "bottleneck_measured": (result.get("bottleneck") or {}).get("summary")}
 
 
 def _figure(path: str, predictions, confirmed: list[dict], title: str) -> None:
@@ -229,40 +168,6 @@ def _traceback_log() -> str:
     with os.fdopen(fd, "w") as f:
         f.write(traceback.format_exc())
     return path
-
-
-FIXED_SECONDS, CONFIRM_RUNS, CONFIRM_START_S, FIXED_ENV_STEPS = 10.0, 4, 3.0, 55_000
-"""plan's time, as estimate_seconds adds it up: start-up and the model, the confirming runs (the
-recommendation and the runner-up, and the recommendation at learner_threads 1 and 2, each with its
-process start) and the env steps its measurements take whatever the budget (the loops' shortest
-runs, the vector envs' round trips). Fitted on this 2-core machine: the default config (CartPole,
-~10 us a step) took 122 s, an env whose step took 2 ms 232 s (issue 32), where 'about two minutes'
-had been promised for both."""
-
-
-def env_step_seconds(cfg, steps: int = 50, limit_s: float = 1.0) -> float:
-    """The env's step as plan will meet it (its added cost and wait included), timed over up to
-    `steps` steps or `limit_s` seconds, resets included: what plan's estimate scales with."""
-    from architectures.core.envs import make_env
-
-    env = make_env(cfg.env_id, cfg.env_step_cost_us, cfg.env_step_wait_us, cfg.max_episode_steps)
-    try:
-        env.reset(seed=0)
-        began, done = time.perf_counter(), 0
-        while done < steps and (done == 0 or time.perf_counter() - began < limit_s):
-            if any(env.step(env.action_space.sample())[2:4]):
-                env.reset()
-            done += 1
-        return (time.perf_counter() - began) / done
-    finally:
-        env.close()
-
-
-def estimate_seconds(step_s: float, budget_s: float, confirm_s: float) -> float:
-    """plan's time from the env's measured step (FIXED_SECONDS ...): the measurements' budget, the
-    confirming runs (none with --no-confirm: confirm_s 0), and FIXED_ENV_STEPS at the env's pace."""
-    confirming = CONFIRM_RUNS * (confirm_s + CONFIRM_START_S) if confirm_s else 0.0
-    return FIXED_SECONDS + budget_s + confirming + FIXED_ENV_STEPS * step_s
 
 
 def _plan(args, cfg, overrides) -> int:

@@ -38,23 +38,16 @@ import signal
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import NoReturn
 
 from experiments import sweep_runners
-from experiments.run_records import ABSENT, DIVERGED, RunRecord, after_run, tally
-from experiments.sweep_grid import Overrides, RunSpec, check_runs, expand, pick_cells
-from experiments.sweep_runners import ROOT, RayRunner, lower_priority, summary_line
-from experiments.sweep_stores import FileStore, MongoStore, hold_store_lock
-from experiments.sweeps import SCALES, SEED_SETS, SWEEPS, Sweep
+from experiments.run_records import ABSENT, after_run, tally
+from experiments.sweep_grid import Overrides, RunSpec
+from experiments.sweep_plan import Plan, announce, plan_runs, runnable_here, usage_error  # noqa: F401
+from experiments.sweep_runners import lower_priority, summary_line
+from experiments.sweep_stores import hold_store_lock
+from experiments.sweeps import SCALES, SEED_SETS, SWEEPS
 
 USAGE = "%(prog)s NAME [options] [with NAMED ... KEY=VALUE ...]"
-
-
-def usage_error(text: str) -> NoReturn:
-    """`error: TEXT` on stderr and exit 2, as argparse's own errors."""
-    sys.stderr.write(f"error: {text}\n")
-    sys.exit(2)
 
 
 # ---------------------------------------------------------------------- the command line
@@ -107,88 +100,6 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Overrides]:
     if args.jobs < 1:
         usage_error(f"--jobs must be >= 1 (got {args.jobs})")
     return args, overrides
-
-
-# ---------------------------------------------------------------------- the plan
-@dataclass
-class Plan:
-    """What a sweep will do: its store, the runs that can run here and which of them are to run."""
-
-    sweep: Sweep
-    out: str
-    where: str
-    """The store as the messages name it: the --mongo URL, else --out."""
-    store: FileStore
-    ray: RayRunner | None
-    landed: list[RunSpec]
-    """The runs whose design (and device) this machine has, in the sweep's order."""
-    skipped: list[str]
-    """The designs of the sweep not landed yet."""
-    records: dict[str, RunRecord]
-    todo: list[RunSpec]
-    minutes: float
-    """The sweep's estimate for the landed runs, all of them."""
-
-
-def plan_runs(args: argparse.Namespace, overrides: Overrides) -> Plan:
-    """The store (checked: an unwritable --out or unreachable --mongo stops us before any run), the
-    Ray runner, the sweep's runs checked, and what each run stored so far."""
-    sweep = SWEEPS[args.name]
-    default_out = sweep.name + (f"-with-{overrides.digest()}" if overrides.text() else "")
-    out = args.out or os.path.join(ROOT, "results", "sweeps", default_out)
-    store = MongoStore(args.mongo, out) if args.mongo else FileStore(out)
-    store.check()
-    ray_runner = RayRunner(args.ray) if args.ray else None  # no Ray or an unreachable address: stop here too
-    runs = expand(sweep, args.scale, args.seeds, overrides)
-    whole = len(runs)  # the sweep's estimate is for all of it
-    if args.cells is not None:
-        try:
-            runs = pick_cells(runs, args.cells)
-        except ValueError as err:
-            usage_error(str(err))
-    from architectures.core.config import ConfigError
-
-    try:
-        check_runs(runs, overrides)
-    except ConfigError as err:
-        usage_error(str(err))
-    landed, skipped = runnable_here(runs)
-    records = {r.run_id: store.record(r.run_id) for r in landed}
-    return Plan(sweep, out, args.mongo or out, store, ray_runner, landed, skipped, records,
-                todo=[r for r in landed if not records[r.run_id].counts],
-                minutes=sweep.minutes[args.scale] * len(landed) / max(1, whole))
-
-
-def runnable_here(runs: list[RunSpec]) -> tuple[list[RunSpec], list[str]]:
-    """The runs whose design has landed (and, for a cuda run, where this machine has CUDA), and
-    the designs not landed yet."""
-    from architectures import ARCHITECTURES
-
-    available = set(ARCHITECTURES) | {"timing", "components"}
-    landed = [r for r in runs if r.architecture in available]
-    skipped = sorted({r.architecture for r in runs if r.architecture not in available})
-    if any(str(r.updates.get("device", "cpu")).startswith("cuda") for r in landed):
-        import torch
-
-        if not torch.cuda.is_available():
-            print("no CUDA on this machine: the cuda runs are skipped", file=sys.stderr)
-            landed = [r for r in landed if not str(r.updates.get("device", "cpu")).startswith("cuda")]
-    return landed, skipped
-
-
-def announce(plan: Plan, scale: str, overrides: Overrides) -> None:
-    """The sweep, its overrides, how many runs are done and to do, and the time estimate."""
-    sweep, landed, todo = plan.sweep, plan.landed, plan.todo
-    diverged = sum(plan.records[r.run_id].state == DIVERGED for r in landed)
-    print(f"sweep {sweep.name} ({scale}): {sweep.description}", file=sys.stderr)
-    if overrides.text():
-        print(f"every cell {overrides.text()}", file=sys.stderr)
-    print(f"{len(landed)} runs, {len(landed) - len(todo)} already completed"
-          f"{f' ({diverged} of them diverged)' if diverged else ''}, {len(todo)} to run; "
-          f"estimated {plan.minutes * len(todo) / max(1, len(landed)):.1f} min on a 2-core machine; store: "
-          f"{plan.where}", file=sys.stderr)
-    if plan.skipped:
-        print(f"not landed yet, skipped: {', '.join(plan.skipped)}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------- running

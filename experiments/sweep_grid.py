@@ -9,7 +9,8 @@ import json
 from dataclasses import dataclass, field
 
 from architectures.registry import NAMES, PARALLEL
-from experiments.sweeps import SEED_SETS, Sweep
+from experiments.sweep_spec import Sweep
+from experiments.sweeps import SEED_SETS
 
 ARCHITECTURE_CONFIGS = NAMES  # every design has a named config of its own name (experiments/configs.py)
 PARALLEL_ARCHITECTURES = PARALLEL  # a main process plus num_workers

@@ -67,7 +67,7 @@ def run_logged(cmd: list[str], log_path: str, quiet: bool, at_once: int = 1) -> 
     """Run one sweep run's command to its end, its output in `log_path`; returns its exit code.
     Called in the sweep's process, or inside a Ray task on any node of the cluster (whose CPU
     reservations keep runs apart: at_once stays 1 there)."""
-    from experiments.sweeps import RUNS_AT_ONCE_ENV
+    from experiments.sweep_spec import RUNS_AT_ONCE_ENV
 
     env = {**os.environ, "PYTHONWARNINGS": "ignore:pkg_resources is deprecated", RUNS_AT_ONCE_ENV: str(at_once)}
     os.makedirs(os.path.dirname(log_path), exist_ok=True)

@@ -36,7 +36,7 @@ from experiments.store import (
     expected_record_bytes,
     store_failure,
 )
-from experiments.sweeps import RUNS_AT_ONCE_ENV
+from experiments.sweep_spec import RUNS_AT_ONCE_ENV
 
 # Sacred's default "fd" capture tees the file descriptors through a subprocess and can deadlock
 # with child processes (sacred#705); "sys" capture only swaps sys.stdout/stderr.

@@ -1,6 +1,9 @@
-"""The package's layers show in its imports (issue 23): core < transport < run < designs < the
-package's own entry points, with no import cycle anywhere, function-local imports counted; no
-design module pulls in another design; and no module is over the length a reader takes in at once.
+"""The packages' shape shows in their imports (issues 23 and 33). In architectures/, layers: core <
+transport < run < designs < the package's own entry points, and no design module pulls in another
+design. In architectures/, experiments/ and analysis/: no import cycle, function-local imports
+counted, and no module over the length a reader takes in at once. architectures/ never imports
+Sacred (experiments/ wires it); analysis/ reads stored runs: of architectures/ it names only the
+registry, and nothing it imports pulls in Sacred.
 
     core/       config, errors, envs, networks, replay, dqn, evaluation, metrics, limits, diagnostics
     transport/  shared memory, worker processes, the janitor, Ray support
@@ -19,11 +22,17 @@ import pytest
 from architectures import ARCHITECTURES, BACKENDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGE = os.path.join(ROOT, "architectures")
+PACKAGES = ("architectures", "experiments", "analysis")
 DESIGN_MODULES = sorted(set(ARCHITECTURES.values()) | set(BACKENDS.values()))
 LAYERS = ["core", "transport", "run", "designs", ""]
 """Lowest first; "" is the package's top level (__init__, __main__, cli), above every layer."""
 MAX_LINES = 300
+LONG_FOR_NOW = {"analysis.report.learning", "analysis.report.page", "analysis.report.scaling", "analysis.report.utd"}
+"""Over MAX_LINES and held back from the length check while the paper rewrite of issue 33 edits
+them; each leaves this set when it is split. No other module may join it."""
+ANALYSIS_MAY_NAME = {"architectures", "architectures.registry"}
+"""All of architectures/ that analysis/ imports: the registry of designs (names, order, cost-model
+entries), pure data; nothing that trains (tests/test_analysis.py checks the same at run time)."""
 
 
 @pytest.mark.slow
@@ -43,28 +52,46 @@ def test_importing_one_design_loads_no_other():
     assert loaded == {module: [module] for module in DESIGN_MODULES}
 
 
-def _modules() -> dict[str, str]:
-    """Dotted name -> path of every module in the package."""
+def _modules(packages=PACKAGES, root: str = ROOT) -> dict[str, str]:
+    """Dotted name -> path of every module in the packages under `root`."""
     found = {}
-    for folder, _, files in os.walk(PACKAGE):
-        for name in files:
-            if name.endswith(".py"):
-                rel = os.path.relpath(os.path.join(folder, name), ROOT)[:-3].replace(os.sep, ".")
-                found[rel[:-len(".__init__")] if rel.endswith(".__init__") else rel] = os.path.join(folder, name)
+    for package in packages:
+        for folder, _, files in os.walk(os.path.join(root, package)):
+            for name in files:
+                if name.endswith(".py"):
+                    rel = os.path.relpath(os.path.join(folder, name), root)[:-3].replace(os.sep, ".")
+                    found[rel.removesuffix(".__init__")] = os.path.join(folder, name)
     return found
 
 
+def _tree(path: str) -> ast.AST:
+    with open(path) as f:
+        return ast.parse(f.read())
+
+
 def _imports(path: str, modules: dict[str, str]) -> set[str]:
-    """The package's modules a file imports anywhere in it, function-local imports included
+    """The modules of `modules` a file imports anywhere in it, function-local imports included
     (`from architectures.run import acting` names the module architectures.run.acting)."""
+    tops = {m.split(".")[0] for m in modules}
     found = set()
-    for node in ast.walk(ast.parse(open(path).read())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "architectures":
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in tops:
             submodules = {f"{node.module}.{a.name}" for a in node.names} & set(modules)
             found.update(submodules or {node.module})  # `from package import module` names the module
         elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.split(".")[0] == "architectures")
+            found.update(a.name for a in node.names if a.name.split(".")[0] in tops)
     return {m for m in found if m in modules}
+
+
+def _outside(path: str) -> set[str]:
+    """The top-level names of what a file imports from outside the packages, anywhere in it."""
+    found = set()
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+    return found - set(PACKAGES)
 
 
 def _layer(module: str) -> int:
@@ -72,37 +99,48 @@ def _layer(module: str) -> int:
     return LAYERS.index(parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS) else "")
 
 
-def _graph() -> dict[str, set[str]]:
-    modules = _modules()
+def _graph(packages=PACKAGES, root: str = ROOT) -> dict[str, set[str]]:
+    modules = _modules(packages, root)
     return {m: {d for d in _imports(path, modules) if d != m} for m, path in modules.items()}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """An import cycle of `graph` as the path round it, or None. A package's __init__ is imported
+    with each of its modules, so a module's import of its own package is not a dependency."""
+    graph = {m: {d for d in deps if not (m.startswith(d + ".") and d in graph)} for m, deps in graph.items()}
+    visiting, done = set(), set()
+
+    def visit(module: str, path: list[str]) -> list[str] | None:
+        if module in visiting:
+            return path[path.index(module):] + [module]
+        if module in done:
+            return None
+        visiting.add(module)
+        for dep in sorted(graph[module]):
+            if found := visit(dep, path + [module]):
+                return found
+        visiting.discard(module)
+        done.add(module)
+        return None
+
+    for module in sorted(graph):
+        if found := visit(module, []):
+            return found
+    return None
 
 
 def test_every_import_points_down_the_layers_or_within_one():
     upward = [f"{m} ({LAYERS[_layer(m)] or 'top'}) imports {d} ({LAYERS[_layer(d)] or 'top'})"
-              for m, deps in _graph().items() for d in sorted(deps)
+              for m, deps in _graph(("architectures",)).items() for d in sorted(deps)
               if _layer(d) > _layer(m) and not d.endswith("__init__") and d != "architectures"]
     # The package's own __init__ is its registry, read by the entry points only.
     assert not upward, "imports that climb a layer:\n" + "\n".join(upward)
 
 
-def test_the_package_has_no_import_cycle_counting_function_local_imports():
-    graph = _graph()
-    # A package's __init__ is imported with each of its modules; count only real dependencies.
-    graph = {m: {d for d in deps if not (m.startswith(d + ".") and d in graph)} for m, deps in graph.items()}
-    visiting, done = set(), set()
-
-    def visit(module, path):
-        assert module not in visiting, "import cycle: " + " -> ".join(path + [module])
-        if module in done:
-            return
-        visiting.add(module)
-        for dep in sorted(graph[module]):
-            visit(dep, path + [module])
-        visiting.discard(module)
-        done.add(module)
-
-    for module in sorted(graph):
-        visit(module, [])
+def test_no_package_has_an_import_cycle_counting_function_local_imports():
+    """The three packages as one graph: a cycle through two of them is found too."""
+    cycle = _cycle(_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
 def _design(module: str) -> str | None:
@@ -114,20 +152,56 @@ def _design(module: str) -> str | None:
 
 
 def test_a_design_imports_no_other_design():
-    sideways = [f"{m} imports {d}" for m, deps in _graph().items() for d in sorted(deps)
+    sideways = [f"{m} imports {d}" for m, deps in _graph(("architectures",)).items() for d in sorted(deps)
                 if _design(m) and _design(d) and _design(d) != _design(m)]
     assert not sideways, "\n".join(sideways)
 
 
-def test_the_layer_check_would_catch_a_climbing_import(tmp_path):
-    """The checks above can fail: a core module importing from run, and a cycle, are both found."""
+def test_architectures_never_imports_sacred():
+    """Sacred is the experiments' wiring: a design runs, and the Python API trains, without it."""
+    found = sorted(m for m, path in _modules(("architectures",)).items() if "sacred" in _outside(path))
+    assert not found, f"architectures/ modules that import sacred: {found}"
+
+
+def test_analysis_names_only_the_registry_of_architectures_and_never_pulls_in_sacred():
+    graph = _graph()
+    named = sorted(f"{m} imports {d}" for m, deps in graph.items() if m.split(".")[0] == "analysis"
+                   for d in deps if d.split(".")[0] == "architectures" and d not in ANALYSIS_MAY_NAME)
+    assert not named, "analysis/ imports architectures/ beyond its registry:\n" + "\n".join(named)
+    # Everything an analysis module can load, its packages' __init__ included, function-local imports counted.
+    reached, todo = set(), [m for m in graph if m.split(".")[0] == "analysis"]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            parts = module.split(".")
+            todo += [".".join(parts[:i]) for i in range(1, len(parts))] + sorted(graph[module])
+    modules = _modules()
+    sacred = sorted(m for m in reached if "sacred" in _outside(modules[m]))
+    assert not sacred, f"analysis/ reaches modules that import sacred: {sacred}"
+
+
+def test_the_checks_would_catch_a_climbing_import_and_a_cycle(tmp_path):
+    """The checks above can fail: a core module importing from run is found to climb, and two
+    modules importing each other, one of them inside a function, are a cycle."""
     assert _layer("architectures.core.config") < _layer("architectures.run.base") < _layer("architectures.designs.hogwild")
     assert _layer("architectures.cli") == len(LAYERS) - 1
     probe = tmp_path / "probe.py"
     probe.write_text("def f():\n    from architectures.run import base\n")
-    assert _imports(str(probe), _modules()) == {"architectures.run.base"}
+    assert _imports(str(probe), _modules(("architectures",))) == {"architectures.run.base"}
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "analysis" / "__init__.py").write_text("")
+    (tmp_path / "analysis" / "a.py").write_text("import sacred\n\n\ndef f():\n    from analysis import b\n")
+    (tmp_path / "analysis" / "b.py").write_text("from analysis.a import f\n")
+    assert _cycle(_graph(("analysis",), str(tmp_path))) == ["analysis.a", "analysis.b", "analysis.a"]
+    assert _cycle({"analysis": {"analysis.a"}, "analysis.a": {"analysis"}}) is None  # its own package: no cycle
+    assert "sacred" in _outside(str(tmp_path / "analysis" / "a.py"))
 
 
 def test_no_module_is_over_the_length_a_reader_takes_in_at_once():
-    long = {m: n for m, path in _modules().items() if (n := sum(1 for _ in open(path))) > MAX_LINES}
+    def lines(path: str) -> int:
+        with open(path) as f:
+            return sum(1 for _ in f)
+
+    long = {m: n for m, path in _modules().items() if (n := lines(path)) > MAX_LINES and m not in LONG_FOR_NOW}
     assert not long, f"modules over {MAX_LINES} lines: {long}"

@@ -1,6 +1,6 @@
 """The report reads every run: several `-F` stores under one folder whose Sacred ids collide (each
 numbers its runs 1, 2, ...), runs it cannot use named in its problems, and diverged runs counted
-apart from the headline (analysis/load.py, analysis/report/common.py)."""
+apart from the headline (analysis/stores.py, analysis/load.py, analysis/report/selection.py)."""
 
 import json
 import os

@@ -1,0 +1,126 @@
+"""Which stored runs a figure reads: a sweep's, the headline's (diverged runs apart), the speeds
+made alone, the curves on their group's checkpoint grid, and how a caption names them. Split
+from common.py, which re-exports every name."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from analysis.load import LEARNING_RATE, TRAINING_EXPERIMENTS
+
+Note = Callable[[str], None]
+"""Where a data function says what it left out (build passes Report.note; tests pass list.append)."""
+
+
+def _sweep(runs: pd.DataFrame, name: str) -> pd.DataFrame:
+    return runs[runs["sweep"] == name]
+
+
+def holdout_auc(holdout: pd.DataFrame, run_ids: pd.Series) -> pd.Series:
+    """Each run's mean holdout return over its checkpoints (the area under its curve, per
+    checkpoint), aligned with `run_ids`."""
+    return run_ids.map(holdout[holdout["run_id"].isin(run_ids)].groupby("run_id")["return_mean"].mean())
+
+
+def made_alone(runs: pd.DataFrame) -> pd.Series:
+    """Whether each run's env steps/s is a measurement: it was made alone, not by a sweep's
+    `--jobs N` beside N - 1 others (`runs_at_once`; runs older than that field count as alone)."""
+    return pd.to_numeric(runs["runs_at_once"], errors="coerce").fillna(1) <= 1
+
+
+SPEED_COLUMNS = ("env_steps_per_sec", LEARNING_RATE)
+"""A run's speeds: over the whole run, and once learning (analysis.load.learning_rate)."""
+
+
+def speeds_only_where_made_alone(runs: pd.DataFrame) -> pd.DataFrame:
+    """A copy of `runs` whose speeds are NaN where a run shared the CPU (not made_alone): a figure
+    never quotes them (tests/test_report_data.py::test_speeds_of_runs_made_several_at_once_are_never_quoted)."""
+    runs = runs.copy()
+    runs.loc[~made_alone(runs), list(SPEED_COLUMNS)] = np.nan
+    return runs
+
+
+DEDICATED_SWEEPS = {"utd", "hogwild", "scaling", "uneven", "seed_shape", "shape_check", "shape_confirm", "per_hour",
+                    "minatar_suite", "pqn", "own_wait", "apex_epsilons", "speed", "vector_check"}
+"""Sweeps with figures of their own; any other sweep of training runs feeds the headline figures."""
+HEADLINE_SWEEPS = ("architectures", "minatar")
+"""The headline comparisons at equal env steps, one env each (CartPole; MinAtar Breakout)."""
+
+
+def env_first(env: str) -> tuple[bool, str]:
+    """Sort key of envs in tables and panels: CartPole, the study's first env (whose macros carry
+    no env tag), before the others in name order."""
+    return env != "CartPole", env
+
+
+def diverged(runs: pd.DataFrame) -> pd.Series:
+    """Whether each run's result says `"diverged": true` (a non-finite TD loss or Q value stopped
+    it, or high_utd's |Q| check fired); runs that stored no such field did not."""
+    return runs["diverged"].eq(True) if "diverged" in runs else pd.Series(False, index=runs.index)
+
+
+def runs_read(runs: pd.DataFrame) -> str:
+    """Which stored runs a figure or table read, for its caption: `6 runs of the smoke sweep`, or
+    `50 runs: 30 of the architectures sweep, 20 of the minatar sweep`."""
+    if "sweep" not in runs:
+        return f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+    sweeps = runs["sweep"].fillna("").astype(str).value_counts().sort_index()
+    where = {s: f"the {s} sweep" if s else "no sweep" for s in sweeps.index}
+    if len(sweeps) == 1:
+        return f"{len(runs)} run{'s' if len(runs) != 1 else ''} of {where[sweeps.index[0]]}"
+    return f"{len(runs)} runs: " + ", ".join(f"{n} of {where[s]}" for s, n in sweeps.items())
+
+
+def headline_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every run of the headline comparison, diverged ones included: the headline sweeps, or else
+    every training run outside the dedicated sweeps (e.g. `smoke`, or your own sweep)."""
+    chosen = runs[runs["sweep"].isin(HEADLINE_SWEEPS)]
+    if chosen.empty:
+        chosen = runs[runs["experiment"].isin(TRAINING_EXPERIMENTS) & ~runs["sweep"].isin(DEDICATED_SWEEPS)]
+    return chosen
+
+
+def _headline(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs that compare architectures at equal env steps (headline_runs), less those that
+    diverged: a diverged run is never an ordinary row of the headline's IQMs and intervals; the
+    architectures table counts them beside each design instead (learning.speed_quality_data;
+    tests/test_report_stores.py::test_a_diverged_run_is_counted_apart_from_the_headline). The utd
+    grid, whose question is divergence, keeps its runs."""
+    chosen = headline_runs(runs)
+    return chosen[~diverged(chosen)]
+
+
+def diverged_line(runs: pd.DataFrame) -> str | None:
+    """`n of m headline runs diverged and are left out: <run ids>`, or None where none did."""
+    chosen = headline_runs(runs)
+    out = chosen.loc[diverged(chosen), "run_id"].sort_values()
+    if out.empty:
+        return None
+    return f"{len(out)} of {len(chosen)} headline runs diverged and are left out: {', '.join(out)}"
+
+
+def _arch_label(row) -> str:
+    if row["architecture"] in ("single_env", "high_utd"):
+        label = row["architecture"] if row["architecture"] == "single_env" else f"high_utd (utd {row['utd']:g})"
+    else:
+        label = f"{row['architecture']} ({int(row['num_workers'])})"
+    overrides = row.get("overrides") if hasattr(row, "get") else None
+    return f"{label} [{overrides}]" if isinstance(overrides, str) and overrides else label  # a sweep's `with ...`
+
+
+def _regular_curves(note: Note, holdout: pd.DataFrame, figure: str) -> pd.DataFrame:
+    """Keep runs whose checkpoint grid matches their group's most common grid; name the others."""
+    keep = []
+    for _, group in holdout.groupby(["env", "architecture", "num_workers"], sort=True):
+        grids = group.groupby("run_id")["env_step"].apply(tuple)
+        usual = Counter(grids).most_common(1)[0][0]
+        for run_id, grid in grids.items():
+            if grid != usual:
+                note(f"{figure}: run {run_id} has holdout checkpoints {list(grid)[:4]}... unlike the "
+                     f"{list(usual)[:4]}... of its group; left out of this figure")
+        keep.extend(grids[grids == usual].index)
+    return holdout[holdout["run_id"].isin(keep)]

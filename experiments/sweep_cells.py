@@ -1,0 +1,211 @@
+"""The grids of the named sweeps, study by study: each builds the Cells one study runs (scaling,
+the practitioner's shape and its checks, speed, learning per hour, utd, MinAtar, timing,
+calibration) with the budgets and worker counts it was sized to; experiments/sweeps.py names them."""
+
+from __future__ import annotations
+
+import os
+
+from architectures.core.config import DQNConfig
+from architectures.registry import NAMES, PARALLEL
+from experiments.configs import NAMED_CONFIGS
+from experiments.sweep_spec import Cell
+
+_TINY = dict(total_env_steps=5_000, eval_every=2_500, eval_episodes=3, learning_starts=500, log_every=1_000,
+             eps_decay_steps=2_000, buffer_size=5_000)
+_SLOW = dict(num_workers=2, slow_worker_cost_us=1_000.0)
+"""Uneven workers: worker 0's env steps cost 1 ms more (CartPole's own step is ~15 us)."""
+_ARCHS = NAMES  # every design: the smoke sweep and the headlines run each one
+_NO_EVAL = dict(eval_episodes=0, log_every=5_000)
+
+
+def _scaling(steps_by_cost: dict[float, int], workers: list[int], env: str = "cartpole",
+             high_utd: dict | None = None) -> list[Cell]:
+    """Every design against workers at each env step cost, with the components; and, at a free env
+    step, high_utd at the headline's ratio (`high_utd`), so the headline's speeds all come from
+    runs made one at a time (its learning runs go two at a time). high_utd gets a third of the
+    budget, but at least as many env steps of learning as of warm-up: its 6,666 steps on MinAtar
+    were three quarters warm-up, which the headline's speed (once learning) cannot be read from."""
+    warm_up = NAMED_CONFIGS[env].get("learning_starts", DQNConfig.learning_starts)
+    cells = []
+    for cost, steps in steps_by_cost.items():
+        budget = dict(_NO_EVAL, env_step_cost_us=cost, total_env_steps=steps, eval_every=steps)
+        cells.append(Cell((env, "single_env"), dict(budget)))
+        if high_utd and cost == 0:
+            short = max(steps // 3, 2 * warm_up)
+            cells.append(Cell((env, "high_utd"), dict(budget, **high_utd, total_env_steps=short, eval_every=short)))
+        cells.append(Cell((env,), dict(budget), experiment="components"))  # the cost model's inputs
+        for arch in PARALLEL:
+            cells += [Cell((env, arch), dict(budget, num_workers=n)) for n in workers]
+    return cells
+
+
+SHAPE_WORKERS = (1, 2, 4, 8, 12, 16)
+
+
+CHECK_WORKERS = {"actor_learner": (2, 8, 16, 24), "vector_env": (4, 12), "hogwild": (4, 12)}
+"""The shape's second, out-of-sample check (`shape_check`): past the first table's worker counts."""
+
+
+SPEED_WORKERS = {"busy": {"actor_learner": 2, "vector_env": 2, "hogwild": 2, "pqn": 2},
+                 "waiting": {"actor_learner": 16, "vector_env": 8, "hogwild": 8, "pqn": 8}}
+"""`speed`: each parallel design at one count per setting: the cores where the env's step is busy CPU,
+and where it waits (the practitioner's shape), the count its earlier runs here put near its best."""
+
+
+def _speed(busy_steps: int, waiting_steps: int) -> list[Cell]:
+    """The answer's speeds on this machine: single_env and each parallel design (SPEED_WORKERS) on
+    CartPole whose step burns 1 ms of CPU, and on the practitioner's shape (a 2.2 ms wait),
+    evaluation off, one at a time, seed by seed."""
+    cells = []
+    for setting, named, steps, extra in (("busy", "cartpole", busy_steps, {"env_step_cost_us": 1_000.0}),
+                                         ("waiting", "practitioner_shape", waiting_steps, {})):
+        budget = dict(_NO_EVAL, **extra, total_env_steps=steps, eval_every=steps, worker_timeout_s=120.0)
+        cells.append(Cell((named, "single_env"), dict(budget)))
+        cells += [Cell((named, arch), dict(budget, num_workers=n)) for arch, n in SPEED_WORKERS[setting].items()]
+    return cells
+
+
+OWN_WAIT_WORKERS = {"actor_learner": (2, 4, 8, 16, 24), "vector_env": (4, 8), "hogwild": (4, 8)}
+"""`own_wait`: a user env that blocks on another process, its wait told by plan with no config key."""
+
+
+CONFIRM_WORKERS = {"actor_learner": (4, 12, 16, 32), "vector_env": (8,), "hogwild": (8, 16)}
+"""The shape's third check (`shape_confirm`): plan's recommendation where the env waits (actor_learner
+12, bound by the cores at the CPU its runs paid) and runner-up (hogwild 8), beside counts the
+second check did not run, each predicted before its runs (results/reference/shape_confirm)."""
+
+
+PER_HOUR = {"single_env": (1, 45_000), "actor_learner": (16, 240_000), "vector_env": (12, 200_000),
+            "hogwild": (12, 210_000)}
+"""Learning per hour (`per_hour`): each design at its best worker count in shape_check (actor_learner
+16, vector_env and hogwild 12), and env steps for about 140-160 training seconds: single_env made
+324 env steps/s here (45k in 139 s) and actor_learner (16) 1,530 (a first run, stopped at 106k);
+the others' budgets are guesses with a margin (a run that ends early shortens the compared window
+for all, one that ends late costs only machine time)."""
+
+
+def _per_hour(seconds_scale: float = 1.0) -> list[Cell]:
+    cells = []
+    for arch, (n, steps) in PER_HOUR.items():
+        steps = int(steps * seconds_scale)
+        cells.append(Cell(("minatar_breakout_wait", arch), dict(num_workers=n, total_env_steps=steps,
+                                                                eval_every=steps // 10, eval_episodes=10,
+                                                                worker_timeout_s=120.0)))
+    return cells
+
+
+def _shape(steps: int, workers: dict[str, tuple[int, ...]] | None = None, named: str = "practitioner_shape") -> list[Cell]:
+    """The practitioner's shape (a 2.2 ms env step that waits, a ~0.6 ms update at utd 0.25):
+    single_env and each parallel design at its worker counts in `workers` (every design at
+    SHAPE_WORKERS by default; CHECK_WORKERS for `shape_check`), evaluation off, one at a time."""
+    workers = workers or {arch: SHAPE_WORKERS for arch in ("actor_learner", "vector_env", "hogwild")}
+    budget = dict(_NO_EVAL, total_env_steps=steps, eval_every=steps, worker_timeout_s=120.0)
+    return [Cell((named, "single_env"), dict(budget))] + [
+        Cell((named, arch), dict(budget, num_workers=n)) for arch, counts in workers.items() for n in counts]
+
+
+def _vector_check(busy_steps: int, wait_steps: int, pqn_steps: dict[str, int]) -> list[Cell]:
+    """Issue 34's speed checks, each against a prediction committed before its runs: vector_env at 2
+    envs on a 1 ms busy CartPole step beside single_env and actor_learner; vector_env and
+    actor_learner at 4 and 8 on a CartPole step that waits 2 ms (the practitioner's learner); pqn
+    at 1-4 envs on a free CartPole step and 1-2 on MinAtar Breakout. Evaluation off, one at a time."""
+    busy = dict(_NO_EVAL, env_step_cost_us=1000.0, total_env_steps=busy_steps, eval_every=busy_steps)
+    wait = dict(_NO_EVAL, env_step_wait_us=2000.0, total_env_steps=wait_steps, eval_every=wait_steps,
+                worker_timeout_s=120.0)
+    cells = [Cell(("cartpole", "single_env"), dict(busy))]
+    cells += [Cell(("cartpole", arch), dict(busy, num_workers=2)) for arch in ("vector_env", "actor_learner")]
+    cells += [Cell(("practitioner_shape", arch), dict(wait, num_workers=n))
+              for arch in ("vector_env", "actor_learner") for n in (4, 8)]
+    for env, counts in (("cartpole", (1, 2, 4)), ("minatar_breakout_cpu", (1, 2))):
+        steps = pqn_steps[env]
+        cells += [Cell((env, "pqn"), dict(_NO_EVAL, total_env_steps=steps, eval_every=steps, num_workers=n))
+                  for n in counts]
+    return cells
+
+
+# high_utd in the headline runs at the utd grid's steadiest high ratio: 4 updates per env step
+# with LayerNorm (at the baseline ratio it would be single_env, bit for bit).
+HEADLINE_HIGH_UTD = {"utd": 4.0, "layer_norm": True}
+
+
+def _headline(env: str, high_utd: dict = HEADLINE_HIGH_UTD, **budget) -> list[Cell]:
+    return [Cell((env, a), dict(high_utd, **budget) if a == "high_utd" else dict(budget)) for a in _ARCHS]
+
+
+# MinAtar's conv update costs ~1.1 ms here, so high_utd runs at 1 update per env step (4x the
+# others): at utd 4, 500k env steps would be 2M updates, ~40 min a run alone.
+MINATAR_HIGH_UTD = {"utd": 1.0, "layer_norm": True}
+MINATAR_HEADLINE_STEPS = 500_000
+"""The MinAtar headline's budget: 5 designs x 5 seeds at 1M env steps would take ~6 h of this
+2-core machine two runs at a time; 500k fits about 3 h."""
+
+
+MINATAR_GAMES = ("Asterix", "Freeway", "SpaceInvaders", "Seaquest")
+"""The MinAtar suite beside Breakout (whose cells are the `minatar` sweep's)."""
+
+
+def _minatar_suite(steps: int) -> list[Cell]:
+    """Each game in MINATAR_GAMES with the calibrated values (`minatar_cpu`), single_env and the three
+    parallel designs at their default 2 workers; high_utd stays at its Breakout cell (~40 min a run
+    alone at utd 1)."""
+    return [Cell(("minatar_cpu", arch), {"env_id": f"MinAtar/{game}-v1", "total_env_steps": steps})
+            for game in MINATAR_GAMES for arch in ("single_env", "actor_learner", "vector_env", "hogwild")]
+
+
+def _reset_period(utd: float) -> int:
+    """Resets every 10k env steps' worth of updates, whatever the ratio: a first try with a fixed
+    2,000 updates reset CartPole's output layer every 500 env steps at utd 4 and wrecked it."""
+    return int(10_000 * utd)
+
+
+def _utd_grid(steps: int) -> list[Cell]:
+    def mitigations(utd: float) -> dict[str, dict]:
+        period = _reset_period(utd)
+        return {"none": {}, "layer_norm": {"layer_norm": True}, "resets": {"reset_period": period},
+                "both": {"layer_norm": True, "reset_period": period}}
+
+    # single_env at its utd 0.25, same budget and checkpoints: the reference every cell is read against.
+    return [Cell(("cartpole", "single_env"), dict(total_env_steps=steps, eval_every=5_000))] + [
+        Cell(("cartpole", "high_utd"), dict(utd=utd, total_env_steps=steps, eval_every=5_000, **m))
+        for utd in (1.0, 4.0, 16.0) for m in mitigations(utd).values()]
+
+
+UTD_LONG_STEPS = 100_000
+"""The utd sweep's long cells (`_utd_long`): the headline's budget, past the 50k at which the grid stops,
+where high_utd at utd 4 with LayerNorm solves CartPole and then falls (the stability table)."""
+
+
+def _utd_long() -> list[Cell]:
+    """single_env, high_utd at the headline's utd 4 with LayerNorm, and that with resets of the last
+    layer or of the whole network every 10k env steps' worth of updates (Nikishin et al. reset the last
+    layers, D'Oro et al. the whole network): do resets keep it from falling after it solves? Holdout every
+    5k, as the grid. The reset period is the grid's, not chosen again: no tuning on evaluation seeds."""
+    budget = dict(total_env_steps=UTD_LONG_STEPS, eval_every=5_000)
+    period = _reset_period(HEADLINE_HIGH_UTD["utd"])
+    return [Cell(("cartpole", "single_env"), dict(budget)), Cell(("cartpole", "high_utd"), dict(budget, **HEADLINE_HIGH_UTD))] + [
+        Cell(("cartpole", "high_utd"), dict(budget, **HEADLINE_HIGH_UTD, reset_period=period, reset_layers=layers))
+        for layers in ("last", "all")]
+
+
+_NETWORKS = ("cartpole_mlp", "minatar_conv", "wide_mlp")
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _timing_grid(budget: dict, **axes) -> list[Cell]:
+    cells = [dict(budget)]
+    for key, values in axes.items():
+        cells = [dict(c, **{key: v}) for c in cells for v in values]
+    return [Cell((), c) for c in cells]
+
+
+def _calibration(env: str, steps: int, grid: dict[str, tuple], target_env_steps: int = 1_000) -> list[Cell]:
+    """single_env on `env` over the grid (which must include utd). The target period is held in
+    env steps (1,000 env steps at every utd: Young & Tian's 1,000 updates at utd 1), and each run
+    checkpoints so a long calibration survives the end of a working session."""
+    cells = [{}]
+    for key, values in grid.items():
+        cells = [dict(c, **{key: v}) for c in cells for v in values]
+    return [Cell((env, "single_env"), dict(c, total_env_steps=steps, checkpoint_every=100_000,
+                                           target_update_period=int(target_env_steps * c["utd"])))
+            for c in cells]
