@@ -29,7 +29,7 @@ from datetime import datetime
 import pandas as pd
 
 from analysis.stores import (MACHINE_FILE, SKIP_FOLDERS, Document, NoRunsError, _file_documents,  # noqa: F401
-                             _mongo_documents, _name_runs, find_run_dirs, machine_of)
+                             _mongo_documents, _name_runs, find_run_dirs, machine_of, shown)
 from experiments.atomic import atomic_write
 
 KEY_COLUMNS = ["run_id", "sweep", "architecture", "num_workers", "utd", "seed", "env"]
@@ -111,10 +111,10 @@ def _frames(documents: list[Document], problems: list[str]) -> RunSet:
         status = run.get("status")
         result = run.get("result")
         if status != "COMPLETED":
-            problems.append(f"run {run_id} ({where}): status {status}; left out")
+            problems.append(f"run {run_id} ({shown(where)}): status {status}; left out")
             continue
         if not isinstance(result, dict):
-            problems.append(f"run {run_id} ({where}): COMPLETED but has no result; left out")
+            problems.append(f"run {run_id} ({shown(where)}): COMPLETED but has no result; left out")
             continue
         experiment = (run.get("experiment") or {}).get("name", "")
         host = run.get("host") or {}

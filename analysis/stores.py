@@ -38,6 +38,16 @@ class Document(NamedTuple):
 
 
 # ---------------------------------------------------------------------- file stores
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def shown(path: str) -> str:
+    """A store's path as notes print it: relative to the repository where it lies inside it, so
+    a report built from the committed runs reads the same from any clone (tests/test_analysis.py)."""
+    inside = os.path.abspath(path).startswith(REPO + os.sep)
+    return os.path.relpath(path, REPO) if inside else path
+
+
 def find_run_dirs(root: str) -> list[str]:
     """Every `<run id>/` below root that holds a run.json, sorted."""
     found = []
@@ -61,7 +71,7 @@ def _file_documents(root: str, problems: list[str]):
             run = _read_json(os.path.join(path, "run.json"))
             config = _read_json(os.path.join(path, "config.json"))
         except (OSError, json.JSONDecodeError) as err:
-            problems.append(f"run {run_id} ({path}): unreadable ({err}); left out")
+            problems.append(f"run {run_id} ({shown(path)}): unreadable ({err}); left out")
             continue
         try:
             metrics = _read_json(os.path.join(path, "metrics.json"))

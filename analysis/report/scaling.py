@@ -74,7 +74,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         _once_learning(made, training, cores)
         _terms(made, measured, cores)
     if "CartPole" in set(training["env"]):
-        _previous_window(made)
+        _previous_window(made, _cells)
         _plan_confirmed(made, note)
     return made
 

@@ -23,21 +23,20 @@ outputs: each plan's recommendation and its confirming run against the model's p
 the model's test out of sample."""
 
 
-def _previous_window(made: FigureData) -> None:
+def _previous_window(made: FigureData, cells) -> None:
     """The window before the reference set (PREVIOUS_WINDOW), CartPole at a free env step: hogwild
     (1)'s rate (ScalingPreviousHogwildOne), how much slower per worker hogwild ran at as many workers
     as cores (...HogwildPerWorker), the model's miss there (...HogwildError: that window measured
     no hogwild loop at the cores, so the model falls back to independent loops' slowdown, as it did
-    then) and that slowdown, the median of its `contention` measurements (...Contention)."""
+    then) and that slowdown, the median of its `contention` measurements (...Contention). `cells`:
+    scaling's own cell builder, handed in (importing it back would make a cycle)."""
     if not os.path.isdir(PREVIOUS_WINDOW):
         return
     try:
         rs = load_runs([PREVIOUS_WINDOW])
     except NoRunsError:
         return
-    from analysis.report.scaling import _cells
-
-    before = _cells(rs, lambda line: None)
+    before = cells(rs, lambda line: None)
     if before is None:
         return
     points = before.parts["points"]

@@ -203,7 +203,7 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
         runs[["run_id", "cell", "seed"]], on="run_id")
     made = FigureData(curves[curves["cell"].isin(list(LONG_CELLS))][["cell", "seed", "env_step", "return_mean"]]
                       .sort_values(["cell", "seed", "env_step"], ignore_index=True),
-                      parts={"tests": pd.DataFrame(tests), "rows": pd.DataFrame(rows)})
+                      parts={"tests": pd.DataFrame(tests), "rows": pd.DataFrame(rows), "names": LONG_CELLS})
     budget = int(_budgets(runs).max())
     made.table("utd_long", pd.DataFrame({
         "cell": [LONG_CELLS[r["cell"]] for r in rows], "seeds": [r["seeds"] for r in rows],

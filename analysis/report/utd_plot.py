@@ -42,8 +42,7 @@ def plot(report, made: FigureData) -> None:
 def plot_long(report, made: FigureData) -> None:
     from analysis.report.plotting import PALETTE, TEXT_WIDTH_IN, plt
 
-    from analysis.report.utd import LONG_CELLS
-
+    LONG_CELLS = made.parts["names"]  # utd's long cells, handed over (importing utd back would be a cycle)
     curves = made.data
     cells = [c for c in LONG_CELLS if c in set(curves["cell"])]
     # the designs' own colours (high_utd's for every high_utd cell: the panels name the resets)
