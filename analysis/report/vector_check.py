@@ -83,6 +83,12 @@ def data(rs: RunSet, note: Note, paths: dict[str, str] | None = None) -> FigureD
     for row in rows:
         made.number(macro_name("vector check", row["setting"], row["design"], row["workers"], "miss"),
                     100 * row["miss"], "{:+.0f}")
+    misses = np.array([row["miss"] for row in rows])  # the paper's row among the cost model's tests
+    made.number("VectorCheckCells", len(misses), "{:d}")
+    made.number("VectorCheckCellsWithinTwenty", int((np.abs(misses) <= 0.2).sum()), "{:d}")
+    made.number("VectorCheckOverPredictedCount", int((misses < 0).sum()), "{:d}")
+    made.number("VectorCheckWorstError", 100 * float(np.abs(misses).max()), "{:.0f}")
+    made.number("VectorCheckSeeds", int(max(row["runs"] for row in rows)), "{:d}")
     ratios = []
     for name, design, workers, over, over_workers in RATIOS:
         pick = runs[runs["setting"] == name]
