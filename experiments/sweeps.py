@@ -12,7 +12,7 @@ from __future__ import annotations
 from experiments.sweep_cells import (_ARCHS, _CORES, _NETWORKS, _SLOW, _TINY, CHECK_WORKERS, CONFIRM_WORKERS,
                                      HEADLINE_HIGH_UTD, MINATAR_HEADLINE_STEPS, MINATAR_HIGH_UTD,
                                      OWN_WAIT_WORKERS, _calibration, _headline, _minatar_suite, _per_hour,
-                                     _scaling, _shape, _speed, _timing_grid, _utd_grid, _utd_long, _vector_check)
+                                     _scale_minatar, _at_scale, _scaling, _shape, _speed, _timing_grid, _utd_grid, _utd_long, _vector_check)
 from experiments.sweep_cells import (MINATAR_GAMES, PER_HOUR, SHAPE_WORKERS, SPEED_WORKERS,  # noqa: F401
                                      UTD_LONG_STEPS)
 from experiments.sweep_spec import RUNS_AT_ONCE_ENV, SCALES, Cell, Sweep  # noqa: F401
@@ -125,6 +125,23 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           "run at a time, seed by seed (the seconds are the measurement)",
           minutes={"small": 60, "paper": 480},
           cells={"small": _per_hour(), "paper": _per_hour(10.0)},
+          seeds={"small": 5, "paper": 5}, interleave=True),
+    Sweep("scale_cartpole", "learning per env step at the practitioner's worker counts: single_env, and "
+          "actor_learner, hogwild, vector_env and pqn at 8 and 16 workers on CartPole (the cartpole config, "
+          "100k env steps, holdout every 10k for every design) whose step waits 2.2 ms without CPU (the "
+          "many-worker regime on 2 cores; single_env without the wait, which does not change its learning); "
+          "families and primary measure in docs/learning-at-scale.md, written before the runs; learning "
+          "only (two at a time: --jobs 2 --nice)",
+          minutes={"small": 90, "paper": 90},
+          cells={scale: _at_scale("cartpole", (8, 16)) for scale in SCALES},
+          seeds={"small": 10, "paper": 10}, interleave=True),
+    Sweep("scale_minatar", "learning per env step at 16 workers on MinAtar: single_env, and actor_learner, "
+          "hogwild, vector_env and pqn at 16 on Breakout, Freeway and Space Invaders (minatar_cpu, 500k env "
+          "steps, the suite's budget and holdout grid), the step waiting 2.2 ms without CPU (single_env "
+          "without it); families in docs/learning-at-scale.md, written before the runs; learning only (two at "
+          "a time: --jobs 2 --nice; resumable, each run checkpointed at every holdout)",
+          minutes={"small": 600, "paper": 1200},
+          cells={"small": _scale_minatar(MINATAR_HEADLINE_STEPS), "paper": _scale_minatar(MINATAR_HEADLINE_STEPS, (8, 16))},
           seeds={"small": 5, "paper": 5}, interleave=True),
     Sweep("utd", "high_utd: utd 1, 4, 16 x mitigations none, LayerNorm, resets, both on CartPole at 50k; and at "
           "100k single_env, utd 4 with LayerNorm, and that with last-layer or full-network resets",
