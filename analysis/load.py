@@ -141,6 +141,7 @@ def _frames(documents: list[Document], problems: list[str]) -> RunSet:
         row["cpu_model"] = host.get("cpu_model") or host.get("cpu")
         row["cpu_count"] = host.get("cpu_count")
         row["git_commit"] = (host.get("git") or {}).get("commit") or (run.get("meta") or {}).get("git_commit")
+        row["git_dirty"] = (host.get("git") or {}).get("dirty")  # None: a record that does not say
         row["result"] = result
         row["config"] = dict(config)  # every key, for the hyperparameter table
         run_rows.append(row)
@@ -162,7 +163,7 @@ def _frames(documents: list[Document], problems: list[str]) -> RunSet:
             problems.append(f"run {run_id} ({where}): no holdout checkpoints stored; left out of learning curves")
 
     runs = pd.DataFrame(run_rows, columns=KEY_COLUMNS + ["experiment", "source", "machine", "overrides"] + CONFIG_COLUMNS
-                        + RESULT_COLUMNS + [LEARNING_RATE, "bottleneck", "cpu_model", "cpu_count", "git_commit",
+                        + RESULT_COLUMNS + [LEARNING_RATE, "bottleneck", "cpu_model", "cpu_count", "git_commit", "git_dirty",
                                             "result", "config"])
     metrics_frame = pd.DataFrame(metric_rows, columns=KEY_COLUMNS + ["metric", "env_step", "wall_time", "value"])
     holdout = pd.DataFrame(holdout_rows, columns=KEY_COLUMNS + ["env_step", "return_mean", "train_seconds"])
@@ -170,7 +171,7 @@ def _frames(documents: list[Document], problems: list[str]) -> RunSet:
 
 
 # ---------------------------------------------------------------------- entry point
-FRAME_VERSION = 6
+FRAME_VERSION = 7
 """Bumped when the frames' layout changes in a way the column lists below do not show; the
 column lists are part of the fingerprint themselves (a column added without a bump once served
 a stale cache without it: tests/test_analysis.py::test_a_new_column_is_never_served_from_an_old_cache)."""

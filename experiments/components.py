@@ -146,7 +146,7 @@ def _experiment():
     from sacred import SETTINGS, Experiment
 
     from experiments.configs import NAMED_CONFIGS
-    from experiments.host import HOST_INFO
+    from experiments.host import HOST_INFO, store_source_diff
     from experiments.train import build_config
 
     SETTINGS.CAPTURE_MODE = "sys"
@@ -156,9 +156,10 @@ def _experiment():
         ex.add_named_config(name, values)
 
     @ex.main
-    def main(_config: dict) -> dict:
+    def main(_config: dict, _run) -> dict:
         from architectures.core.limits import available_cores
 
+        store_source_diff(_run)
         _, cfg = build_config(_config)
         cores = available_cores()
         return {"cores": cores, "costs_us": measure(cfg, cores=cores, log=lambda line: print(line, file=sys.stderr))}

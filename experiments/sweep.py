@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=int, help="seeds per grid cell (default: the sweep's, per scale)")
     parser.add_argument("--out", help="run store and logs (default: results/sweeps/NAME, or NAME-with-<hash of the overrides>)")
     parser.add_argument("--mongo", metavar="URL", help="store runs in MongoDB, e.g. mongodb://localhost:27017/dqn")
+    parser.add_argument("--allow-dirty", action="store_true",
+                        help="into results/reference/ from a tree with uncommitted changes (refused by default; "
+                             "each run stores its diff beside its record either way)")
     parser.add_argument("--dry-run", action="store_true", help="list the runs and the estimate; run nothing")
     parser.add_argument("--nice", action="store_true", help="run below normal priority (os.nice 10)")
     parser.add_argument("--scale", choices=SCALES, default="small", help="budgets: small (default) or paper")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from typing import NoReturn
@@ -49,6 +50,8 @@ def plan_runs(args: argparse.Namespace, overrides: Overrides) -> Plan:
     sweep = SWEEPS[args.name]
     default_out = sweep.name + (f"-with-{overrides.digest()}" if overrides.text() else "")
     out = args.out or os.path.join(ROOT, "results", "sweeps", default_out)
+    if not args.dry_run:
+        check_tree(out, getattr(args, "allow_dirty", False))
     store = MongoStore(args.mongo, out) if args.mongo else FileStore(out)
     store.check()
     ray_runner = RayRunner(args.ray) if args.ray else None  # no Ray or an unreachable address: stop here too
@@ -70,6 +73,30 @@ def plan_runs(args: argparse.Namespace, overrides: Overrides) -> Plan:
     return Plan(sweep, out, args.mongo or out, store, ray_runner, landed, skipped, records,
                 todo=[r for r in landed if not records[r.run_id].counts],
                 minutes=sweep.minutes[args.scale] * len(landed) / max(1, whole))
+
+
+REFERENCE = os.path.join(ROOT, "results", "reference")
+"""The committed stores the writeup reads: their runs come from a clean commit, or carry their diff."""
+
+
+def check_tree(out: str, allow_dirty: bool) -> None:
+    """A sweep into results/reference/ from a tree that differs from its commit stops here, in one
+    line naming the changed files, unless `--allow-dirty` (then each run stores its diff)."""
+    from experiments.host import source_changes
+
+    if os.path.commonpath([os.path.abspath(out), REFERENCE]) != REFERENCE or allow_dirty:
+        return
+    try:
+        tracked, untracked = source_changes()
+    except (OSError, subprocess.SubprocessError) as err:
+        usage_error(f"--out {out}: a reference store takes runs from a known commit, and git could not tell "
+                    f"this tree's ({err}); pass --allow-dirty to run anyway")
+    changed = tracked + untracked
+    if changed:
+        shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+        usage_error(f"--out {out}: a reference store takes runs from a clean commit, and the tree has "
+                    f"{len(changed)} uncommitted file(s) ({shown}); commit them, or pass --allow-dirty "
+                    "to store each run's diff beside its record")
 
 
 def runnable_here(runs: list[RunSpec]) -> tuple[list[RunSpec], list[str]]:

@@ -27,7 +27,7 @@ import time
 
 from sacred import SETTINGS, Experiment
 
-from experiments.host import HOST_INFO
+from experiments.host import HOST_INFO, store_source_diff
 
 SETTINGS.CAPTURE_MODE = "sys"
 NETWORKS = {
@@ -80,6 +80,7 @@ def _validate(config: dict, command_name: str, logger) -> dict:
 @ex.main
 def main(network: str, batch_size: int, torch_threads: int, device: str, update_path: str, block: int,
          updates: int, warmup: int, seed: int, _run) -> dict:
+    store_source_diff(_run)  # a run from uncommitted code keeps its diff
     import numpy as np
     import torch
 

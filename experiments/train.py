@@ -27,7 +27,7 @@ from architectures.core.errors import RunDiverged, RunError
 from architectures.core.limits import checkpoint_bytes
 from architectures.run.checkpoint import check_before_run, remove_checkpoint
 from experiments.configs import NAMED_CONFIGS
-from experiments.host import HOST_INFO
+from experiments.host import HOST_INFO, store_source_diff
 from experiments.store import (
     AtomicFileStorageObserver,
     RecordingMongoObserver,
@@ -119,6 +119,7 @@ class SacredReporter:
 @ex.main
 def main(_config: dict, _run) -> dict:
     architecture, cfg = build_config(_config)
+    store_source_diff(_run)  # a run from uncommitted code keeps its diff beside its record
     _run.info["torch_threads"] = cfg.torch_threads
     reporter = SacredReporter(_run, cfg.total_env_steps)
     try:

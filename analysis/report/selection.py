@@ -65,14 +65,29 @@ def diverged(runs: pd.DataFrame) -> pd.Series:
 
 def runs_read(runs: pd.DataFrame) -> str:
     """Which stored runs a figure or table read, for its caption: `6 runs of the smoke sweep`, or
-    `50 runs: 30 of the architectures sweep, 20 of the minatar sweep`."""
+    `50 runs: 30 of the architectures sweep, 20 of the minatar sweep`; and how many of them were made
+    from a tree with uncommitted changes (`dirty`), which no reader should take for a clean commit's."""
     if "sweep" not in runs:
-        return f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
-    sweeps = runs["sweep"].fillna("").astype(str).value_counts().sort_index()
-    where = {s: f"the {s} sweep" if s else "no sweep" for s in sweeps.index}
-    if len(sweeps) == 1:
-        return f"{len(runs)} run{'s' if len(runs) != 1 else ''} of {where[sweeps.index[0]]}"
-    return f"{len(runs)} runs: " + ", ".join(f"{n} of {where[s]}" for s, n in sweeps.items())
+        read = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+    else:
+        sweeps = runs["sweep"].fillna("").astype(str).value_counts().sort_index()
+        where = {s: f"the {s} sweep" if s else "no sweep" for s in sweeps.index}
+        if len(sweeps) == 1:
+            read = f"{len(runs)} run{'s' if len(runs) != 1 else ''} of {where[sweeps.index[0]]}"
+        else:
+            read = f"{len(runs)} runs: " + ", ".join(f"{n} of {where[s]}" for s, n in sweeps.items())
+    return read + dirty_mark(runs)
+
+
+def dirty_mark(runs: pd.DataFrame) -> str:
+    """`` (clean), or `; 3 of them from a dirty tree`: every caption marks the runs made from
+    uncommitted code (their record says `dirty`; newer ones store the diff beside it)."""
+    if "git_dirty" not in runs or runs.empty:
+        return ""
+    dirty = int((runs["git_dirty"] == True).sum())  # noqa: E712 - None (unknown) is not dirty
+    if not dirty:
+        return ""
+    return f"; {'all' if dirty == len(runs) else dirty} of them from a dirty tree"
 
 
 def headline_runs(runs: pd.DataFrame) -> pd.DataFrame:
