@@ -56,3 +56,24 @@ def test_scale_sweeps_match_their_preregistration():
         for r in parallel:  # every design's checkpoints on the same env steps: pqn's rollouts end on them
             if r["architecture"] == "pqn":
                 assert r["eval_every"] % (r["rollout_steps"] * r["num_workers"]) == 0
+
+
+def test_detectable_effect_is_the_exact_tests_threshold():
+    """detectable() against scipy's exact rank-sum test over every split of n + m ranks."""
+    from itertools import combinations
+
+    from scipy.stats import mannwhitneyu
+
+    from analysis.report.at_scale import detectable
+
+    for n, m, level in ((5, 5, 0.05), (5, 5, 0.0125), (4, 6, 0.05)):
+        called = []
+        for chosen in combinations(range(n + m), n):
+            x = list(chosen)
+            y = [v for v in range(n + m) if v not in chosen]
+            test = mannwhitneyu(x, y, method="exact", alternative="two-sided")
+            if test.pvalue < level and test.statistic > n * m / 2:
+                called.append(test.statistic / (n * m))
+        assert detectable(n, m, level) == min(called)
+    assert detectable(10, 10, 0.0125) == 0.83 and detectable(10, 10, 0.05) == 0.77
+    assert detectable(5, 5, 0.05 / 12) != detectable(5, 5, 0.05 / 12)  # nan: 5 v 5 cannot reach it

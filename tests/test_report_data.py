@@ -539,8 +539,10 @@ def test_data_functions_load_and_run_without_matplotlib(store):
             "print(json.dumps([made, drawing]))\n")
     out = subprocess.run([sys.executable, "-c", code, str(store)], cwd=ROOT, capture_output=True, text=True, check=True)
     made, plotting = json.loads(out.stdout)
-    # table_pqn_side_by_side reads the committed bench (results/benchmarks/, cwd-relative), not the store
-    assert len(made) == 14 and "table_pqn_side_by_side" in made and "table_answer" in made, " ".join(made)
+    # table_pqn_side_by_side reads the committed bench (results/benchmarks/, cwd-relative), not the store;
+    # table_provenance reads any store's runs
+    assert len(made) == 15 and "table_pqn_side_by_side" in made and "table_answer" in made, " ".join(made)
+    assert "table_provenance" in made
     assert {"table_stability", "table_hyperparameters"} <= set(made) and plotting == []
 
 

@@ -31,6 +31,7 @@ from analysis.load import NoRunsError, load_runs
 from analysis.report import (
     answer,
     apex,
+    at_scale,
     breakdown,
     gpu,
     headline_tables,
@@ -41,6 +42,7 @@ from analysis.report import (
     page,  # index.html: the report as one page
     per_hour,
     pqn,
+    provenance,
     scaling,
     shape,
     sixteen,
@@ -92,9 +94,11 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("table_pqn_cartpole", pqn.data, None),
            ("table_pqn_speed_check", pqn.speed_check_data, None),
            ("table_pqn_side_by_side", pqn.side_by_side_data, None),
-           ("table_vector_check", vector_check.data, None)]
+           ("table_vector_check", vector_check.data, None),
+           ("table_provenance", provenance.data, None),
+           ("table_at_scale", at_scale.data, None)]
 """(name in a failure's note, data function, plotting function), in the order they are built."""
-ALL_MACHINES = {"figure_sixteen_cores_shape", "table_gpu", "table_answer"}
+ALL_MACHINES = {"figure_sixteen_cores_shape", "table_gpu", "table_answer", "table_provenance", "table_at_scale"}
 """The families that read stores made on other machines (analysis/load.py MACHINE_FILE); every other
 family reads this suite's own machine's runs only."""
 

@@ -1,0 +1,230 @@
+"""Learning at the practitioner's scale (issue 39): does the 8- or 16-worker run learn as well per env
+step as single_env? The families, the primary measure and the verdict rule are docs/learning-at-scale.md's,
+written before the runs; this module applies them and nothing else.
+
+Reads the `scale_cartpole` sweep (CartPole, 8 and 16 workers, 10 seeds) and `scale_minatar` (Breakout,
+Freeway, Space Invaders at 16, 5 seeds), both made two at a time (no speeds). Per family: each design
+against single_env on the mean holdout return over checkpoints, P(X > Y) [95%], the exact rank test
+(stratified over games on MinAtar) and Holm within the family; and what the seeds could have detected.
+Beside them, how faithful the emulation is: its policy lag, acting-weight age and worker shares against
+the 16-core runs' (sixteen_cores stores)."""
+
+from __future__ import annotations
+
+import functools
+from math import comb
+
+import numpy as np
+import pandas as pd
+
+from analysis import stats
+from analysis.load import RunSet
+from analysis.report.claims import ALPHA, verdict
+from analysis.report.common import FigureData, Note, _ci, diverged, holdout_auc, macro_name, runs_read
+
+SWEEPS = ("scale_cartpole", "scale_minatar")
+DESIGNS = ("actor_learner", "hogwild", "vector_env", "pqn")
+GAMES = ("Breakout", "Freeway", "SpaceInvaders")
+PRIMARY = "holdout_auc"
+FAMILIES = (("CartPole, 8 workers", "CartPole", 8), ("CartPole, 16 workers", "CartPole", 16),
+            ("MinAtar, 16 workers, across games", "MinAtar", 16))
+"""The pre-registered families (docs/learning-at-scale.md), each Holm-corrected apart; the per-game
+MinAtar family (12 comparisons) is the secondary, descriptive one."""
+
+
+@functools.lru_cache(maxsize=None)
+def _u_counts(n: int, m: int) -> tuple[int, ...]:
+    """How many of the C(n+m, n) splits give each Mann-Whitney U (0..n*m), no ties."""
+    table = {(0, j): [1] for j in range(m + 1)}
+    table.update({(i, 0): [1] for i in range(n + 1)})
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            a, b = table[(i - 1, j)], table[(i, j - 1)]  # the largest value is x's (adds j to U) or y's
+            size = i * j + 1
+            row = [0] * size
+            for u, c in enumerate(a):
+                row[u + j] += c
+            for u, c in enumerate(b):
+                row[u] += c
+            table[(i, j)] = row
+    return tuple(table[(n, m)])
+
+
+def detectable(n: int, m: int, level: float) -> float:
+    """The smallest P(X > Y) that the exact two-sided rank-sum test of n against m runs (no ties) can
+    call significant at `level`: what a 'not told apart' could have missed. nan where none can."""
+    counts, total = _u_counts(n, m), comb(n + m, n)
+    tail = 0
+    for u in range(n * m, -1, -1):
+        tail += counts[u]
+        if 2 * tail / total >= level:
+            return (u + 1) / (n * m) if u < n * m else float("nan")
+    return float("nan")
+
+
+def _runs(rs: RunSet, note: Note) -> pd.DataFrame:
+    runs = rs.runs[rs.runs["sweep"].isin(SWEEPS)].copy()
+    out = runs[diverged(runs)]
+    for run_id in out["run_id"]:
+        note(f"learning at scale: run {run_id} diverged; left out")
+    runs = runs[~diverged(runs)]
+    runs[PRIMARY] = holdout_auc(rs.holdout, runs["run_id"])
+    runs["family_env"] = np.where(runs["env"] == "CartPole", "CartPole", "MinAtar")
+    return runs
+
+
+def _grids(rs: RunSet, runs: pd.DataFrame, note: Note) -> None:
+    """Every run of one env on the same holdout checkpoints, or a note naming the odd ones."""
+    points = rs.holdout[rs.holdout["run_id"].isin(runs["run_id"])].groupby("run_id")["env_step"].apply(tuple)
+    for env, part in runs.groupby("env"):
+        grids = part["run_id"].map(points).dropna()
+        if grids.nunique() > 1:
+            common = grids.mode().iloc[0]
+            odd = [r for r, g in zip(part["run_id"], part["run_id"].map(points)) if g != common]
+            note(f"learning at scale: {env}: {len(odd)} run(s) not on the shared holdout grid "
+                 f"({', '.join(odd[:3])}); unfinished runs end early")
+
+
+def _family_rows(runs: pd.DataFrame, family: str, env: str, workers: int) -> list[dict]:
+    """One family's comparisons, Holm within it."""
+    part = runs[runs["family_env"] == env]
+    base = part[part["architecture"] == "single_env"]
+    rows = []
+    if env == "CartPole":
+        for design in DESIGNS:
+            mine = part[(part["architecture"] == design) & (part["num_workers"] == workers)]
+            if len(mine) and len(base):
+                rows.append({"family": family, "design": design, "workers": workers, "games": "CartPole",
+                             "seeds": len(mine), "baseline_seeds": len(base),
+                             "vs": stats.compare(mine[PRIMARY].to_numpy(float), base[PRIMARY].to_numpy(float)),
+                             "detectable": detectable(len(mine), len(base), ALPHA / len(DESIGNS))})
+    else:
+        for design in DESIGNS:
+            mine = part[(part["architecture"] == design) & (part["num_workers"] == workers)]
+            games = [g for g in GAMES if (mine["env"] == g).any() and (base["env"] == g).any()]
+            seeds = sorted(set(mine["seed"]) & set(base["seed"]))
+            games = [g for g in games if set(seeds) <= set(mine.loc[mine["env"] == g, "seed"])
+                     and set(seeds) <= set(base.loc[base["env"] == g, "seed"])]
+            if not games or len(seeds) < 2:
+                continue
+
+            def matrix(frame):
+                return (frame[frame["seed"].isin(seeds) & frame["env"].isin(games)]
+                        .pivot_table(index="seed", columns="env", values=PRIMARY).loc[seeds, games].to_numpy(float))
+
+            rows.append({"family": family, "design": design, "workers": workers, "games": ", ".join(games),
+                         "seeds": len(seeds), "baseline_seeds": len(seeds),
+                         "vs": stats.compare(matrix(mine), matrix(base)), "detectable": float("nan")})
+    for row, corrected in zip(rows, stats.with_holm([r["vs"] for r in rows])):
+        row["vs"] = corrected
+    return rows
+
+
+def _per_game_rows(runs: pd.DataFrame) -> list[dict]:
+    """The secondary MinAtar family: each design on each game at 16, Holm over all of them."""
+    part = runs[runs["family_env"] == "MinAtar"]
+    rows = []
+    for game in GAMES:
+        base = part[(part["env"] == game) & (part["architecture"] == "single_env")]
+        for design in DESIGNS:
+            mine = part[(part["env"] == game) & (part["architecture"] == design)]
+            if len(mine) and len(base):
+                rows.append({"family": "MinAtar, 16 workers, per game (secondary)", "design": design,
+                             "workers": int(mine["num_workers"].iloc[0]), "games": game, "seeds": len(mine),
+                             "baseline_seeds": len(base),
+                             "vs": stats.compare(mine[PRIMARY].to_numpy(float), base[PRIMARY].to_numpy(float)),
+                             "detectable": detectable(len(mine), len(base), ALPHA / (len(GAMES) * len(DESIGNS)))})
+    for row, corrected in zip(rows, stats.with_holm([r["vs"] for r in rows])):
+        row["vs"] = corrected
+    return rows
+
+
+def data(rs: RunSet, note: Note) -> FigureData | None:
+    runs = _runs(rs, note)
+    if runs.empty:
+        note("learning at scale: no runs of `scale_cartpole` or `scale_minatar` (docs/learning-at-scale.md has "
+             "the commands)")
+        return None
+    _grids(rs, runs, note)
+    rows = [r for family, env, n in FAMILIES for r in _family_rows(runs, family, env, n)] + _per_game_rows(runs)
+    if not rows:
+        note("learning at scale: runs, but no design beside single_env yet")
+        return None
+    frame = pd.DataFrame([{k: v for k, v in r.items() if k != "vs"} | {
+        "probability": r["vs"].probability, "low": r["vs"].low, "high": r["vs"].high, "p": r["vs"].p,
+        "holm": r["vs"].holm, "verdict": verdict(r["vs"].probability, r["vs"].holm)} for r in rows])
+    made = FigureData(frame)
+    descriptive = runs.groupby(["env", "architecture", "num_workers"])
+    table = []
+    for r in frame.itertuples():
+        table.append({"family": r.family, "design (workers)": f"{r.design} ({r.workers})", "games": r.games,
+                      "seeds (design / single_env)": f"{r.seeds} / {r.baseline_seeds}",
+                      "P(> single_env) on the mean holdout return [95% CI]": _ci(r.probability, r.low, r.high,
+                                                                                  fmt="{:.2f}"),
+                      "rank p": f"{r.p:.3f}", "Holm p": f"{r.holm:.3f}", "verdict": r.verdict,
+                      "detectable P": "-" if not np.isfinite(r.detectable) else f">= {r.detectable:.2f}"})
+        family = r.family.split(",")[0] + (" game" if "per game" in r.family else "")
+        where = r.games if "per game" in r.family else ""
+        for suffix, value, fmt in (("poi", r.probability, "{:.2f}"), ("low", r.low, "{:.2f}"), ("high", r.high, "{:.2f}"),
+                                   ("holm", r.holm, "{:.3f}"), ("verdict", r.verdict, "{}")):
+            made.number(macro_name("scale", family, where, r.design, r.workers, suffix), value, fmt)
+    made.table("at_scale_learning", pd.DataFrame(table),
+               f"Learning per env step at 8 and 16 workers against single_env ({runs_read(runs)}; evaluation seeds "
+               "from 101, two runs at a time, every parallel design's env step waiting 2.2 ms): P(design's mean holdout "
+               "return over checkpoints > single_env's) with its 95% interval, the exact rank-sum test (stratified over "
+               "games across MinAtar), Holm within each family fixed before the runs (docs/learning-at-scale.md); "
+               f"'told apart' only below {ALPHA}; 'detectable P': the smallest P(X > Y) the family's first Holm step "
+               "could have told apart at these seeds")
+    summary = []
+    for (env, arch, n), group in descriptive:
+        summary.append({"env": env, "design (workers)": f"{arch} ({int(n)})", "seeds": len(group),
+                        "mean holdout return, IQM [95% CI]": _ci(*stats.interval(group[PRIMARY].dropna()), fmt="{:.1f}"),
+                        "final holdout return, IQM [95% CI]": _ci(*stats.interval(group["final_holdout_return"].dropna()),
+                                                                  fmt="{:.1f}")})
+    made.table("at_scale_returns", pd.DataFrame(summary),
+               f"Holdout returns at scale ({runs_read(runs)}): per env, design and worker count, the mean holdout return "
+               "over checkpoints (the primary measure) and the final return, IQM over seeds with 95% stratified-bootstrap "
+               "intervals; the final return carries no verdict")
+    made.number("ScaleRuns", len(runs), "{:d}")
+    fidelity = fidelity_rows(rs)
+    if not fidelity.empty:
+        made.table("at_scale_emulation", fidelity,
+                   "The emulation beside 16 real cores: per source, design and workers, the median over runs of the "
+                   "mean acting-weight age at hand-off (learner updates), of the median policy lag of sampled "
+                   "transitions (updates), the range of the workers' shares of env steps and of sampled transitions, "
+                   "and hogwild's overlapping writes (the share of updates that overlapped another worker's). The "
+                   "16-core runs are the practitioner's shape (batch 32, 12k env steps, busy step); the emulation's "
+                   "are the cartpole config (batch 128, 100k env steps, waiting step) on 2 cores")
+    return made
+
+
+def _share_range(results: list[dict], kind: str) -> str:
+    """The lowest and highest worker share of `kind` over every worker of every run."""
+    values = [v for r in results for v in (r.get("worker_shares") or {}).get(kind) or []]
+    return f"{min(values):.3f}-{max(values):.3f}" if values else "-"
+
+
+def fidelity_rows(rs: RunSet) -> pd.DataFrame:
+    """Policy lag, acting-weight age, worker shares and hogwild's overlaps: the emulation's runs at 8 and
+    16 (scale_cartpole) beside the 16-core machines' runs of the same design and count."""
+    runs = rs.runs
+    scale = runs[(runs["sweep"] == "scale_cartpole") & (runs["architecture"] != "single_env")]
+    sixteen = runs[runs["sweep"].astype(str).str.startswith("sixteen_cores/")
+                   & runs["architecture"].isin(DESIGNS) & runs["num_workers"].isin([8, 16])]
+    rows = []
+    for source, frame in (("emulation, 2 cores", scale), ("16 cores", sixteen)):
+        for (arch, n), group in frame.groupby(["architecture", "num_workers"]):
+            results = list(group["result"])
+
+            def median(key, stat):
+                values = [r[key][stat] for r in results if isinstance(r.get(key), dict) and stat in r[key]]
+                return f"{np.median(values):.1f}" if values else "-"
+
+            overlaps = [r["overlap_fraction"] for r in results if r.get("overlap_fraction") is not None]
+            rows.append({"source": source, "design (workers)": f"{arch} ({int(n)})", "runs": len(group),
+                         "acting-weight age, mean": median("acting_staleness", "mean"),
+                         "policy lag, p50": median("policy_lag", "p50"),
+                         "env-step shares": _share_range(results, "env_steps"),
+                         "sampled shares": _share_range(results, "sampled"),
+                         "hogwild overlaps": f"{np.median(overlaps):.3f}" if overlaps else "-"})
+    return pd.DataFrame(rows)
