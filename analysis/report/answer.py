@@ -22,7 +22,7 @@ from scipy import stats as scipy_stats
 
 from analysis import stats
 from analysis.load import RunSet
-from analysis.report import improvement, sixteen, suite
+from analysis.report import at_scale, improvement, sixteen, suite
 from analysis.report.claims import ALPHA
 from analysis.report.common import FigureData, Note, _sweep, macro_name
 
@@ -101,6 +101,16 @@ def _learning(rs: RunSet, note: Note) -> dict[tuple[str, str], tuple[float, floa
     return out
 
 
+def _at_scale(rs: RunSet) -> dict[tuple[str, int], tuple[float, float, float, float]]:
+    """(design, workers) -> (P, low, high, Holm p) on CartPole at 8 and 16 workers, as the
+    pre-registered families of analysis/report/at_scale.py tested them."""
+    made = at_scale.data(rs, lambda _: None)
+    if made is None:
+        return {}
+    rows = made.data[made.data["family"].str.startswith("CartPole")]
+    return {(r.design, int(r.workers)): (r.probability, r.low, r.high, r.holm) for r in rows.itertuples()}
+
+
 def _learning_cell(value) -> str:
     if value is None:
         return "not run"
@@ -117,6 +127,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     big = sixteen.data(rs, lambda _: None)
     big_points = big.parts["points"] if big is not None else pd.DataFrame()
     learning = _learning(rs.on_machine(""), note)
+    scale = _at_scale(rs.on_machine(""))
     rows, made = [], FigureData(speeds)
     for design in DESIGNS:
         cells = {s: next(iter(speeds[(speeds["setting"] == s) & (speeds["design"] == design)].itertuples()), None)
@@ -136,8 +147,9 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         rows.append({"design": design, "2 cores, 1 ms busy step": _speed_cell(cells["busy"]),
                      "2 cores, 2.2 ms waiting step (the emulation)": _speed_cell(cells["waiting"]),
                      "16 cores, 2.2 ms busy step": sixteen_cell,
-                     "learns as well per env step? CartPole": _learning_cell(learning.get(("CartPole", design))),
-                     "5 MinAtar games": _learning_cell(learning.get(("MinAtar", design))),
+                     "learns as well per env step? CartPole, 2 workers": _learning_cell(learning.get(("CartPole", design))),
+                     "CartPole, 8 / 16 workers": " / ".join(_learning_cell(scale.get((design, n))) for n in (8, 16)),
+                     "5 MinAtar games, 2 workers": _learning_cell(learning.get(("MinAtar", design))),
                      "bound on 16 cores (workers: role)": bound16 or "-"})
         for s, row in cells.items():
             if row is not None:
@@ -162,4 +174,6 @@ def _caption(speeds: pd.DataFrame) -> str:
             f"exact rank test, Holm-corrected over the table's {len(speeds)} speed comparisons, is below 0.05; 16 "
             "cores: the best count's median ratio, 1-3 runs, no test. Learning: P(design's mean holdout return over "
             "checkpoints > single_env's) [95%], tested as the CartPole improvement table and the MinAtar aggregate "
-            "test it (Holm within each); 'not told apart' where the corrected p is 0.05 or more.")
+            "test it at 2 workers, and at 8 and 16 workers as the pre-registered families of the learning-at-scale "
+            "study test it (CartPole, 10 seeds, the env step waiting 2.2 ms; docs/learning-at-scale.md), Holm within "
+            "each; 'not told apart' where the corrected p is 0.05 or more.")
