@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from typing import NoReturn
@@ -82,16 +81,15 @@ REFERENCE = os.path.join(ROOT, "results", "reference")
 def check_tree(out: str, allow_dirty: bool) -> None:
     """A sweep into results/reference/ from a tree that differs from its commit stops here, in one
     line naming the changed files, unless `--allow-dirty` (then each run stores its diff)."""
-    from experiments.host import source_changes
+    from experiments import host
 
     if os.path.commonpath([os.path.abspath(out), REFERENCE]) != REFERENCE or allow_dirty:
         return
-    try:
-        tracked, untracked = source_changes()
-    except (OSError, subprocess.SubprocessError) as err:
+    tree = host.git()  # what each run's record will say of the tree
+    if tree["dirty"] is None:
         usage_error(f"--out {out}: a reference store takes runs from a known commit, and git could not tell "
-                    f"this tree's ({err}); pass --allow-dirty to run anyway")
-    changed = tracked + untracked
+                    "this tree's; pass --allow-dirty to run anyway")
+    changed = tree["changed"]
     if changed:
         shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
         usage_error(f"--out {out}: a reference store takes runs from a clean commit, and the tree has "

@@ -21,6 +21,7 @@ from analysis import stats
 from analysis.load import RunSet
 from analysis.report.claims import ALPHA, verdict
 from analysis.report.common import FigureData, Note, _ci, diverged, holdout_auc, macro_name, runs_read
+from analysis.report.suite import matrix
 
 SWEEPS = ("scale_cartpole", "scale_minatar")
 DESIGNS = ("actor_learner", "hogwild", "vector_env", "pqn")
@@ -107,14 +108,11 @@ def _family_rows(runs: pd.DataFrame, family: str, env: str, workers: int) -> lis
                      and set(seeds) <= set(base.loc[base["env"] == g, "seed"])]
             if not games or len(seeds) < 2:
                 continue
-
-            def matrix(frame):
-                return (frame[frame["seed"].isin(seeds) & frame["env"].isin(games)]
-                        .pivot_table(index="seed", columns="env", values=PRIMARY).loc[seeds, games].to_numpy(float))
-
             rows.append({"family": family, "design": design, "workers": workers, "games": ", ".join(games),
                          "seeds": len(seeds), "baseline_seeds": len(seeds),
-                         "vs": stats.compare(matrix(mine), matrix(base)), "detectable": float("nan")})
+                         "vs": stats.compare(matrix(mine, design, games, seeds, PRIMARY),
+                                             matrix(base, "single_env", games, seeds, PRIMARY)),
+                         "detectable": float("nan")})
     for row, corrected in zip(rows, stats.with_holm([r["vs"] for r in rows])):
         row["vs"] = corrected
     return rows

@@ -69,7 +69,7 @@ def _complete_games(runs: pd.DataFrame, note: Note) -> tuple[list[str], list[int
     return games, sorted(full)
 
 
-def _matrix(runs: pd.DataFrame, design: str, games: list[str], seeds: list[int], column: str) -> np.ndarray:
+def matrix(runs: pd.DataFrame, design: str, games: list[str], seeds: list[int], column: str) -> np.ndarray:
     """(seeds, games) of one design's `column`."""
     part = runs[(runs["architecture"] == design) & runs["seed"].isin(seeds)]
     return part.pivot_table(index="seed", columns="env", values=column).loc[seeds, games].to_numpy(dtype=float)
@@ -147,7 +147,7 @@ def _per_game(made: FigureData, runs: pd.DataFrame) -> None:
 
 
 def _aggregate(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: list[int]) -> None:
-    scores = {(d, c): _matrix(runs, d, games, seeds, c) for d in DESIGNS for c in ("normalised_final", "normalised_auc")}
+    scores = {(d, c): matrix(runs, d, games, seeds, c) for d in DESIGNS for c in ("normalised_final", "normalised_auc")}
     rows = []
     for design in DESIGNS:
         for column in ("normalised_final", "normalised_auc"):
