@@ -1,3 +1,4 @@
+import faulthandler
 import os
 import sys
 
@@ -30,3 +31,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+HANG_S = 420
+"""Past pytest-timeout's 300 s: a test whose timeout exception was swallowed, or whose clean-up
+blocks again after it, would hold the suite until CI's own limit (one CI run hung 90 min in
+test_faults with no trace). faulthandler's watchdog is a C thread: it prints every thread's stack
+and exits even when the main thread is stuck where no signal handler runs."""
+
+
+@pytest.fixture(autouse=True)
+def _hang_backstop():
+    faulthandler.dump_traceback_later(HANG_S, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()

@@ -116,8 +116,10 @@ def test_every_worker_keeps_receiving_weights(two_worker_run):
         # on when it finished its quota: the learner catches up its owed updates, up to
         # utd_slack_steps worth, after the actors stop; the freeze test covers a stalled actor.)
         # How many publications an actor sees depends on scheduling (after a wait it skips to the
-        # newest), so the count is only required to show repeated pick-ups.
-        assert version >= 0.7 * r["updates"] and fetches >= 10
+        # newest), so the count is only required to show repeated pick-ups. On a slow, loaded
+        # machine an actor can finish its quota well before the learner's last update (a CI run
+        # saw one end below 0.7 of them), so "recent" is the second half of the run.
+        assert version >= 0.5 * r["updates"] and fetches >= 10
 
 
 @pytest.mark.slow
