@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import queue
 import signal
 import time
 import traceback
@@ -200,11 +199,8 @@ class WorkerPool:
         a divergence); another exception is a WorkerFailed of one line, its traceback the detail."""
         time.sleep(0.05)  # let a raising worker's traceback reach the queue
         reports = {}
-        while True:  # a timeout, not empty() then get(): a worker killed mid-write leaves a torn message
-            try:
-                worker, text, error = self.errors.get(timeout=0.05)
-            except (queue.Empty, EOFError, OSError):
-                break
+        while not self.errors.empty():
+            worker, text, error = self.errors.get()
             reports[worker] = text, error
         if index in reports and isinstance(reports[index][1], RunError):
             return reports[index]
