@@ -412,11 +412,12 @@ def test_a_full_disk_fails_clearly_and_leaves_completed_runs_intact(tmp_path):
         assert first.returncode == 0, first.stderr[-2000:]
         (run_id,) = _statuses(out)
         before = (out / run_id / "run.json").read_bytes()
-        with open(disk / "filler", "wb") as f:  # fill the disk to the last byte
+        # Fill the disk to the last byte, unbuffered: a buffered file's close would flush its
+        # unwritten rest and raise ENOSPC again (it did, in CI on 2026-12-05).
+        with open(disk / "filler", "wb", buffering=0) as f:
             try:
                 while True:
                     f.write(b"\0" * 65536)
-                    f.flush()
             except OSError:
                 pass
         second = subprocess.run([*cmd, "--seeds", "2"], cwd=ROOT, capture_output=True, text=True, timeout=120)
