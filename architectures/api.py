@@ -23,12 +23,25 @@ import torch
 
 from architectures import ARCHITECTURES, get_train_fn, preflight
 from architectures.core.config import ConfigError, DQNConfig
-from architectures.core.metrics import NullReporter, PrintReporter, Reporter
+from architectures.core.event_files import TensorBoardReporter, run_folder
+from architectures.core.metrics import NullReporter, PrintReporter, Reporter, Reporters
 from architectures.core.networks import GreedyPolicy, QNetwork
 from architectures.run.checkpoint import check_before_run
 
 FORMAT = "parallel-dqn-study agent 1"
 """What a saved agent's file says it is; a file saying otherwise is refused, not misread."""
+
+
+def event_folder(root: str | os.PathLike, design: str, cfg: DQNConfig) -> str:
+    """The run's folder under `root`: named by design, workers, env and seed, with _2, _3, ... for
+    a later run of the same (SB3 counts its runs the same way); a run with a checkpoint_path
+    continues its own folder, so a resume continues its curves."""
+    base = run_folder(os.fspath(root), design, cfg)
+    folder, count = base, 1
+    while not cfg.checkpoint_path and os.path.exists(folder):
+        count += 1
+        folder = f"{base}_{count}"
+    return folder
 
 
 class _Keeper:
@@ -39,6 +52,12 @@ class _Keeper:
 
     def scalar(self, name: str, value: float, env_steps: int) -> None:
         self.inner.scalar(name, value, env_steps)
+
+    def histogram(self, name: str, values, env_steps: int) -> None:
+        self.inner.histogram(name, values, env_steps)
+
+    def resumed(self, env_steps: int) -> None:
+        self.inner.resumed(env_steps)
 
     def holdout(self, result: dict) -> None:
         self.inner.holdout(result)
@@ -102,19 +121,26 @@ def _plain(value):
 
 
 def train(design: str, config: DQNConfig | dict | None = None, /, *, reporter: Reporter | None = None,
-          progress: bool = False, **overrides) -> Result:
+          progress: bool = False, tensorboard_log: str | os.PathLike | None = None, **overrides) -> Result:
     """Train `design` (a name in architectures.registry; `backend="ray"` picks actor_learner's Ray
     backend) with `config` and any DQNConfig keys as keyword arguments, and return the `Result`.
-    `progress` prints progress lines on stderr; `reporter` receives the run's numbers instead.
-    Raises ConfigError (one line) before any process starts, RunDiverged if the run diverges."""
+    `progress` prints progress lines on stderr; `reporter` receives the run's numbers instead;
+    `tensorboard_log` (SB3's name) writes the run's curves there while it trains
+    (`tensorboard --logdir` that folder). Raises ConfigError (one line) before any process
+    starts, RunDiverged if the run diverges."""
     if design not in ARCHITECTURES:
         raise ConfigError(f"architecture: unknown {design!r} (valid: {', '.join(ARCHITECTURES)})")
     base = config.to_dict() if isinstance(config, DQNConfig) else dict(config or {})
     cfg = DQNConfig.from_dict({**base, **overrides})
     preflight(design, cfg)
     check_before_run(design, cfg)  # a checkpoint_path it cannot use, or one another run holds
-    keeper = _Keeper(reporter or (PrintReporter() if progress else NullReporter()))
-    result = get_train_fn(design, cfg.backend)(cfg, keeper)
+    curves = TensorBoardReporter(event_folder(tensorboard_log, design, cfg)) if tensorboard_log else None
+    keeper = _Keeper(Reporters(reporter or (PrintReporter() if progress else NullReporter()), curves))
+    try:
+        result = get_train_fn(design, cfg.backend)(cfg, keeper)
+    finally:
+        if curves is not None:
+            curves.close()
     if keeper.net is None:  # every design ends in Run.result, which hands the network over
         raise RuntimeError(f"{design} returned without handing over its trained network")
     return Result(design, cfg, keeper.net, result)

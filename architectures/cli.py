@@ -14,12 +14,14 @@ from architectures.core.errors import RunError
 def parse_config(argv: list[str] | None = None) -> DQNConfig:
     parser = argparse.ArgumentParser(description="Train one architecture (no experiment tracking).")
     parser.add_argument("--dry-run", action="store_true", help="check the config, the env and this machine, then stop")
+    parser.add_argument("--tensorboard", metavar="DIR", help="write the run's curves as TensorBoard event files "
+                        "under DIR while it trains (watch with: tensorboard --logdir DIR)")
     for name, doc in describe().items():
         parser.add_argument(f"--{name}", help=doc)
     args = parser.parse_args(argv)
     values = {}
     for key, raw in vars(args).items():
-        if raw is None or key == "dry_run":
+        if raw is None or key in ("dry_run", "tensorboard"):
             continue
         if raw.lower() in ("true", "false"):  # YAML/JSON spelling, as Sacred accepts it
             values[key] = raw.lower() == "true"
@@ -36,7 +38,9 @@ def parse_config(argv: list[str] | None = None) -> DQNConfig:
 
 def main(architecture: str, argv: list[str] | None = None) -> None:
     from architectures import get_train_fn
-    from architectures.core.metrics import PrintReporter
+    from architectures.api import event_folder
+    from architectures.core.event_files import TensorBoardReporter
+    from architectures.core.metrics import PrintReporter, Reporters
 
     from architectures import preflight
 
@@ -51,8 +55,10 @@ def main(architecture: str, argv: list[str] | None = None) -> None:
         print(f"{architecture}: the config, the env and this machine check out (dry run: nothing trained)",
               file=sys.stderr)
         return
+    folder = _tensorboard_dir(argv)
+    curves = TensorBoardReporter(event_folder(folder, architecture, cfg)) if folder else None
     try:
-        result = get_train_fn(architecture, cfg.backend)(cfg, PrintReporter())
+        result = get_train_fn(architecture, cfg.backend)(cfg, Reporters(PrintReporter(), curves))
     except ConfigError as err:  # found once the run looks at its machine: shared memory, a checkpoint
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
@@ -63,5 +69,18 @@ def main(architecture: str, argv: list[str] | None = None) -> None:
         print("error: interrupted (Ctrl-C); nothing is recorded without tracking (its checkpoint, if "
               "checkpoint_path was set, is kept: the same command resumes from it)", file=sys.stderr)
         sys.exit(130)
+    finally:
+        if curves is not None:
+            curves.close()
     json.dump(result, sys.stdout, indent=1)
     print()
+
+
+def _tensorboard_dir(argv: list[str]) -> str | None:
+    """--tensorboard DIR (or --tensorboard=DIR), as parse_config accepted it."""
+    for i, arg in enumerate(argv):
+        if arg == "--tensorboard" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--tensorboard="):
+            return arg.split("=", 1)[1]
+    return None

@@ -75,6 +75,16 @@ NAMED_CONFIGS["practitioner_shape"] = {**NAMED_CONFIGS["cartpole"], "batch_size"
 NAMED_CONFIGS["minatar_breakout_wait"] = {**NAMED_CONFIGS["minatar_breakout_cpu"], "env_step_wait_us": 2_000.0}
 
 
+RUN_KEYS = ("architecture", "tensorboard")
+"""Config keys of a tracked run that are not the algorithm's (DQNConfig's): which design runs, and
+whether its curves are written as TensorBoard event files while it trains (experiments/train.py)."""
+
+
+def algorithm_values(values: dict) -> dict:
+    """A run's config without RUN_KEYS: what DQNConfig takes."""
+    return {k: v for k, v in values.items() if k not in RUN_KEYS}
+
+
 def resolve(named, updates: dict) -> dict:
     """A run's config values as Sacred resolves them, the one place they are (sweeps, plans and
     predictions read it): DQNConfig's defaults, then each named config in turn, then `updates`.

@@ -47,13 +47,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _config(tokens: list[str]):
     from architectures.core.config import DQNConfig
-    from experiments.configs import resolve
+    from experiments.configs import algorithm_values, resolve
     from experiments.sweep_grid import Overrides
 
     overrides = Overrides.parse(tokens)
     values = resolve(overrides.named, overrides.updates)
-    values.pop("architecture", None)  # the plan weighs every design
-    return DQNConfig.from_dict(values), overrides
+    return DQNConfig.from_dict(algorithm_values(values)), overrides  # the plan weighs every design
 
 
 def _figure(path: str, predictions, confirmed: list[dict], title: str) -> None:

@@ -28,6 +28,8 @@ from sacred.observers import FileStorageObserver, MongoObserver
 from sacred.serializer import flatten
 
 from architectures.core.config import ConfigError, DQNConfig
+from architectures.core.errors import EventFilesFailed
+from architectures.core.event_files import run_folder
 from experiments.atomic import atomic_write  # noqa: F401 - the suite's one writer, re-exported here
 
 EVENTS = ("started_event", "heartbeat_event", "completed_event", "interrupted_event", "failed_event",
@@ -161,3 +163,24 @@ def _size(count: float) -> str:
             return f"{count:,.0f} {unit}" if unit == "B" else f"{count:,.1f} {unit}"
         count /= 1024
     return ""
+
+
+def event_files_failure(run, err: EventFilesFailed) -> Exception:
+    """Event files kept beside the run's record are part of its store: their failed write is the
+    store's, named as the store names its own."""
+    for observer in run.observers:
+        if isinstance(observer, AtomicFileStorageObserver) and observer.dir and (
+                os.path.commonpath([os.path.abspath(err.log_dir), os.path.abspath(observer.dir)])
+                == os.path.abspath(observer.dir)):
+            return StoreWriteFailed(f"the run store {observer.where} could not be written ({err.reason})")
+    return err
+
+
+def run_event_folder(run, architecture: str, cfg: DQNConfig) -> str:
+    """Where the run's TensorBoard events go: beside its record in a file store (STORE/ID/tensorboard/
+    NAME, so `tensorboard --logdir STORE` lists a sweep's runs by id, design, workers, env and
+    seed), else under results/tensorboard/ID (a MongoDB-only run)."""
+    for observer in run.observers:
+        if isinstance(observer, AtomicFileStorageObserver) and observer.dir:
+            return run_folder(os.path.join(observer.dir, "tensorboard"), architecture, cfg)
+    return run_folder(os.path.join("results", "tensorboard", str(run._id)), architecture, cfg)

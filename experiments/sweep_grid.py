@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass, field
 
 from architectures.registry import NAMES, PARALLEL
+from experiments.configs import algorithm_values
 from experiments.sweep_spec import Sweep
 from experiments.sweeps import SEED_SETS
 
@@ -205,7 +206,7 @@ def check_runs(runs: list[RunSpec], overrides: Overrides) -> None:
             if unknown:
                 raise ConfigError(f"{unknown[0]}: not a key of the timing experiment (valid: {', '.join(TIMING_KEYS)})")
             continue
-        config = {k: v for k, v in run.config().items() if k != "architecture"}
+        config = algorithm_values(run.config())
         config["checkpoint_path"] = f"{run.run_id}.pt"  # every sweep run gets one (run_command)
         envs.add(DQNConfig.from_dict(config).env_id)
     for env_id in sorted(envs):  # the spaces DQN needs, from one probe env each

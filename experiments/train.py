@@ -23,17 +23,21 @@ from sacred.utils import apply_backspaces_and_linefeeds
 from architectures import ARCHITECTURES, get_train_fn, preflight
 from architectures.core.config import ConfigError, DQNConfig
 from architectures.core.envs import env_spec
-from architectures.core.errors import RunDiverged, RunError
+from architectures.core.errors import EventFilesFailed, RunDiverged, RunError
+from architectures.core.event_files import TensorBoardReporter
 from architectures.core.limits import checkpoint_bytes
+from architectures.core.metrics import Reporters
 from architectures.run.checkpoint import check_before_run, remove_checkpoint
-from experiments.configs import NAMED_CONFIGS
+from experiments.configs import NAMED_CONFIGS, algorithm_values
 from experiments.host import HOST_INFO, store_source_diff
 from experiments.store import (
     AtomicFileStorageObserver,
     RecordingMongoObserver,
     StoreWriteFailed,
     check_free_space,
+    event_files_failure,
     expected_record_bytes,
+    run_event_folder,
     store_failure,
 )
 from experiments.sweep_spec import RUNS_AT_ONCE_ENV
@@ -44,7 +48,7 @@ SETTINGS.CAPTURE_MODE = "sys"
 DEFAULT_RUNS_DIR = "results/runs"
 ex = Experiment("parallel_dqn", save_git_info=False, additional_host_info=HOST_INFO)
 ex.captured_out_filter = apply_backspaces_and_linefeeds
-ex.add_config(dict(architecture="single_env", **DQNConfig().to_dict()))
+ex.add_config(dict(architecture="single_env", tensorboard=True, **DQNConfig().to_dict()))
 for _name, _values in NAMED_CONFIGS.items():
     ex.add_named_config(_name, _values)
 
@@ -54,7 +58,9 @@ def build_config(config: dict) -> tuple[str, DQNConfig]:
     architecture = config.get("architecture")
     if architecture not in ARCHITECTURES:
         raise ConfigError(f"architecture: unknown {architecture!r} (valid: {', '.join(ARCHITECTURES)})")
-    return architecture, DQNConfig.from_dict({k: v for k, v in config.items() if k != "architecture"})
+    if not isinstance(config.get("tensorboard", True), bool):
+        raise ConfigError(f"tensorboard: must be true or false (got {config['tensorboard']!r})")
+    return architecture, DQNConfig.from_dict(algorithm_values(config))
 
 
 @ex.config_hook
@@ -121,14 +127,25 @@ def main(_config: dict, _run) -> dict:
     architecture, cfg = build_config(_config)
     store_source_diff(_run)  # a run from uncommitted code keeps its diff beside its record
     _run.info["torch_threads"] = cfg.torch_threads
-    reporter = SacredReporter(_run, cfg.total_env_steps)
+    sacred_reporter = SacredReporter(_run, cfg.total_env_steps)
+    curves = TensorBoardReporter(run_event_folder(_run, architecture, cfg)) if _config.get("tensorboard", True) else None
+    reporter = Reporters(sacred_reporter, curves)
     try:
-        result = get_train_fn(architecture, cfg.backend)(cfg, reporter)
-    except RunDiverged as err:  # recorded as diverged, with where and why; cli() exits 3
-        result = err.result()
-        remove_checkpoint(cfg.checkpoint_path)  # an outcome, not an interruption: nothing to resume
-    finally:
-        reporter.close()
+        try:
+            result = get_train_fn(architecture, cfg.backend)(cfg, reporter)
+        except RunDiverged as err:  # recorded as diverged, with where and why; cli() exits 3
+            result = err.result()
+            remove_checkpoint(cfg.checkpoint_path)  # an outcome, not an interruption: nothing to resume
+        except BaseException:
+            if curves is not None:
+                curves.failed = True  # the run's own fault is the one to report: close quietly
+            raise
+        finally:
+            sacred_reporter.close()
+            if curves is not None:
+                curves.close()  # the last points' flush: a failure here fails the run
+    except EventFilesFailed as err:
+        raise event_files_failure(_run, err) from None
     # A sweep's --jobs N says how many runs shared the machine with this one: its speed is a
     # measurement only at 1 (the report quotes no other). Run by hand, it ran alone.
     at_once = os.environ.get(RUNS_AT_ONCE_ENV, "1")

@@ -121,6 +121,7 @@ def test_the_repos_named_configs_still_pass(small_machine, env, design, updates)
 
 
 def test_every_sweep_cell_still_passes(small_machine):
+    from experiments.configs import algorithm_values
     from experiments.sweep_grid import expand
     from experiments.sweeps import SCALES, SWEEPS
 
@@ -130,7 +131,7 @@ def test_every_sweep_cell_still_passes(small_machine):
             for run in expand(sweep, scale, 1):
                 if run.experiment != "train":
                     continue
-                config = {k: v for k, v in run.config().items() if k != "architecture"}
+                config = algorithm_values(run.config())
                 config["checkpoint_path"] = f"{run.run_id}.pt"  # as the sweep gives every run
                 key = (run.architecture, json.dumps(config, sort_keys=True))
                 if key not in seen:

@@ -20,7 +20,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES = [os.path.join(ROOT, "README.md"), *sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))]
 README_LIMIT = 12_000
 NOT_RUN = {"./setup.sh": "installs (CI runs it)", "EXTRAS=bench": "installs (CI runs it)", "export": "sets the shell",
-           ".venv/bin/ray": "starts a Ray cluster", "make": "rebuilds the paper (tests/test_paper_pdf.py)"}
+           ".venv/bin/ray": "starts a Ray cluster",
+           ".venv/bin/tensorboard": "serves until stopped (tests/test_event_files.py serves one and reads its page)",
+           "make": "rebuilds the paper (tests/test_paper_pdf.py)"}
 """Command lines the docs show that this test does not run, and why."""
 SACRED = ("experiments.train", "experiments.components", "experiments.timing")
 DRY_RUN = ("experiments.sweep", "experiments.plan", "experiments.on_device", "architectures", "analysis.report",

@@ -489,7 +489,7 @@ def test_values_reach_sacred_as_python_literals(value, text):
 def test_every_cell_of_every_sweep_is_a_valid_config():
     """Catches a sweep that would fail run after run (a JSON `true`, a misspelt key) before it starts."""
     from architectures.core.config import DQNConfig
-    from experiments.configs import NAMED_CONFIGS
+    from experiments.configs import NAMED_CONFIGS, algorithm_values
 
     for sweep in SWEEPS.values():
         if sweep.experiment != "train":
@@ -500,7 +500,7 @@ def test_every_cell_of_every_sweep_is_a_valid_config():
                 for name in cell.named:
                     values.update(NAMED_CONFIGS[name])
                 values.update(cell.updates)
-                values.pop("architecture", None)
+                values = algorithm_values(values)
                 values["checkpoint_path"] = "run.pt"  # the runner gives every train run one
                 DQNConfig.from_dict(values)
 

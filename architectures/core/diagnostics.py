@@ -31,6 +31,7 @@ class PolicyLag:
         self.count = 0
         self.max = 0
         self._window: list[np.ndarray] = []
+        self.last_window: np.ndarray | None = None
 
     def record(self, learner_version: int, versions: np.ndarray) -> None:
         lags = learner_version - versions  # (B,) updates
@@ -66,6 +67,7 @@ class PolicyLag:
         return {"mean": float(lags.mean()), "p50": float(p50), "p95": float(p95), "max": float(lags.max())}
 
     def window(self) -> dict[str, float]:
+        self.last_window = np.concatenate(self._window) if self._window else None  # a curve writer's histogram
         out = self._summarise(self._window)
         self._window = []
         return out

@@ -56,6 +56,15 @@ class CheckpointSaveFailed(RunError):
     """A checkpoint could not be written; its temp file is removed and the previous one kept."""
 
 
+class EventFilesFailed(RunError):
+    """TensorBoard's event files could not be written: a run whose curves are lost is failed, as
+    one whose record is (core/event_files.py). `reason` is the OS's word for it."""
+
+    def __init__(self, log_dir: str, reason: str):
+        super().__init__(f"the event files in {log_dir!r} could not be written ({reason})")
+        self.log_dir, self.reason = log_dir, reason
+
+
 class RunDiverged(RunError):
     """A TD loss or Q value went non-finite at learner update `update`: the run stops there and
     is recorded as diverged (experiments/train.py), never as an ordinary result."""

@@ -140,17 +140,25 @@ def cpu_summary(clock: Stopwatch, env_steps: int) -> dict | None:
 
 
 class Reporter(Protocol):
-    """Where a run's numbers go. `trained(net)` is optional: Run.result hands it a CPU copy of
-    the trained online network (the Python API keeps it; Sacred's reporter has no use for it)."""
+    """Where a run's numbers go. Optional, looked up with getattr: `histogram(name, values,
+    env_steps)`, a distribution at a log (only curve writers keep them: Sacred's metrics are
+    scalars); `resumed(env_steps)`, said before a resumed run re-reports its holdouts so a curve
+    writer can drop the points it already has; `trained(net)`, which Run.result hands a CPU copy
+    of the trained online network (the Python API keeps it)."""
 
     def scalar(self, name: str, value: float, env_steps: int) -> None: ...
     def holdout(self, result: dict) -> None: ...
     def progress(self, env_steps: int, total: int, steps_per_sec: float, last_return: float | None) -> None: ...
-    def trained(self, net) -> None: ...
 
 
 class NullReporter:
     def scalar(self, name: str, value: float, env_steps: int) -> None:
+        pass
+
+    def histogram(self, name: str, values, env_steps: int) -> None:
+        pass
+
+    def resumed(self, env_steps: int) -> None:
         pass
 
     def holdout(self, result: dict) -> None:
@@ -181,3 +189,35 @@ class PrintReporter(NullReporter):
         last = "-" if last_return is None else f"{last_return:.1f}"
         print(f"{env_steps:>9,}/{total:,} env steps  {steps_per_sec:,.0f} steps/s  last holdout {last}",
               file=sys.stderr)
+
+
+class Reporters:
+    """Several reporters as one: each call goes to every one that has the method (a curve
+    writer beside Sacred's reporter, beside the API's keeper)."""
+
+    def __init__(self, *reporters) -> None:
+        self.reporters = [r for r in reporters if r is not None]
+
+    def _each(self, method: str, *args) -> None:
+        for reporter in self.reporters:
+            call = getattr(reporter, method, None)
+            if call is not None:
+                call(*args)
+
+    def scalar(self, name: str, value: float, env_steps: int) -> None:
+        self._each("scalar", name, value, env_steps)
+
+    def histogram(self, name: str, values, env_steps: int) -> None:
+        self._each("histogram", name, values, env_steps)
+
+    def holdout(self, result: dict) -> None:
+        self._each("holdout", result)
+
+    def progress(self, env_steps: int, total: int, steps_per_sec: float, last_return: float | None) -> None:
+        self._each("progress", env_steps, total, steps_per_sec, last_return)
+
+    def resumed(self, env_steps: int) -> None:
+        self._each("resumed", env_steps)
+
+    def trained(self, net) -> None:
+        self._each("trained", net)

@@ -260,6 +260,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         pool.go(max(120.0, cfg.worker_timeout_s))
         startup_seconds = time.perf_counter() - started
         run.start_clock(workers=lambda: status["pid"].tolist())
+        run.curves.watch_workers(lambda: status)  # each worker's share of the env steps
         logged_loss = float(status["loss_sum"].sum())  # the losses summed up to the previous log
         while True:
             # Blocks (no CPU) until a worker parks, or for LOG_WAIT_S: the log's cadence, and the

@@ -172,7 +172,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
             loss_sum = host_float(device_losses)
             device_losses.zero_()
             check_finite(loss_sum, updates)
-        return LearningLog(updates, loss_sum)
+        return LearningLog(updates, loss_sum, last_q)  # the latest minibatch's Q(s, a)
 
     last_q = None
 

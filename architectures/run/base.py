@@ -10,8 +10,7 @@ what it learns and acts with; it never writes the Run's fields. What differs bet
 - extras: `save(env_steps, extras)` / `at_stop(env_steps, extras)` carry state only known at the
   save (workers' streams collected from their pipes); `resume()` returns them in `Resumed`;
 - `resumed_with(dropped, epsilons)`: what the design's own restore found, for the result.
-A design without replay (hogwild's main process) attaches no ReplayLearning; the Run keeps its
-clock, log, evaluator and checkpoints all the same.
+A design without replay (hogwild's main process) attaches no ReplayLearning.
 
 Checkpoints of every design hold the Run's state, its parts' and the design's extras. A design
 that checkpoints mid-episode drops the n-step starts still pending in its adders on resume and
@@ -41,6 +40,7 @@ from architectures.run.checkpoint import (
     save_checkpoint,
     stamp,
 )
+from architectures.run.curves import Curves
 from architectures.run.parking import Stop, stops
 from architectures.run.results import run_result
 
@@ -91,6 +91,7 @@ class Run:
         self._resumed_from, self._dropped, self._saves = 0, 0, 0
         self._clock_before = 0.0  # training seconds before a resume
         self._epsilons: list[float] | None = None  # each env stream's epsilon when it resumed
+        self.curves = Curves(cfg, reporter)  # what a watcher wants beside the log (run/curves.py)
 
     # ------------------------------------------------------------------ parts
     def attach(self, name: str, part: Part) -> Part:
@@ -127,10 +128,8 @@ class Run:
 
     def end_clock(self) -> None:
         """The run's last env step is learned from: stop the training clock here, so what follows
-        (waiting for the workers to finish, joining them, closing envs and shared memory) is not
-        training time. Counted, the teardown of 24 actor processes on 2 cores took 5-6 s of a 13 s
-        run and read as a collapse past 8 actors (issue 21;
-        tests/test_clock.py::test_the_training_clock_stops_before_teardown)."""
+        (joining workers, closing envs and shared memory) is not training time; counted, it read
+        as a collapse past 8 actors (tests/test_clock.py::test_the_training_clock_stops_before_teardown)."""
         if self.clock.running:
             self.clock.pause()
 
@@ -173,6 +172,7 @@ class Run:
             logged.update(episodes=episodes.episodes, return_sum=episodes.return_sum, length_sum=episodes.length_sum)
         for name, value in scalars.items():
             report(name, value, env_steps)
+        self.curves.report(env_steps, self.clock.elapsed(), learned, self.learning and self.learning.replay)
         self.reporter.progress(env_steps, self.cfg.total_env_steps, steps_per_sec, self._last_holdout)
 
     def evaluate(self, env_steps: int) -> dict:
@@ -241,6 +241,7 @@ class Run:
         self._clock_before = saved["train_seconds"]
         self._resumed_from = saved["env_steps"]
         self._next_log = (saved["env_steps"] // self.cfg.log_every + 1) * self.cfg.log_every
+        getattr(self.reporter, "resumed", lambda env_steps: None)(saved["env_steps"])  # a curve writer drops its later points
         for result in self.evaluator.results:
             self.reporter.holdout(result)
         self._last_holdout = self.evaluator.results[-1]["return_mean"] if self.evaluator.results else None

@@ -1,0 +1,145 @@
+"""TensorBoard event files written while a run trains, so a long run can be watched live.
+
+SB3 (`tensorboard_log=`), CleanRL (`runs/`), Sample Factory and RLlib all write them; a
+practitioner's 8-hour run should not show only a progress bar. The writer is a `Reporter`: it
+sees exactly what the run reports to Sacred, at the log cadence (never per env step), plus the
+distributions Sacred cannot keep (`histogram`). It lives in the main process only, as every
+reporter does; workers reach it through the channels the run's log already reads.
+
+Step axis: env steps. Tags are grouped (throughput/, learning/, episodes/, holdout/, acting/,
+workers/, design/) so TensorBoard's sections read like the report's. A resumed run opens its
+writer with `purge_step` just past its checkpoint: TensorBoard drops what the killed process
+wrote after it, and the holdouts the resume re-reports are not written twice.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+
+import numpy as np
+
+from architectures.core.errors import EventFilesFailed
+
+FLUSH_S = 10
+"""How often pending events reach the file: a watcher sees a point within this many seconds."""
+
+GROUPS = {
+    "throughput": ("env_steps_per_sec", "learning_env_steps_per_sec", "realised_utd"),
+    "learning": ("td_loss", "q_mean", "q_max", "q_taken", "policy_lag_mean", "policy_lag_p95", "policy_lag",
+                 "grad_norm", "updates"),
+    "episodes": ("train_episode_return", "train_episode_length"),
+    "holdout": ("holdout_return_mean", "holdout_returns", "holdout_lengths"),
+    "acting": ("epsilon", "replay_fill"),
+}
+SECTION = {name: group for group, names in GROUPS.items() for name in names}
+
+
+def tag(name: str) -> str:
+    """The TensorBoard tag of a reported name: its section, then the name (less the section's own
+    prefix: holdout_returns is holdout/returns)."""
+    if name.startswith("worker_"):
+        return f"workers/{name}"
+    section = SECTION.get(name, "design")
+    return f"{section}/{name.removeprefix(section + '_')}"
+
+
+def run_folder(root: str, design: str, cfg) -> str:
+    """A run's event folder under `root`, named by what a sweep varies (design, workers, env,
+    seed), so `tensorboard --logdir root` lists a sweep's runs side by side."""
+    workers = "" if design in ("single_env", "high_utd") else f"_w{cfg.num_workers}"  # one process acts
+    env = cfg.env_id.replace("/", "-").replace(":", "-")
+    return os.path.join(root, f"{design}{workers}_{env}_seed{cfg.seed}")
+
+
+def _quiet_writer_threads() -> None:
+    """TensorBoard's writer thread re-raises a failed write after storing it; the main thread
+    raises it again at the next write or close (where it fails the run in one line), so the
+    thread's own traceback on stderr is noise. Other threads' exceptions print as before."""
+    if getattr(threading.excepthook, "quiets_event_writers", False):
+        return
+    previous = threading.excepthook
+
+    def hook(args):
+        if not (type(args.thread).__name__ == "_AsyncWriterThread" and isinstance(args.exc_value, OSError)):
+            previous(args)
+
+    hook.quiets_event_writers = True
+    threading.excepthook = hook
+
+
+def _fails_the_run(method):
+    """A write that raises (a full disk, a folder gone) fails the run with one line; after that
+    the reporter writes nothing more (its writer's thread keeps raising the same error)."""
+    @functools.wraps(method)
+    def write(self, *args, **kwargs):
+        if self.failed:
+            return None
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as err:
+            self.failed = True
+            raise EventFilesFailed(self.log_dir, err.strerror or str(err)) from err
+    return write
+
+
+class TensorBoardReporter:
+    """Writes what a run reports to event files in `log_dir` (created on the first point)."""
+
+    def __init__(self, log_dir: str) -> None:
+        self.log_dir = log_dir
+        self._writer = None
+        self._purge: int | None = None
+        self._replayed = -1  # holdouts at or before this env step were written by an earlier process
+        self.failed = False
+
+    @property
+    def writer(self):
+        if self._writer is None:
+            from torch.utils.tensorboard import SummaryWriter  # tensorboard's own writer, through torch
+
+            _quiet_writer_threads()
+            self._writer = SummaryWriter(self.log_dir, purge_step=self._purge, flush_secs=FLUSH_S)
+        return self._writer
+
+    def resumed(self, env_steps: int) -> None:
+        """A resumed run: drop what was written after the checkpoint, and skip the holdouts it
+        re-reports (they are in the files already)."""
+        self._purge, self._replayed = env_steps + 1, env_steps
+
+    @_fails_the_run
+    def scalar(self, name: str, value: float, env_steps: int) -> None:
+        self.writer.add_scalar(tag(name), float(value), env_steps)
+
+    @_fails_the_run
+    def histogram(self, name: str, values, env_steps: int) -> None:
+        values = np.asarray(values, dtype=np.float64).ravel()
+        values = values[np.isfinite(values)]
+        if values.size:
+            self.writer.add_histogram(tag(name), values, env_steps)
+
+    @_fails_the_run
+    def holdout(self, result: dict) -> None:
+        step = int(result["env_steps"])
+        if step <= self._replayed:
+            return
+        self.writer.add_scalar(tag("holdout_return_mean"), float(result["return_mean"]), step)
+        self.histogram("holdout_returns", result.get("returns") or [], step)
+        self.histogram("holdout_lengths", result.get("lengths") or [], step)
+        self.writer.flush()  # a holdout is what a watcher waits for
+
+    def progress(self, env_steps: int, total: int, steps_per_sec: float, last_return: float | None) -> None:
+        pass
+
+    def close(self) -> None:
+        """Flush and close; a final flush that fails fails the run, unless it failed already."""
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        try:
+            writer.close()
+        except OSError as err:
+            if not self.failed:
+                self.failed = True
+                raise EventFilesFailed(self.log_dir, err.strerror or str(err)) from err
