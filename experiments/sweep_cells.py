@@ -66,6 +66,14 @@ def _speed(busy_steps: int, waiting_steps: int) -> list[Cell]:
     return cells
 
 
+def _tensorboard_cost(busy_steps: int, waiting_steps: int) -> list[Cell]:
+    """Every `speed` cell twice, its event files on and off (issue 42: they must cost no more than
+    the runs' own spread), logging every 1,000 env steps as the named configs do (the speed cells
+    log every 5,000, which would hide a writer's cost)."""
+    return [Cell(cell.named, dict(cell.updates, log_every=1_000, tensorboard=on))
+            for cell in _speed(busy_steps, waiting_steps) for on in (True, False)]
+
+
 SCALE_WAIT_US = 2_200.0
 """The learning-at-scale sweeps' env step waits this long without CPU (the practitioner's 2.2 ms), so
 that 8 and 16 actors on 2 cores act at the rate the learner allows instead of being starved for CPU:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from experiments.sweep_cells import (_ARCHS, _CORES, _NETWORKS, _SLOW, _TINY, CHECK_WORKERS, CONFIRM_WORKERS,
                                      HEADLINE_HIGH_UTD, MINATAR_HEADLINE_STEPS, MINATAR_HIGH_UTD,
                                      OWN_WAIT_WORKERS, _calibration, _headline, _minatar_suite, _per_hour,
-                                     _scale_minatar, _at_scale, _scaling, _shape, _speed, _timing_grid, _utd_grid, _utd_long, _vector_check)
+                                     _scale_minatar, _at_scale, _scaling, _shape, _speed, _tensorboard_cost,
+                                     _timing_grid, _utd_grid, _utd_long, _vector_check)
 from experiments.sweep_cells import (MINATAR_GAMES, PER_HOUR, SHAPE_WORKERS, SPEED_WORKERS,  # noqa: F401
                                      UTD_LONG_STEPS)
 from experiments.sweep_spec import RUNS_AT_ONCE_ENV, SCALES, Cell, Sweep  # noqa: F401
@@ -102,6 +103,12 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           minutes={"small": 25, "paper": 60},
           cells={"small": _speed(10_000, 12_000), "paper": _speed(30_000, 40_000)},
           seeds={"small": 7, "paper": 10}, interleave=True),
+    Sweep("tensorboard_cost", "what writing TensorBoard event files while a run trains costs: every `speed` cell "
+          "with the files on and off, logging every 1,000 env steps, one run at a time, seed by seed (each seed a "
+          "round of all 20), evaluation off; the paired on/off ratio against the off runs' own spread",
+          minutes={"small": 40, "paper": 90},
+          cells={"small": _tensorboard_cost(10_000, 12_000), "paper": _tensorboard_cost(30_000, 40_000)},
+          seeds={"small": 5, "paper": 5}, interleave=True),
     Sweep("own_wait", "a user env whose step blocks ~3 ms on another process (tests.remote_envs:RemoteCartPole-v0) "
           "and no config key saying so: single_env, actor_learner at 2-24 actors, vector_env and hogwild at 4 and 8, "
           "throughput only, one at a time, against plan's predictions committed before the runs "

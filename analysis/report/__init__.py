@@ -47,6 +47,7 @@ from analysis.report import (
     shape,
     sixteen,
     suite,
+    tensorboard_cost,
     threads,
     uneven,
     utd,
@@ -96,7 +97,8 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("table_pqn_side_by_side", pqn.side_by_side_data, None),
            ("table_vector_check", vector_check.data, None),
            ("table_provenance", provenance.data, None),
-           ("table_at_scale", at_scale.data, None)]
+           ("table_at_scale", at_scale.data, None),
+           ("table_tensorboard_cost", tensorboard_cost.data, None)]
 """(name in a failure's note, data function, plotting function), in the order they are built."""
 ALL_MACHINES = {"figure_sixteen_cores_shape", "table_gpu", "table_answer", "table_provenance", "table_at_scale"}
 """The families that read stores made on other machines (analysis/load.py MACHINE_FILE); every other
