@@ -69,9 +69,10 @@ def _speed(busy_steps: int, waiting_steps: int) -> list[Cell]:
 def _tensorboard_cost(busy_steps: int, waiting_steps: int) -> list[Cell]:
     """Every `speed` cell twice, its event files on and off (issue 42: they must cost no more than
     the runs' own spread), logging every 1,000 env steps as the named configs do (the speed cells
-    log every 5,000, which would hide a writer's cost)."""
+    log every 5,000, which would hide a writer's cost). Every other cell runs its files-off arm
+    first, so an order effect shows as a difference between the two halves."""
     return [Cell(cell.named, dict(cell.updates, log_every=1_000, tensorboard=on))
-            for cell in _speed(busy_steps, waiting_steps) for on in (True, False)]
+            for i, cell in enumerate(_speed(busy_steps, waiting_steps)) for on in ((True, False), (False, True))[i % 2]]
 
 
 SCALE_WAIT_US = 2_200.0

@@ -48,6 +48,7 @@ def test_a_run_writes_its_curves_on_env_steps(tmp_path, design):
     assert {"throughput/env_steps_per_sec", "throughput/learning_env_steps_per_sec", "throughput/realised_utd",
             "learning/td_loss", "episodes/train_episode_return", "holdout/return_mean"} <= scalars
     assert ("learning/q_max" in scalars) == (design != "hogwild")  # hogwild's batches stay in its workers
+    assert ("learning/grad_norm" in scalars) == (design not in ("hogwild", "pqn"))  # kept by the replay learner
     assert ("acting/replay_fill" in scalars) == (design not in ("pqn", "hogwild"))  # none, or the workers' own
     assert {"holdout/returns", "holdout/lengths"} <= histograms
     assert ("learning/q_taken" in histograms) == (design != "hogwild")
@@ -230,4 +231,4 @@ def test_a_minute_long_actor_learner_run_shows_its_first_curves_within_30_s(tmp_
         run.send_signal(signal.SIGINT)
         _, err = run.communicate(timeout=60)
     assert run.returncode == 130, err[-2000:]
-    assert json.load(open(store / "1" / "run.json"))["status"] == "INTERRUPTED"
+    assert json.loads((store / "1" / "run.json").read_text())["status"] == "INTERRUPTED"

@@ -63,6 +63,7 @@ class LearningLog:
     loss_sum: float
     q_taken: Any = None
     lag: Any = None
+    grad_norm: Any = None  # the latest update's gradient norm before clipping (a tensor), where kept
 
 
 @dataclass

@@ -47,6 +47,9 @@ class Curves:
             q = learned.q_taken.detach().float().cpu().numpy()  # the latest batch only: one small read per log
             report("q_max", float(q.max()), env_steps)
             self._hist("q_taken", q, env_steps)
+        norm = learned.grad_norm if learned is not None else None
+        if norm is not None and not norm.is_meta:
+            report("grad_norm", float(norm), env_steps)  # one small read per log
         lags = getattr(learned.lag, "last_window", None) if learned is not None else None
         if lags is not None and len(lags):
             self._hist("policy_lag", lags, env_steps)

@@ -133,7 +133,8 @@ class ReplayLearning:
                 raise self.run.diverged(f"non-finite TD loss (summed over the updates up to {self.learner.version:,})",
                                         self.learner.version, env_steps,
                                         host_float(q.abs().max()) if q is not None else float("nan"))
-        stats = LearningLog(self.learner.version, self.loss_sum, self.learner.last_q_taken, self.lag)
+        stats = LearningLog(self.learner.version, self.loss_sum, self.learner.last_q_taken, self.lag,
+                            getattr(self.learner, "last_grad_norm", None))
         self.loss_sum = 0.0
         return stats
 
