@@ -8,7 +8,7 @@ import json
 import sys
 
 from architectures.core.config import ConfigError, DQNConfig, describe
-from architectures.core.errors import RunError
+from architectures.core.errors import RunError, plain_warnings
 
 
 def parse_config(argv: list[str] | None = None) -> DQNConfig:
@@ -45,6 +45,7 @@ def main(architecture: str, argv: list[str] | None = None) -> None:
     from architectures import preflight
 
     argv = list(sys.argv[2:] if argv is None else argv)
+    plain_warnings()
     cfg = parse_config(argv)
     if "--dry-run" in argv:
         try:

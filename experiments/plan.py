@@ -169,6 +169,21 @@ def _traceback_log() -> str:
     return path
 
 
+def _stages(started: float, expected_s: float, confirming: bool, in_place: bool):
+    """A printer of plan's measurements as `[k/N] what (about T left)`: which one it is in, and the
+    time its estimate leaves, so minutes of measuring never look like a hang."""
+    total = 3 + confirming + in_place
+    done = [0]
+
+    def stage(what: str) -> None:
+        done[0] += 1
+        left = max(0.0, expected_s - (time.monotonic() - started))
+        said = f"{left:.0f} s" if left < 120 else f"{left / 60:.0f} min"
+        print(f"[{min(done[0], total)}/{total}] {what} (about {said} left)", file=sys.stderr, flush=True)
+
+    return stage
+
+
 def _plan(args, cfg, overrides) -> int:
     from analysis.cost_model import medians, predict_all, recommend
     from architectures.core.limits import available_cores
@@ -181,13 +196,15 @@ def _plan(args, cfg, overrides) -> int:
     what = overrides.text() or "the default config (CartPole-v1)"
     print(f"plan for {what} on {cores} cores ({cpu_model()})", file=sys.stderr)
     step_s = env_step_seconds(cfg)
-    print(f"the env step takes {1e6 * step_s:,.0f} us here: expect about "
-          f"{estimate_seconds(step_s, args.budget, 0 if args.no_confirm else args.confirm_seconds) / 60:.0f} min",
-          file=sys.stderr)
-    print("measuring components, each warm and alone:", file=sys.stderr)
+    expected_s = estimate_seconds(step_s, args.budget, 0 if args.no_confirm else args.confirm_seconds)
+    print(f"the env step takes {1e6 * step_s:,.0f} us here: expect about {expected_s / 60:.0f} min", file=sys.stderr)
+    stage = _stages(started, expected_s, confirming=not args.no_confirm, in_place=not args.no_confirm and cores > 1)
+    stage("measuring components, each warm and alone:")
     costs = measure(cfg, cores=cores, budget_s=args.budget, log=lambda line: print(line, file=sys.stderr))
+    stage("the learner on each device it has")
     by_device = measure_devices(cfg, costs, learner_devices(), args.budget * 0.1,
                                 lambda line: print(line, file=sys.stderr))
+    stage("the update at each torch thread count")
     threads = _threads(cfg, cores)
     best_threads = min(threads, key=threads.get) if threads else 1
     if 1 not in threads or threads[best_threads] > 0.9 * threads[1]:
@@ -205,8 +222,8 @@ def _plan(args, cfg, overrides) -> int:
         cfg = cfg.replace(device=device)
     confirmed = []
     if not args.no_confirm:
-        print(f"confirming: {best.design} ({best.workers}) and {runner_up.design} ({runner_up.workers}), "
-              f"~{args.confirm_seconds:.0f} s each, one at a time", file=sys.stderr)
+        stage(f"confirming: {best.design} ({best.workers}) and {runner_up.design} ({runner_up.workers}), "
+              f"~{args.confirm_seconds:.0f} s each, one at a time")
         for p in (best, runner_up):
             confirmed.append(confirm(cfg, p.design, p.workers, p.env_steps_per_sec, args.confirm_seconds, costs,
                                      cores))
@@ -214,8 +231,7 @@ def _plan(args, cfg, overrides) -> int:
     if not args.no_confirm and cores > 1 and best.design != "hogwild":
         # The learner's threads, measured in place: the recommended run at 1 and 2 learner threads
         # (actors keep one each); an isolated update's speed-up did not carry into a parallel run.
-        print(f"learner threads in place: {best.design} ({best.workers}) at learner_threads 1 and 2",
-              file=sys.stderr)
+        stage(f"learner threads in place: {best.design} ({best.workers}) at learner_threads 1 and 2")
         for threads in (1, 2):
             in_place[threads] = confirm(cfg.replace(learner_threads=threads), best.design, best.workers,
                                         best.env_steps_per_sec, args.confirm_seconds, costs, cores)

@@ -36,6 +36,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -123,6 +124,8 @@ def run_all(plan: Plan, jobs: int, started: float) -> None:
     log_dir = os.path.join(plan.out, "_logs")
     todo, store = plan.todo, plan.store
     finished = [0]  # runs ended so far (a list: the worker threads update it)
+    flying: dict[str, bool] = {}  # run ids in flight, in start order
+    starting = threading.Lock()
     estimate_s = plan.minutes * 60 / max(1, len(plan.landed))  # per run, from the sweep's estimate
 
     def run_one(index_run: tuple[int, RunSpec]) -> None:
@@ -133,8 +136,12 @@ def run_all(plan: Plan, jobs: int, started: float) -> None:
         per_run = (time.monotonic() - started) * jobs / done if done else estimate_s
         eta = per_run * (len(todo) - done) / jobs
         filled = round(20 * done / max(1, len(todo)))
-        print(f"[{'#' * filled}{'.' * (20 - filled)}] run {index + 1}/{len(todo)}, ETA {eta / 60:.1f} min: "
-              f"{run.run_id} {run.label()}", file=sys.stderr, flush=True)
+        with starting:  # of runs starting together, the later names the earlier
+            others = list(flying)  # the runs in flight beside this one
+            print(f"[{'#' * filled}{'.' * (20 - filled)}] run {index + 1}/{len(todo)}, ETA {eta / 60:.1f} min: "
+                  f"{run.run_id} {run.label()}" + (f" (also running: {', '.join(others)})" if others else ""),
+                  file=sys.stderr, flush=True)
+            flying[run.run_id] = True
         try:
             store.clear_incomplete(run.run_id)
             code = (plan.ray.launch(run, store, log_dir) if plan.ray
@@ -144,6 +151,7 @@ def run_all(plan: Plan, jobs: int, started: float) -> None:
             return
         finally:
             finished[0] += 1
+            flying.pop(run.run_id, None)
         record = store.record(run.run_id)  # what the run stored decides, not its exit code
         said = after_run(run.run_id, record, code)
         if said and not stopping:  # after Ctrl-C, the sweep's one line says it all

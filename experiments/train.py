@@ -23,7 +23,7 @@ from sacred.utils import apply_backspaces_and_linefeeds
 from architectures import ARCHITECTURES, get_train_fn, preflight
 from architectures.core.config import ConfigError, DQNConfig
 from architectures.core.envs import env_spec
-from architectures.core.errors import EventFilesFailed, RunDiverged, RunError
+from architectures.core.errors import EventFilesFailed, RunDiverged, RunError, plain_warnings
 from architectures.core.event_files import TensorBoardReporter
 from architectures.core.limits import checkpoint_bytes
 from architectures.core.metrics import Reporters
@@ -264,6 +264,7 @@ logging.getLogger(ex.path).addFilter(lambda record: not str(record.msg).startswi
 def cli(argv: list[str] | None = None) -> None:
     argv = list(sys.argv if argv is None else argv)
     check_named_configs(argv)
+    plain_warnings()  # "warning: num_workers=16 ...", one line, not a file path and a source line
     try:
         run = ex.run_commandline(attach_observers(ex, argv))
     except KeyboardInterrupt:  # Sacred recorded the run as INTERRUPTED; its workers are stopped

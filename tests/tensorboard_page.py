@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -76,6 +77,7 @@ def scalars_page(url: str, run: str, tag: str, shot: str | None = None, wait_s: 
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 
     options = Options()
@@ -98,7 +100,9 @@ def scalars_page(url: str, run: str, tag: str, shot: str | None = None, wait_s: 
             found = driver.find_elements(By.CSS_SELECTOR, "input[placeholder^='Filter tags']")
             return found[0] if found else False
 
-        WebDriverWait(driver, wait_s).until(tag_filter).send_keys(tags or tag)
+        box = WebDriverWait(driver, wait_s).until(tag_filter)
+        box.send_keys(tags or tag)
+        box.send_keys(Keys.ESCAPE)  # the filter's suggestions would cover the cards
 
         try:
             body = WebDriverWait(driver, wait_s).until(text)
@@ -106,6 +110,7 @@ def scalars_page(url: str, run: str, tag: str, shot: str | None = None, wait_s: 
             body = shown()
             raise AssertionError(f"TensorBoard's page never listed {run!r} and {tag!r}; it showed: {body[:1500]!r}")
         if shot:
+            time.sleep(2)  # the cards' charts draw after their titles are listed
             assert driver.save_screenshot(shot), shot
         return {"title": driver.title, "text": body}
     finally:

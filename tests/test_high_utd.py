@@ -1,11 +1,16 @@
 """high_utd: the regression against single_env, resets, divergence detection, warnings."""
 
+import os
+import subprocess
+import sys
 import warnings
 
 import pytest
 
 from architectures.designs import high_utd, single_env
 from tests.test_single_env import Recorder, untimed
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_at_the_baseline_ratio_without_mitigations_it_is_single_env_bit_for_bit(tiny_cfg):
@@ -56,3 +61,16 @@ def test_high_utd_without_mitigation_warns_and_with_one_does_not(tiny_cfg):
         high_utd.check_settings(tiny_cfg.replace(utd=16.0, layer_norm=True))
         high_utd.check_settings(tiny_cfg.replace(utd=16.0, reset_period=1_000))
         high_utd.check_settings(tiny_cfg.replace(utd=4.0))
+
+
+def test_the_command_line_says_a_warning_in_one_plain_line():
+    """A RunWarning on the command line reads as the errors do: `warning: ...`, with no file path,
+    no `RuntimeWarning:` and no source line."""
+    done = subprocess.run([sys.executable, "-m", "architectures", "high_utd", "--utd", "8", "--total_env_steps", "300",
+                           "--learning_starts", "100", "--eval_every", "300", "--eval_episodes", "1", "--hidden_sizes",
+                           "[16]", "--batch_size", "16"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert ("warning: utd=8 without layer_norm or reset_period: value estimates often diverge above utd 4 without "
+            "a mitigation") in done.stderr.splitlines()
+    assert "RuntimeWarning" not in done.stderr and ".py:" not in done.stderr

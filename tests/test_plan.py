@@ -2,6 +2,7 @@
 and the report's scaling figure drawing the model beside the measured points."""
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -236,6 +237,8 @@ def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
                            "--confirm-seconds", "2", "with", "cartpole", "hidden_sizes=[32]", "buffer_size=5000"],
                           cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    stages = re.findall(r"^\[(\d)/(\d)\] .* \(about \d+ (?:s|min) left\)$", proc.stderr, flags=re.M)
+    assert [k for k, _ in stages] == [str(k) for k in range(1, len(stages) + 1)] and len(stages) >= 4, proc.stderr
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert (tmp_path / "plan.png").stat().st_size > 10_000
     designs = {(p["design"], p["workers"]) for p in plan["predictions"]}

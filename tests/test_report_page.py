@@ -224,3 +224,19 @@ def test_the_first_screen_labels_the_reference_answer_and_this_machines_smoke_sp
     assert "smoke check" in smoke and "nothing about learning" in smoke
     assert "1,000" in smoke and "1,500" in smoke and ">x<" not in smoke
     assert page._smoke_section(RunSet(runs.iloc[2:], pd.DataFrame(), pd.DataFrame())) == ""
+
+
+def test_sections_with_nothing_to_show_are_one_line_and_every_note_stays_on_the_page(tmp_path, capsys):
+    from analysis.report.common import Report
+
+    report = Report(str(tmp_path))
+    report.note("apex: no runs of the `apex_epsilons` sweep; run `python -m experiments.sweep apex_epsilons`")
+    report.note("hogwild: no runs of the `hogwild` sweep; run `python -m experiments.sweep hogwild`")
+    report.note("apex: no runs of ... said twice")
+    report.note("provenance: 3 runs from a tree with uncommitted changes")
+    printed = capsys.readouterr().err.splitlines()
+    assert printed == ["report: provenance: 3 runs from a tree with uncommitted changes"]
+    assert len(report.notes) == 4  # the page lists them all, with their commands
+    assert report.empty_line() == ("report: nothing to show here for 2 sections (apex, hogwild): the page's notes "
+                                   "name the sweep that makes each")
+    assert Report(str(tmp_path)).empty_line() == ""

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -536,6 +537,9 @@ def test_each_run_stores_how_many_ran_at_once(tmp_path):
     together = subprocess.run([*cmd, "--seeds", "2", "--jobs", "2"], cwd=ROOT, capture_output=True, text=True,
                               timeout=240)
     assert together.returncode == 0, together.stderr[-2000:]
+    first, second = [line for line in together.stderr.splitlines() if re.match(r"\[[#.]+\] run \d/2", line)]
+    first_id = re.search(r"min: (\S+)", first)[1]
+    assert "also running" not in first and f"(also running: {first_id})" in second  # the later names the earlier
     alone = subprocess.run([*cmd, "--seeds", "3"], cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert alone.returncode == 0, alone.stderr[-2000:]
     at_once = sorted(run["result"]["runs_at_once"] for run in _statuses(tmp_path / "out").values())

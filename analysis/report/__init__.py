@@ -182,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     except ReportWriteFailed as err:  # a full disk: one line, and the report there before kept whole
         print(f"error: {err}", file=sys.stderr)
         return 1
+    if report.empty_line():
+        print(report.empty_line(), file=sys.stderr)
     print(f"report: wrote {len(report.written)} figures and tables and {len(report.macros)} numbers under "
-          f"{args.out}/ ({len(report.notes)} notes above)")
+          f"{args.out}/ ({len(report.notes)} notes, on the page)")
     print(f"report: open {os.path.join(args.out, page.PAGE)} (figures, tables, runs and notes on one page)")
     return 0

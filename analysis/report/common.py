@@ -81,6 +81,7 @@ class Report:
     def __init__(self, out: str):
         self.out = out
         self.notes: list[str] = []
+        self.empty: list[str] = []  # sections a note said have nothing to show
         self.macros: dict[str, str] = {}
         self.written: list[str] = []
         self.captions: dict[str, tuple[str, str]] = {}
@@ -141,8 +142,22 @@ class Report:
                 pass
 
     def note(self, line: str) -> None:
+        """Keep `line` for the page; print it, unless it only says a section has nothing to show
+        here ("SECTION: no runs of ..."): those are counted in one line at the end (`empty_line`)."""
         self.notes.append(line)
-        print(f"report: {line}", file=sys.stderr)
+        section, _, rest = line.partition(": ")
+        if rest.startswith("no ") and section:
+            self.empty.append(section)
+        else:
+            print(f"report: {line}", file=sys.stderr)
+
+    def empty_line(self) -> str:
+        """One line for the sections with nothing to show, in place of a line each."""
+        if not self.empty:
+            return ""
+        named = list(dict.fromkeys(self.empty))
+        return (f"report: nothing to show here for {len(named)} sections ({', '.join(named)}): the page's notes "
+                "name the sweep that makes each")
 
     def figure(self, fig, name: str, data: pd.DataFrame, caption: str = "", answer: str = "", read: str = "") -> None:
         """Saves `fig` as figures/<name>.pdf|.png and `data` as its CSV; the page shows `caption`

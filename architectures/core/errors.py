@@ -9,6 +9,9 @@ it, where its users have always found it).
 
 from __future__ import annotations
 
+import sys
+import warnings
+
 
 class ConfigError(ValueError):
     """A config value is out of range; the message names the key and the valid range."""
@@ -93,3 +96,27 @@ class RunDiverged(RunError):
 
 def _rebuild_diverged(reason: str, update: int, env_steps: int, max_abs_q: float) -> RunDiverged:
     return RunDiverged(reason, update=update, env_steps=env_steps, max_abs_q=max_abs_q)
+
+
+class RunWarning(RuntimeWarning):
+    """A setting the run goes on with but its user should know of (workers time-sharing the cores,
+    a utd likely to diverge): a RuntimeWarning to Python callers, one plain line on the command
+    lines (`plain_warnings`)."""
+
+
+def plain_warnings() -> None:
+    """Print RunWarnings as `warning: <message>`, one line, as the errors are printed, not as
+    Python's `file.py:125: RuntimeWarning:` followed by the source line. The command lines call it;
+    other warnings print as Python prints them."""
+    shown = warnings.showwarning
+    if getattr(shown, "plain", False):
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, RunWarning):
+            print(f"warning: {message}", file=file or sys.stderr, flush=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    show.plain = True
+    warnings.showwarning = show

@@ -29,6 +29,7 @@ from architectures.core.config import DQNConfig
 from architectures.core.device import host_float
 from architectures.core.dqn import build_learner
 from architectures.core.envs import env_spec, rng_seeds
+from architectures.core.errors import RunWarning
 from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.networks import GreedyPolicy
 from architectures.core.replay import make_replay
@@ -46,7 +47,7 @@ UNMITIGATED_UTD_LIMIT = 4.0
 def check_settings(cfg: DQNConfig) -> None:
     if cfg.utd > UNMITIGATED_UTD_LIMIT and not cfg.layer_norm and cfg.reset_period == 0:
         warnings.warn(f"utd={cfg.utd:g} without layer_norm or reset_period: value estimates often diverge above "
-                      f"utd {UNMITIGATED_UTD_LIMIT:g} without a mitigation", RuntimeWarning, stacklevel=3)
+                      f"utd {UNMITIGATED_UTD_LIMIT:g} without a mitigation", RunWarning, stacklevel=3)
 
 
 def _grad_norm(net: torch.nn.Module) -> torch.Tensor:

@@ -33,7 +33,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from architectures.core import limits
-from architectures.core.errors import RunError
+from architectures.core.errors import RunError, RunWarning
 from architectures.transport import janitor
 from architectures.transport.bells import Bell, Stopped, Waiter, main_flag
 from architectures.transport.shared import DONE, FAILED, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks, attach
@@ -273,7 +273,7 @@ def warn_if_oversubscribed(num_workers: int, what: str) -> None:
     cores = limits.available_cores()  # read at call time: tests stand in a machine's core count
     if num_workers > cores:
         warnings.warn(f"num_workers={num_workers} {what} on {cores} CPU cores: they will time-share the "
-                      f"cores, so throughput cannot scale past {cores}", RuntimeWarning, stacklevel=3)
+                      f"cores, so throughput cannot scale past {cores}", RunWarning, stacklevel=3)
 
 
 def check_weights_flow(status: np.ndarray, pending: np.ndarray, since: np.ndarray, latest: int) -> None:
