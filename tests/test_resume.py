@@ -17,6 +17,7 @@ import time
 import pytest
 
 from architectures.core.config import ConfigError, DQNConfig
+from experiments.configs import algorithm_values
 from architectures.core.envs import env_spec
 from architectures.core.schedules import EpsilonSchedule, UpdateRatio
 from architectures.designs import high_utd, hogwild
@@ -127,7 +128,7 @@ def _expected_epsilons(name: str, cfg: DQNConfig, saved: int) -> list[float]:
 def test_a_run_killed_whole_resumes_with_exact_counts_and_nothing_left_behind(tmp_path, name):
     named, overrides = DESIGNS[name]
     run, metrics = kill_mid_run_and_resume(tmp_path, named, overrides)
-    cfg = DQNConfig.from_dict({k: v for k, v in run["config"].items() if k not in ("architecture", "seed")})
+    cfg = DQNConfig.from_dict({k: v for k, v in algorithm_values(run["config"]).items() if k != "seed"})
     result = run["result"]
     assert run["status"] == "COMPLETED"
     assert result["env_steps"] == TOTAL
