@@ -56,6 +56,9 @@ class _Keeper:
     def histogram(self, name: str, values, env_steps: int) -> None:
         self.inner.histogram(name, values, env_steps)
 
+    def text(self, name: str, value: str, env_steps: int) -> None:
+        self.inner.text(name, value, env_steps)
+
     def resumed(self, env_steps: int) -> None:
         self.inner.resumed(env_steps)
 

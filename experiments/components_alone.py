@@ -286,7 +286,7 @@ def rollout_costs(bench: Bench, sizes: list[int], log) -> dict:
         def learn(b_obs=b_obs, b_actions=b_actions, rewards=rewards, ended=ended, values=values):
             targets = lambda_returns(rewards, ended, np.zeros_like(ended), values, cfg.gamma, cfg.q_lambda)
             fit_rollout(net, optimizer, shuffle, b_obs, b_actions, torch.as_tensor(targets.reshape(-1)), cfg,
-                        lambda loss, q: None)
+                        lambda loss, q, norm: None)
 
         per_rollout = timed(learn, 2, blocks=5, warmup=1)
         costs[str(n)] = {k: v / rows for k, v in per_rollout.items()}  # us per env step learned from

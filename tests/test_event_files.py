@@ -19,6 +19,7 @@ from architectures import train
 from architectures.core.errors import EventFilesFailed
 from architectures.core.event_files import TensorBoardReporter, tag
 from architectures.core.metrics import NullReporter, Reporters
+from architectures.core.schedules import EpsilonSchedule
 from tests.tensorboard_page import missing_browser, scalars_page, serve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,7 +28,7 @@ TINY = dict(env_id="CartPole-v1", total_env_steps=2_000, learning_starts=400, ev
 
 
 def _read(folder: str) -> EventAccumulator:
-    events = EventAccumulator(folder, size_guidance={"scalars": 0, "histograms": 0})
+    events = EventAccumulator(folder, size_guidance={"scalars": 0, "histograms": 0, "tensors": 0})
     events.Reload()
     return events
 
@@ -47,11 +48,17 @@ def test_a_run_writes_its_curves_on_env_steps(tmp_path, design):
     scalars, histograms = set(events.Tags()["scalars"]), set(events.Tags()["histograms"])
     assert {"throughput/env_steps_per_sec", "throughput/learning_env_steps_per_sec", "throughput/realised_utd",
             "learning/td_loss", "episodes/train_episode_return", "holdout/return_mean"} <= scalars
-    assert ("learning/q_max" in scalars) == (design != "hogwild")  # hogwild's batches stay in its workers
-    assert ("learning/grad_norm" in scalars) == (design not in ("hogwild", "pqn"))  # kept by the replay learner
-    assert ("acting/replay_fill" in scalars) == (design not in ("pqn", "hogwild"))  # none, or the workers' own
+    assert {"learning/q_mean", "learning/q_max", "learning/grad_norm", "acting/epsilon"} <= scalars
+    assert ("acting/replay_fill" in scalars) == (design != "pqn")  # pqn has none; hogwild's workers' together
     assert {"holdout/returns", "holdout/lengths"} <= histograms
-    assert ("learning/q_taken" in histograms) == (design != "hogwild")
+    assert ("learning/q_taken" in histograms) == (design != "hogwild")  # hogwild's batches stay in its workers
+    schedule = EpsilonSchedule(result.config.eps_start, result.config.eps_end, result.config.eps_decay_steps)
+    epsilon = events.Scalars("acting/epsilon")
+    if design in ("actor_learner", "hogwild"):  # the actors' own steps: at or past the run's logged step
+        assert all(result.config.eps_end <= e.value <= schedule(e.step) + 1e-6 for e in epsilon)
+        assert [e.value for e in epsilon] == sorted((e.value for e in epsilon), reverse=True)
+    else:  # one schedule on the run's env steps
+        assert [e.value for e in epsilon] == pytest.approx([schedule(e.step) for e in epsilon])
     holdout = events.Scalars("holdout/return_mean")
     assert [e.step for e in holdout] == [1_000, 2_000]
     assert [e.value for e in holdout] == pytest.approx([p["return_mean"] for p in result.result["holdout_curve"]])
@@ -62,10 +69,22 @@ def test_a_run_writes_its_curves_on_env_steps(tmp_path, design):
         assert {"workers/worker_share_min"} <= scalars and "workers/worker_env_step_share" in histograms
         shares = events.Histograms("workers/worker_env_step_share")[-1].histogram_value
         assert shares.num == 2 and shares.sum == pytest.approx(1.0)
-    if design == "actor_learner":  # the lag of what the learner sampled, and the acting weights' age
-        assert "learning/policy_lag" in histograms and "design/actor_weights_staleness_max" in scalars
+    if design in ("actor_learner", "vector_env"):  # each source's share of the sampled transitions
+        assert "workers/worker_sampled_share_min" in scalars and "workers/worker_sampled_share" in histograms
+        sampled = events.Histograms("workers/worker_sampled_share")[-1].histogram_value
+        assert sampled.num == 2 and sampled.sum == pytest.approx(1.0)
+        roles = {"actor_learner": "actors", "vector_env": "envs"}[design]  # busy fractions, and the bound as text
+        assert {"roles/busy_learner", f"roles/busy_{roles}"} <= scalars
+        assert all(0.0 <= e.value <= 1.0 for e in events.Scalars("roles/busy_learner"))
+        assert "roles/bound/text_summary" in events.Tags()["tensors"]
+    if design == "actor_learner":  # the lag of what the learner sampled, and the acting weights' age at hand-off
+        assert "learning/policy_lag" in histograms and "acting/actor_weights_staleness_max" in scalars
+        assert "acting/weight_age" in histograms and "acting/weight_age_mean" in scalars
     if design == "hogwild":  # workers' overlapping writes
         assert "design/overlap_fraction" in scalars
+    if design == "pqn":  # the rollouts: how many, the learning rate's anneal, the Q(lambda) targets' mean
+        assert {"design/rollouts", "design/learning_rate", "design/lambda_return_mean"} <= scalars
+        assert events.Scalars("design/rollouts")[-1].value == 7  # at 2,000 env steps: the 8th rollout of 2 x 125 not yet learned
 
 
 def test_a_second_run_gets_its_own_folder(tmp_path):
@@ -176,6 +195,8 @@ def test_tags_group_by_what_they_measure():
     assert tag("q_taken") == "learning/q_taken"
     assert tag("worker_share_min") == "workers/worker_share_min"
     assert tag("overlap_fraction") == "design/overlap_fraction"
+    assert tag("epsilon_actor3") == "acting/epsilon_actor3" and tag("acting_weight_age") == "acting/weight_age"
+    assert tag("busy_learner") == "roles/busy_learner" and tag("bound") == "roles/bound"
 
 
 def test_event_files_that_cannot_be_written_fail_the_run_in_one_line(tmp_path):

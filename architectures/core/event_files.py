@@ -34,17 +34,19 @@ GROUPS = {
                  "grad_norm", "updates"),
     "episodes": ("train_episode_return", "train_episode_length"),
     "holdout": ("holdout_return_mean", "holdout_returns", "holdout_lengths"),
-    "acting": ("epsilon", "replay_fill"),
+    "acting": ("epsilon", "replay_fill", "acting_weight_age", "acting_weight_age_mean", "actor_weights_staleness_max"),
 }
 SECTION = {name: group for group, names in GROUPS.items() for name in names}
+PREFIXES = (("worker_", "workers"), ("epsilon_", "acting"), ("busy_", "roles"), ("bound", "roles"))
+"""Names made per worker or per role (worker_share_min, epsilon_actor3, busy_learner) by their start."""
 
 
 def tag(name: str) -> str:
     """The TensorBoard tag of a reported name: its section, then the name (less the section's own
     prefix: holdout_returns is holdout/returns)."""
-    if name.startswith("worker_"):
+    section = SECTION.get(name) or next((group for start, group in PREFIXES if name.startswith(start)), "design")
+    if section == "workers":
         return f"workers/{name}"
-    section = SECTION.get(name, "design")
     return f"{section}/{name.removeprefix(section + '_')}"
 
 
@@ -82,8 +84,7 @@ def _fails_the_run(method):
         try:
             return method(self, *args, **kwargs)
         except OSError as err:
-            self.failed = True
-            raise EventFilesFailed(self.log_dir, err.strerror or str(err)) from err
+            raise self.failure(err) from err
     return write
 
 
@@ -91,6 +92,11 @@ class TensorBoardReporter:
     """Writes what a run reports to event files in `log_dir` (created on the first point)."""
 
     def __init__(self, log_dir: str) -> None:
+        from torch.utils.tensorboard import SummaryWriter  # tensorboard's own writer, through torch
+
+        # Imported here, before any run's clock starts: imported at the first point, its 77 ms fell
+        # inside the speed measure's window and read as a 2-3% cost on 4-s runs (docs/watching.md).
+        self._summary_writer = SummaryWriter
         self.log_dir = log_dir
         self._writer = None
         self._purge: int | None = None
@@ -99,11 +105,9 @@ class TensorBoardReporter:
 
     @property
     def writer(self):
-        if self._writer is None:
-            from torch.utils.tensorboard import SummaryWriter  # tensorboard's own writer, through torch
-
+        if self._writer is None:  # opened at the first point, once a resume has set purge_step
             _quiet_writer_threads()
-            self._writer = SummaryWriter(self.log_dir, purge_step=self._purge, flush_secs=FLUSH_S)
+            self._writer = self._summary_writer(self.log_dir, purge_step=self._purge, flush_secs=FLUSH_S)
         return self._writer
 
     def resumed(self, env_steps: int) -> None:
@@ -121,6 +125,10 @@ class TensorBoardReporter:
         values = values[np.isfinite(values)]
         if values.size:
             self.writer.add_histogram(tag(name), values, env_steps, bins=HISTOGRAM_BINS)
+
+    @_fails_the_run
+    def text(self, name: str, value: str, env_steps: int) -> None:
+        self.writer.add_text(tag(name), value, env_steps)
 
     @_fails_the_run
     def holdout(self, result: dict) -> None:
@@ -144,5 +152,9 @@ class TensorBoardReporter:
             writer.close()
         except OSError as err:
             if not self.failed:
-                self.failed = True
-                raise EventFilesFailed(self.log_dir, err.strerror or str(err)) from err
+                raise self.failure(err) from err
+
+    def failure(self, err: OSError) -> EventFilesFailed:
+        """The run's one-line failure for a write that raised `err`; nothing is written after it."""
+        self.failed = True
+        return EventFilesFailed(self.log_dir, err.strerror or str(err))

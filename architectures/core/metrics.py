@@ -141,8 +141,8 @@ def cpu_summary(clock: Stopwatch, env_steps: int) -> dict | None:
 
 class Reporter(Protocol):
     """Where a run's numbers go. Optional, looked up with getattr: `histogram(name, values,
-    env_steps)`, a distribution at a log (only curve writers keep them: Sacred's metrics are
-    scalars); `resumed(env_steps)`, said before a resumed run re-reports its holdouts so a curve
+    env_steps)`, a distribution at a log, and `text(name, value, env_steps)`, a line such as the
+    bound a run's breakdown names (only curve writers keep them: Sacred's metrics are scalars); `resumed(env_steps)`, said before a resumed run re-reports its holdouts so a curve
     writer can drop the points it already has; `trained(net)`, which Run.result hands a CPU copy
     of the trained online network (the Python API keeps it)."""
 
@@ -209,6 +209,9 @@ class Reporters:
 
     def histogram(self, name: str, values, env_steps: int) -> None:
         self._each("histogram", name, values, env_steps)
+
+    def text(self, name: str, value: str, env_steps: int) -> None:
+        self._each("text", name, value, env_steps)
 
     def holdout(self, result: dict) -> None:
         self._each("holdout", result)

@@ -45,7 +45,7 @@ from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.networks import GreedyPolicy, build_q_network
 from architectures.core.replay import make_replay, transition_dtype
 from architectures.core.schedules import WorkerShare
-from architectures.designs.hogwild_books import hogwild_summary
+from architectures.designs.hogwild_books import hogwild_figures, hogwild_summary, write_figures
 from architectures.run.acting import EnvLoop, actor_epsilon, resume_epsilons
 from architectures.run.base import LearningLog, Run
 from architectures.run.parking import all_parked, park, stops, worker_stops
@@ -191,6 +191,7 @@ def _act_and_learn(index: int, arrays: dict, waiter: Waiter, args: WorkerArgs) -
             if loop.steps % 256 == 0:
                 waiter.check()
                 publish_times(status, {"env_step": loop.env_s + loop.fold_s, "act": loop.act_s, **times})
+                write_figures(status, learner, replay)  # the latest batch, for the main process's curves
         # ------------------------------------------------------------------ park at the stop
         publish_times(status, {"env_step": loop.env_s + loop.fold_s, "act": loop.act_s, **times})
         if cfg.hogwild_replay == "shared":
@@ -262,6 +263,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         run.start_clock(workers=lambda: status["pid"].tolist())
         run.curves.watch_workers(lambda: status)  # each worker's share of the env steps
         logged_loss = float(status["loss_sum"].sum())  # the losses summed up to the previous log
+        capacity = replay.capacity if replay is not None else n * max(1, cfg.buffer_size // n)  # every replay
         while True:
             # Blocks (no CPU) until a worker parks, or for LOG_WAIT_S: the log's cadence, and the
             # health check's; it polled every millisecond before.
@@ -276,7 +278,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             if run.log_due(global_steps):
                 updates, loss_total = int(status["updates"].sum()), float(status["loss_sum"].sum())
                 run.log(global_steps, status_episodes(status), LearningLog(updates, loss_total - logged_loss),
-                        overlap_fraction=float(status["overlaps"].sum()) / max(1, updates))
+                        overlap_fraction=float(status["overlaps"].sum()) / max(1, updates),
+                        **hogwild_figures(status, capacity, None if replay is None else replay.size))
                 logged_loss = loss_total
             if all_parked(run, status, global_steps):
                 if run.at_stop(global_steps, lambda: {"workers": pool.collect(), "status": status.copy(),

@@ -1,5 +1,6 @@
 """hogwild's result: how often workers' writes overlapped, how stale their gradients were, whose
-Adam state was in force, and each worker's share of the work."""
+Adam state was in force, and each worker's share of the work; and its workers' learning figures
+for the live curves (their batches live in the workers, so each writes its own to its status row)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,31 @@ from architectures.run.worker_rows import per_worker_summary, status_episodes
 
 WORKER_TIMES = ("env_step", "act", "sample", "gradient", "apply")
 """What a hogwild worker's time goes to."""
+
+
+def write_figures(status_row, learner, replay) -> None:
+    """A worker's latest batch into its status row: Q(s, a) mean and max, the gradient norm before
+    clipping (where clipped), and its replay's size. Every 256 env steps: three small reads."""
+    q = learner.last_q_taken
+    if q is not None:
+        status_row["q_mean"], status_row["q_max"] = float(q.mean()), float(q.max())
+    if learner.last_grad_norm is not None:
+        status_row["grad_norm"] = float(learner.last_grad_norm)
+    status_row["replay_size"] = replay.size
+
+
+def hogwild_figures(status: np.ndarray, capacity: int, shared_size: int | None) -> dict[str, float]:
+    """What the main process logs of the workers' learning: Q(s, a) mean (over the workers that
+    have learned) and max, their gradient norms' mean, and the replay's fill (the shared one's, or
+    every worker's own together: `capacity` is theirs summed)."""
+    learned = status["updates"] > 0
+    size = shared_size if shared_size is not None else int(status["replay_size"].sum())
+    figures = {"replay_fill": size / capacity}
+    if learned.any():
+        figures.update(q_mean=float(status["q_mean"][learned].mean()), q_max=float(status["q_max"][learned].max()))
+        if status["grad_norm"][learned].any():
+            figures["grad_norm"] = float(status["grad_norm"][learned].mean())
+    return figures
 
 
 def hogwild_summary(run: Run, final: np.ndarray, *, env_steps: int, startup_seconds: float,

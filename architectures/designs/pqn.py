@@ -80,8 +80,8 @@ def fit_rollout(net: torch.nn.Module, optimizer: torch.optim.Optimizer, shuffle:
                 on_update) -> None:
     """`rollout_epochs` passes over one rollout's B = T x N samples, each in `rollout_minibatches`
     shuffled minibatches of about B / minibatches, fitting Q(s, a) to the Q(lambda) targets;
-    `on_update(loss, q_taken)` after each update, the loss a device scalar (the loop's books and
-    divergence check). The
+    `on_update(loss, q_taken, grad_norm)` after each update, the loss and the gradient's norm
+    before clipping device scalars (the loop's books, divergence check and curves). The
     components time it alone (experiments/components_alone.py `rollout_costs`), so the cost model
     prices PQN's learning with the code the runs execute. b_obs (B, *obs), b_actions and b_targets (B,)."""
     params = list(net.parameters())
@@ -93,9 +93,9 @@ def fit_rollout(net: torch.nn.Module, optimizer: torch.optim.Optimizer, shuffle:
             loss = td_loss(q_taken, b_targets[index], cfg.loss)
             optimizer.zero_grad(set_to_none=False)
             loss.backward()
-            clip_grad_norm(params, cfg.max_grad_norm)
+            norm = clip_grad_norm(params, cfg.max_grad_norm)
             optimizer.step()
-            on_update(loss.detach(), q_taken)
+            on_update(loss.detach(), q_taken, norm)
 
 
 def preflight(cfg: DQNConfig) -> None:
@@ -151,9 +151,9 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
 
     device_losses = torch.zeros((), device=device)  # a device learner's losses since the last log
 
-    def on_update(loss: torch.Tensor, q_taken: torch.Tensor) -> None:  # after each update: the books, the divergence check
-        nonlocal updates, loss_sum, last_q
-        updates, last_q = updates + 1, q_taken
+    def on_update(loss: torch.Tensor, q_taken: torch.Tensor, norm: torch.Tensor) -> None:  # the books, the divergence check
+        nonlocal updates, loss_sum, last_q, last_norm
+        updates, last_q, last_norm = updates + 1, q_taken, norm
         if not acting.separate:  # on the CPU a read costs nothing: the run stops at the update that diverged
             value = float(loss)
             check_finite(value, updates - 1)
@@ -172,9 +172,13 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
             loss_sum = host_float(device_losses)
             device_losses.zero_()
             check_finite(loss_sum, updates)
-        return LearningLog(updates, loss_sum, last_q)  # the latest minibatch's Q(s, a)
+        return LearningLog(updates, loss_sum, last_q, grad_norm=last_norm)  # the latest minibatch's Q(s, a)
 
-    last_q = None
+    def rollout_figures() -> dict[str, float]:  # what a watcher of the rollouts wants at each log
+        return {"rollouts": done_rollouts, "learning_rate": optimizer.param_groups[0]["lr"],
+                **({"lambda_return_mean": last_return} if last_return is not None else {})}
+
+    last_q = last_norm = last_return = None
 
     run.start_clock(workers=lambda: envs.pids)
     while env_steps < cfg.total_env_steps:
@@ -217,7 +221,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
 
             # -------------------------------------------------------------- logging
             if run.log_due(env_steps):
-                run.log(env_steps, sum((s.stats for s in streams), EpisodeStats()), learned())
+                run.log(env_steps, sum((s.stats for s in streams), EpisodeStats()), learned(), **rollout_figures())
                 loss_sum = 0.0
         for t in sorted({t for t, _ in cut}):  # in one pass per step, the truncated envs in order, as lockstep
             ids = sorted(i for u, i in cut if u == t)
@@ -233,6 +237,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
         next_values[steps - 1] = np.where(terminated[steps - 1] | truncated[steps - 1], next_values[steps - 1], last)
         targets = lambda_returns(rewards[:steps], terminated[:steps], truncated[:steps], next_values[:steps],
                                  cfg.gamma, cfg.q_lambda)
+        last_return = float(targets.mean())  # the rollout's mean Q(lambda) target, for the curves
         b_obs = torch.as_tensor(obs_buf[:steps].reshape(steps * n, *spec.obs_shape)).to(device)  # (B, *obs)
         b_actions = torch.as_tensor(actions[:steps].reshape(-1)).to(device)  # (B,)
         b_targets = torch.as_tensor(targets.reshape(-1)).to(device)  # (B,)

@@ -85,6 +85,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
     idle, sent = list(range(n)), env_steps  # envs waiting for an action; env steps sent so far
     perf = time.perf_counter
     run.start_clock(workers=lambda: envs.pids)
+    run.curves.watch_roles(lambda: _roles(cfg, learning, envs, seconds, run.clock.elapsed()))  # busy roles, live
     while True:
         # ------------------------------------------------------------------ acting: the ready envs, batched
         stop = run.stops[run.next_stop].env_steps  # the next holdout or save, or the end: no env steps past it
@@ -155,13 +156,20 @@ def _result(cfg: DQNConfig, run: Run, learning: ReplayLearning, envs: VectorEnvs
         round_trip_us={part: 1e6 * trip[part] / steps for part in ("to_env", "env_step", "to_main")},
         **per_worker_summary(_stream_status(streams), learning.replay.data["source"][:learning.replay.size],
                              learning.sampled_counts))
+    roles = _roles(cfg, learning, envs, seconds, result["train_seconds"])
+    result["bottleneck"] = name_bottleneck(result["train_seconds"], roles, result.get("cpu"))
+    return result
+
+
+def _roles(cfg: DQNConfig, learning: ReplayLearning, envs: VectorEnvs, seconds: dict, train_seconds: float) -> dict:
+    """This process's seconds per component and an env's (the mean over envs): the bottleneck's
+    roles, at the end and on the live curves."""
+    trip = envs.seconds
+    blocked = trip["blocked"]
     main_parts = {"act": seconds["act"], "replay_add": seconds["replay_add"], "sample": learning.sample_s,
                   "update": learning.update_s, "send_recv": trip["send"] + trip["recv"] - blocked, "wait": blocked}
     env_busy = envs.env_seconds()["env_step"] / cfg.num_workers
-    env_parts = {"env_step": env_busy, "wait": max(0.0, result["train_seconds"] - env_busy)}
-    result["bottleneck"] = name_bottleneck(result["train_seconds"], {"learner": main_parts, "envs": env_parts},
-                                           result.get("cpu"))
-    return result
+    return {"learner": main_parts, "envs": {"env_step": env_busy, "wait": max(0.0, train_seconds - env_busy)}}
 
 
 def _stream_status(streams: list[EpisodeStream]) -> np.ndarray:

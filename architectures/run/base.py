@@ -173,7 +173,7 @@ class Run:
             logged.update(episodes=episodes.episodes, return_sum=episodes.return_sum, length_sum=episodes.length_sum)
         for name, value in scalars.items():
             report(name, value, env_steps)
-        self.curves.report(env_steps, self.clock.elapsed(), learned, self.learning and self.learning.replay)
+        self.curves.report(env_steps, self.clock.elapsed(), learned, self.learning)
         self.reporter.progress(env_steps, self.cfg.total_env_steps, steps_per_sec, self._last_holdout)
 
     def evaluate(self, env_steps: int) -> dict:

@@ -46,8 +46,9 @@ def write_episodes(status_row, stats: EpisodeStats) -> None:
     status_row["episode_return_sum"] = stats.return_sum
 
 
-RESTART_FIELDS = ("pid", "heartbeat", "state")
-"""Status fields of a process's own life: not carried over to the process that resumes it."""
+RESTART_FIELDS = ("pid", "heartbeat", "state", "q_mean", "q_max", "grad_norm", "replay_size")
+"""Status fields of a process's own life, and its latest batch's figures (written again by its
+next batch): not carried over to the process that resumes it."""
 
 
 def restore_status(status: np.ndarray, saved: np.ndarray) -> None:

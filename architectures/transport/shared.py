@@ -53,6 +53,9 @@ STATUS_DTYPE = np.dtype([
     ("t_sample", np.float64), ("t_gradient", np.float64), ("t_apply", np.float64), ("adam_steps", np.float64),
     # SharedReplay users: rows a reader redrew (a writer was inside), waits for a slot's last writer
     ("replay_resampled", np.int64), ("replay_write_waits", np.int64),
+    # hogwild workers' latest batch, for the live curves: Q(s, a) mean and max, the gradient norm
+    # before clipping, and the size of the worker's replay
+    ("q_mean", np.float64), ("q_max", np.float64), ("grad_norm", np.float64), ("replay_size", np.int64),
     # set while the worker is blocked on its doorbell (bells.Bell), cleared by whoever rings it
     ("waiting", np.int64),
 ], align=True)

@@ -95,6 +95,22 @@ class ActorBooks:
         else:
             replay.extend(rows)
 
+    def watch(self, run: Run) -> None:
+        """Give the run's curves the actors' rows (their shares and epsilons), the acting weights'
+        age at hand-off, and the learner's and actors' busy time (`roles`)."""
+        run.curves.watch_workers(lambda: self.status, run_steps=self.cfg.actor_quotas == "free")
+        run.curves.watch_handoff(self.staleness)
+        run.curves.watch_roles(lambda: self.roles(run.learning))
+
+    def roles(self, learning) -> dict[str, dict[str, float]]:
+        """The learner's seconds so far per component and an actor's (the mean over actors): what
+        `result` names the bottleneck from, read while the run trains."""
+        tally = self.tally
+        learner = {"handoff_drain": tally.seconds, "handoff_request": tally.request_seconds,
+                   "weight_publish": self.publications.seconds, "sample": learning.sample_s,
+                   "update": learning.update_s, "wait": tally.wait_seconds}
+        return {"learner": learner, "actors": {role: float(self.status[f"t_{role}"].mean()) for role in ACTOR_ROLES}}
+
     def parts(self, actor_states: list[dict]) -> dict:
         return {"actors": actor_states, "status": self.status.copy(), "staleness": self.staleness.state_dict(),
                 "worker_staleness": self.worker_staleness.copy(), "publications": self.publications.state(),

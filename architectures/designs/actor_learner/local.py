@@ -227,7 +227,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         pool.go(max(120.0, cfg.worker_timeout_s))
         startup_seconds = time.perf_counter() - started
         run.start_clock(workers=lambda: status["pid"].tolist())
-        run.curves.watch_workers(lambda: status)  # each actor's share of the env steps
+        books.watch(run)  # the actors' shares and epsilons, acting weights' age, busy roles: live curves
         perf = time.perf_counter
         last_check = time.monotonic()
 

@@ -208,7 +208,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         after_stop = np.zeros(n, dtype=bool)
         global_steps = int(status["env_steps"].sum())
         run.start_clock()
-        run.curves.watch_workers(lambda: status)  # each actor's share, as of its last batch
+        books.watch(run)  # the actors' shares and epsilons, acting weights' age, busy roles: live curves
         while True:
             # -------------------------------------------------------------- hand-off: request and fetch batches
             t0 = perf()
