@@ -42,6 +42,7 @@ def log_costs(logs: int, scalars: int, histograms: int, values: int = 128) -> di
                 writer.scalar(f"scalar_{i}", float(i), step)
             for i in range(histograms):
                 writer.histogram(f"histogram_{i}", batch, step)
+            writer.progress(step, logs, 0.0, None)  # the log's end, as Run.log says it
         main = time.perf_counter() - wall
         writer.close()
         cpu = time.process_time() - cpu

@@ -95,15 +95,18 @@ class TensorBoardReporter:
     """Writes what a run reports to event files in `log_dir` (created on the first point)."""
 
     def __init__(self, log_dir: str) -> None:
+        from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary
         from torch.utils.tensorboard import SummaryWriter  # tensorboard's own writer, through torch
 
         # Imported here, before any run's clock starts: imported at the first point, its 77 ms fell
         # inside the speed measure's window and read as a 2-3% cost on 4-s runs (docs/watching.md).
-        self._summary_writer = SummaryWriter
+        self._summary_writer, self._summary, self._histogram = SummaryWriter, Summary, HistogramProto
         self.log_dir = log_dir
         self._writer = None
         self._purge: int | None = None
         self._replayed = -1  # holdouts at or before this env step were written by an earlier process
+        self._pending: list = []  # the points of the log in progress (one env step), written as one event
+        self._pending_step = -1
         self.failed = False
 
     @property
@@ -121,7 +124,7 @@ class TensorBoardReporter:
 
     @_fails_the_run
     def scalar(self, name: str, value: float, env_steps: int) -> None:
-        self.writer.add_scalar(tag(name), float(value), env_steps)
+        self._add(env_steps, self._summary.Value(tag=tag(name), simple_value=float(value)))
 
     @_fails_the_run
     def histogram(self, name: str, values, env_steps: int) -> None:
@@ -133,13 +136,31 @@ class TensorBoardReporter:
         values = values[np.isfinite(values)]
         if values.size:
             counts, edges = np.histogram(values, bins=HISTOGRAM_BINS)
-            self.writer.add_histogram_raw(  # TensorBoard's layout: right edges, an empty bucket on the left
-                tag(name), min=float(values.min()), max=float(values.max()), num=int(values.size),
-                sum=float(values.sum()), sum_squares=float(np.square(values).sum()),
-                bucket_limits=edges.tolist(), bucket_counts=[0, *counts.tolist()], global_step=env_steps)
+            self._add(env_steps, self._summary.Value(tag=tag(name), histo=self._histogram(  # TensorBoard's layout:
+                min=float(values.min()), max=float(values.max()), num=int(values.size),  # right edges, an empty
+                sum=float(values.sum()), sum_squares=float(np.square(values).sum()),  # bucket on the left
+                bucket_limit=edges.tolist(), bucket=[0, *counts.tolist()])))
+
+    def _add(self, env_steps: int, value) -> None:
+        """A point of the log at `env_steps`: held until the log ends (`progress`) or another step's.
+        The first point opens the files, so a folder that cannot be made fails the run there."""
+        if self._writer is None:
+            self.writer  # noqa: B018 - opened for its side effect
+        if self._pending and env_steps != self._pending_step:
+            self._write_pending()
+        self._pending_step = env_steps
+        self._pending.append(value)
+
+    def _write_pending(self) -> None:
+        """The held points as one event: a log's 20-30 points cost one hand-off to the writer's
+        thread and one record, not 20-30 (docs/watching.md: what the writer costs)."""
+        if self._pending:
+            points, self._pending = self._pending, []
+            self.writer.file_writer.add_summary(self._summary(value=points), global_step=self._pending_step)
 
     @_fails_the_run
     def text(self, name: str, value: str, env_steps: int) -> None:
+        self._write_pending()
         self.writer.add_text(tag(name), value, env_steps)
 
     @_fails_the_run
@@ -147,21 +168,26 @@ class TensorBoardReporter:
         step = int(result["env_steps"])
         if step <= self._replayed:
             return
-        self.writer.add_scalar(tag("holdout_return_mean"), float(result["return_mean"]), step)
+        self._write_pending()
+        self.scalar("holdout_return_mean", float(result["return_mean"]), step)
         self.histogram("holdout_returns", result.get("returns") or [], step)
         self.histogram("holdout_lengths", result.get("lengths") or [], step)
+        self._write_pending()
         self.writer.flush()  # a holdout is what a watcher waits for
 
+    @_fails_the_run
     def progress(self, env_steps: int, total: int, steps_per_sec: float, last_return: float | None) -> None:
-        pass
+        """The end of a log (Run.log says so last): its points go to the file."""
+        self._write_pending()
 
     def close(self) -> None:
         """Flush and close; a final flush that fails fails the run, unless it failed already."""
-        writer, self._writer = self._writer, None
-        if writer is None:
-            return
         try:
-            writer.close()
+            if not self.failed:
+                self._write_pending()
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                writer.close()
         except OSError as err:
             if not self.failed:
                 raise self.failure(err) from err
