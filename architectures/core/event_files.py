@@ -7,7 +7,8 @@ distributions Sacred cannot keep (`histogram`). It lives in the main process onl
 reporter does; workers reach it through the channels the run's log already reads.
 
 Step axis: env steps. Tags are grouped (throughput/, learning/, episodes/, holdout/, acting/,
-workers/, design/) so TensorBoard's sections read like the report's. A resumed run opens its
+workers/, roles/, design/) so TensorBoard's sections read like the report's; a log's points are
+written as one event when the log ends. A resumed run opens its
 writer with `purge_step` just past its checkpoint: TensorBoard drops what the killed process
 wrote after it, and the holdouts the resume re-reports are not written twice.
 """
@@ -28,8 +29,9 @@ histogram on the 2-core machine, 30 bins 0.16 ms (docs/watching.md: what the wri
 FLUSH_S = 10
 """How often pending events reach the file: a watcher sees a point within this many seconds."""
 QUEUE = 256
-"""Events the writer's thread may hold unwritten: a log's ~25 never wait for it. At TensorBoard's
-default 10 a log blocked on that thread, 2.6-3.1 ms a log (tails of 12 ms) with the cores busy."""
+"""Events the writer's thread may hold unwritten, so a write never waits for it. At TensorBoard's
+default 10, a log written point by point (25 events) blocked on that thread 2.6-3.1 ms a log
+(tails of 12 ms) with the cores busy; a log is one event now."""
 
 GROUPS = {
     "throughput": ("env_steps_per_sec", "learning_env_steps_per_sec", "realised_utd"),
