@@ -276,7 +276,8 @@ def test_vector_env_paces_updates_and_shares_evenly():
     assert result["realised_utd"] == pytest.approx(0.25, rel=0.02)
     assert [c["env_steps"] for c in result["holdout_curve"]] == [2_000, 4_000, 6_000]
     for kind in ("replay", "sampled"):
-        assert all(abs(s - 0.5) <= 0.05 for s in result["worker_shares"][kind])
+        shares = result["worker_shares"][kind]
+        assert all(abs(s - 0.5) <= 0.05 for s in shares), (kind, shares, result["worker_shares"])
     assert result["bottleneck"]["role"] in ("learner", "envs")
     assert_clean()
 

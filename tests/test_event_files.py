@@ -240,7 +240,10 @@ def test_a_minute_long_actor_learner_run_shows_its_first_curves_within_30_s(tmp_
     run = subprocess.Popen([sys.executable, "-m", "experiments.train", "with", "practitioner_shape",
                             "architecture=actor_learner", "num_workers=4", "eval_every=50000", "-F", str(store)],
                            cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT}, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
+                           stderr=subprocess.PIPE, text=True,
+                           # Ctrl-C as a terminal delivers it, even where this test was started in the
+                           # background (`cmd &` in a script ignores SIGINT, and the child would inherit that)
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         time.sleep(30)  # what a user waits before looking
         assert run.poll() is None, run.stderr.read()[-2000:]  # still training: a minute-long run
