@@ -55,7 +55,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scalars", type=int, default=19, help="scalars a log writes (actor_learner writes 19)")
     parser.add_argument("--histograms", type=int, default=5, help="histograms a log writes")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--dry-run", action="store_true", help="say what would be timed, time nothing")
     args = parser.parse_args(argv)
+    if args.dry_run:
+        print(f"would time: the writer's import in {args.rounds} fresh processes, and {args.rounds} rounds of "
+              f"{args.logs} logs of {args.scalars} scalars and {args.histograms} histograms")
+        return
     imports = [import_seconds() for _ in range(args.rounds)]
     print(f"import TensorBoard's writer: median {1e3 * np.median(imports):.0f} ms "
           f"[{1e3 * min(imports):.0f}, {1e3 * max(imports):.0f}] over {args.rounds} fresh processes")
