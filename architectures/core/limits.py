@@ -91,11 +91,17 @@ def replay_bytes(cfg: DQNConfig, spec: EnvSpec, capacity: int) -> int:
     return nbytes
 
 
+def worker_replay_size(cfg: DQNConfig) -> int:
+    """The rows of each hogwild worker's own replay (`hogwild_replay=local`): the run's buffer split
+    evenly, as the workers make them and as their memory is counted here."""
+    return max(1, cfg.buffer_size // cfg.num_workers)
+
+
 def run_replay_bytes(name: str, cfg: DQNConfig, spec: EnvSpec) -> int:
     """Every replay a run keeps: hogwild's local replays are num_workers rings of buffer_size //
     num_workers records each, its shared replay one ring plus a sequence number per row."""
     if name == "hogwild" and cfg.hogwild_replay == "local":
-        return cfg.num_workers * replay_bytes(cfg, spec, max(1, cfg.buffer_size // cfg.num_workers))
+        return cfg.num_workers * replay_bytes(cfg, spec, worker_replay_size(cfg))
     if name == "hogwild":
         return replay_bytes(cfg, spec, cfg.buffer_size) + 8 * cfg.buffer_size
     return replay_bytes(cfg, spec, cfg.buffer_size)

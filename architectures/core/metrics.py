@@ -142,8 +142,9 @@ def cpu_summary(clock: Stopwatch, env_steps: int) -> dict | None:
 class Reporter(Protocol):
     """Where a run's numbers go. Optional, looked up with getattr: `histogram(name, values,
     env_steps)`, a distribution at a log, and `text(name, value, env_steps)`, a line such as the
-    bound a run's breakdown names (only curve writers keep them: Sacred's metrics are scalars); `resumed(env_steps)`, said before a resumed run re-reports its holdouts so a curve
-    writer can drop the points it already has; `trained(net)`, which Run.result hands a CPU copy
+    bound a run's breakdown names (only curve writers keep them: Sacred's metrics are scalars);
+    `resumed(env_steps)`, said before a resumed run re-reports its holdouts so a curve writer can
+    drop the points it already has; `trained(net)`, which Run.result hands a CPU copy
     of the trained online network (the Python API keeps it)."""
 
     def scalar(self, name: str, value: float, env_steps: int) -> None: ...

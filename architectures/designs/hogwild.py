@@ -41,6 +41,7 @@ from architectures.core.config import ConfigError, DQNConfig
 from architectures.core.dqn import DQNLearner, FusedAdam
 from architectures.core.envs import EnvSpec, env_spec, rng_seeds
 from architectures.core.errors import RunDiverged
+from architectures.core.limits import worker_replay_size
 from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.networks import GreedyPolicy, build_q_network
 from architectures.core.replay import make_replay, transition_dtype
@@ -125,8 +126,7 @@ def _act_and_learn(index: int, arrays: dict, waiter: Waiter, args: WorkerArgs) -
         replay = SharedReplay(arrays["replay_data"], arrays["replay_seq"], arrays["replay_counters"], args.replay_lock)
     else:  # this worker's own
         space = loop.env.observation_space
-        replay = make_replay(cfg.replace(buffer_size=max(1, cfg.buffer_size // cfg.num_workers)), space.shape,
-                             space.dtype)
+        replay = make_replay(cfg.replace(buffer_size=worker_replay_size(cfg)), space.shape, space.dtype)
     replay_rng = np.random.default_rng(replay_seed.spawn(cfg.num_workers)[index])
     run_stops, first_stop = stops(cfg), 0
     ratio = WorkerShare(cfg.utd, cfg.learning_starts, cfg.num_workers, index, [stop.env_steps for stop in run_stops])
@@ -263,7 +263,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         run.start_clock(workers=lambda: status["pid"].tolist())
         run.curves.watch_workers(lambda: status)  # each worker's share of the env steps
         logged_loss = float(status["loss_sum"].sum())  # the losses summed up to the previous log
-        capacity = replay.capacity if replay is not None else n * max(1, cfg.buffer_size // n)  # every replay
+        capacity = replay.capacity if replay is not None else n * worker_replay_size(cfg)  # every worker's replay
         while True:
             # Blocks (no CPU) until a worker parks, or for LOG_WAIT_S: the log's cadence, and the
             # health check's; it polled every millisecond before.
