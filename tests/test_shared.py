@@ -380,3 +380,36 @@ def test_a_ringer_posts_only_flagged_waiters_and_clears_their_flags():
     assert posted() == [0, 3] and flags.tolist() == [0, 0, Bell.ROOM, 0]
     bell.ring()
     assert posted() == [2] and flags.tolist() == [0, 0, 0, 0]
+
+
+def _dead_pid() -> int:
+    """A pid no process has: a child that has exited and been reaped."""
+    proc = mp.get_context("spawn").Process(target=int)
+    proc.start()
+    proc.join()
+    return proc.pid
+
+
+def test_the_next_run_unlinks_blocks_a_dead_run_left_and_keeps_a_live_ones(monkeypatch, capsys):
+    """A machine torn down whole kills the janitor too; the next run's shared-memory check reaps."""
+    from architectures.transport.shared import check_shared_memory
+    dead = _dead_pid()
+    orphan = f"/dev/shm/pdqn_{dead}_test_orphan"
+    live = SharedBlocks()
+    try:
+        live.allocate("kept", (16,), np.float32)
+        with open(orphan, "wb") as f:
+            f.write(b"\0" * 4096)
+        monkeypatch.setenv("PDQN_KEEP_ORPHANS", "1")
+        check_shared_memory({"x": 1}, "a test run")
+        assert os.path.exists(orphan)  # opted out: left alone
+        monkeypatch.delenv("PDQN_KEEP_ORPHANS")
+        check_shared_memory({"x": 1}, "a test run")
+        assert not os.path.exists(orphan)
+        err = capsys.readouterr().err  # names every dead owner (this machine may hold others')
+        assert "left by dead runs (pid " in err and str(dead) in err.split("(pid ")[1]
+        assert len(leaked_segments(os.getpid())) == 1  # this live process's block stays
+    finally:
+        live.close()
+        if os.path.exists(orphan):
+            os.unlink(orphan)

@@ -113,3 +113,12 @@ def check_hung(status: np.ndarray, pending: list, busy_since: np.ndarray, timeou
             raise WorkerFailed(f"actor {i} (Ray actor, pid {int(status[i]['pid'])}) returned no batch for "
                                f"{timeout_s:.0f} s at {int(status[i]['env_steps']):,} env steps: hung "
                                f"(worker_timeout_s)")
+
+
+def kill_all(ray, actors: list, timeout_s: float = 10.0) -> None:
+    """Kill the run's actors and block until Ray reports each one dead (bounded): ray.kill only
+    asks, and an actor still listed after the run returns would hold its name and its CPU."""
+    for actor in actors:
+        ray.kill(actor, no_restart=True)
+    probes = [actor.ready.remote() for actor in actors]  # a call on a killed actor fails once Ray knows
+    ray.wait(probes, num_returns=len(probes), timeout=timeout_s)

@@ -23,6 +23,7 @@ import errno
 import mmap
 import os
 import secrets
+import sys
 from dataclasses import dataclass
 from multiprocessing import shared_memory
 
@@ -101,8 +102,45 @@ def _mb(nbytes: float) -> str:
     return f"{nbytes / 2**20:,.1f} MB" if nbytes >= 2**20 / 10 else f"{nbytes / 2**10:,.0f} KB"
 
 
+def reap_orphans() -> list[str]:
+    """Unlink our segments whose owner process is gone; return their names.
+
+    The janitor covers a killed run, but not a machine whose every process was killed at once (a
+    container or login session torn down): then the next run finds the dead run's blocks still
+    taking /dev/shm. A name carries its owner's pid; a live pid (even a reused one) is left alone.
+    Not for runs in other pid namespaces that share this /dev/shm (docker --ipc=host): their pids
+    look dead from here, so `PDQN_KEEP_ORPHANS=1` turns the reaping off."""
+    if os.environ.get("PDQN_KEEP_ORPHANS") == "1":
+        return []
+    reaped = []
+    for name in leaked_segments():
+        try:
+            pid = int(name.split("_")[1])
+        except (IndexError, ValueError):
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # alive (or not ours to signal): not an orphan
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        try:
+            os.unlink(os.path.join(SHM_DIR, name))
+            reaped.append(name)
+        except FileNotFoundError:  # another run reaped it first
+            pass
+    return reaped
+
+
 def check_shared_memory(needs: dict[str, int], what: str) -> None:
-    """Raise a one-line ConfigError if `needs` (part -> bytes) does not fit in /dev/shm's free space."""
+    """Raise a one-line ConfigError if `needs` (part -> bytes) does not fit in /dev/shm's free space
+    (after reaping dead runs' blocks, which would otherwise count as taken)."""
+    reaped = reap_orphans()
+    if reaped:
+        owners = sorted({name.split("_")[1] for name in reaped})
+        print(f"note: unlinked {len(reaped)} shared-memory blocks in {SHM_DIR} left by dead runs (pid "
+              f"{', '.join(owners)}); PDQN_KEEP_ORPHANS=1 keeps them", file=sys.stderr)
     free = shm_free_bytes()
     total = sum(needs.values())
     if free is None or total <= free:

@@ -52,7 +52,7 @@ from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
 from architectures.run.parking import worker_stops
 from architectures.run.worker_rows import status_episodes, write_episodes
-from architectures.transport.ray_support import check_hung, connect, fetch, flat, import_ray, wait_ready
+from architectures.transport.ray_support import check_hung, connect, fetch, flat, import_ray, kill_all, wait_ready
 from architectures.transport.shared import DONE, RUNNING, STATUS_DTYPE
 from architectures.transport.workers import misbehave, warn_if_oversubscribed, worker_fault
 
@@ -266,8 +266,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                            actor_weights_staleness_max=float(learner.version - status["weights_version"].min()))
         status["state"] = DONE
     finally:
-        for actor in actors:
-            ray.kill(actor, no_restart=True)
+        kill_all(ray, actors)
         if owns_connection:
             ray.shutdown()
     result = books.result(run, env_steps=global_steps, startup_seconds=startup_seconds)
