@@ -29,8 +29,10 @@ def _time_steps(env_id: str, steps: int, seed: int = 7) -> tuple[float, float, f
 def test_a_shapes_step_spends_its_cpu_and_its_wait(shape):
     spec = plan_shapes.SHAPES[shape]
     wall, cpu, _ = _time_steps(f"experiments.plan_shapes:{shape}-v0", 100)
-    assert wall == pytest.approx(plan_shapes.mean_step_us(shape), rel=0.35, abs=150)
+    # The CPU is the thread's own, so it holds on a busy machine; the wall has only a floor there (a
+    # shared core stretches a busy step), and the wall beyond the CPU is at least the wait.
     assert cpu == pytest.approx(spec.get("busy_us", 0.0), abs=150 + 0.2 * spec.get("busy_us", 0.0))
+    assert wall >= 0.9 * plan_shapes.mean_step_us(shape) and wall - cpu >= 0.9 * spec.get("wait_us", 0.0)
 
 
 def _waits(monkeypatch, seed: int, steps: int = 2_000) -> list[float]:
