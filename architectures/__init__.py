@@ -40,11 +40,16 @@ def get_train_fn(name: str, backend: str = "local") -> Callable:
 
 
 def preflight(name: str, cfg) -> None:
-    """The checks made before any work: the env can be made and has the spaces DQN needs, the
-    run fits this machine (limits.check_machine: cores, memory, CUDA, the env's episode cap),
-    and the design's own (shared memory that must fit, settings it refuses); a ConfigError names
-    the problem in one line (tests/test_config_limits.py)."""
-    from architectures.core.envs import env_spec
+    """The checks a run needs before any work, with no side effect (a dry run makes just these):
+    the env can be made and has the spaces DQN needs, the run fits this machine
+    (limits.check_machine: cores, memory, CUDA, n_step within an episode) and the design's own
+    (shared memory that must fit, settings it refuses). A ConfigError names the problem in one
+    line (tests/test_config_limits.py). An env registered without an episode cap is said once:
+    its episodes are cut at the default cap."""
+    import warnings
+
+    from architectures.core.envs import env_spec, episode_limit, episode_limit_note
+    from architectures.core.errors import RunWarning
     from architectures.core.limits import check_machine
 
     module = _module(name, cfg.backend)
@@ -52,6 +57,18 @@ def preflight(name: str, cfg) -> None:
     check = getattr(module, "preflight", None)
     if check is not None:
         check(cfg)
+    if episode_limit(cfg.env_id, cfg.max_episode_steps)[1] == "default":
+        warnings.warn(episode_limit_note(cfg.env_id), RunWarning, stacklevel=2)
+
+
+def before_run(name: str, cfg) -> None:
+    """The one sequence the CLI, the API and experiments.train call before a run, so the same bad
+    input gets the same line from each (tests/test_preflight.py): `preflight`, then a
+    checkpoint_path the run can use that no other run holds (its lock is then this process's)."""
+    from architectures.run.checkpoint import check_before_run
+
+    preflight(name, cfg)
+    check_before_run(name, cfg)
 
 
 _LAZY = {"train": "architectures.api", "load": "architectures.api", "Result": "architectures.api",
@@ -65,4 +82,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'architectures' has no attribute {name!r}")
 
 
-__all__ = ["ARCHITECTURES", "BACKENDS", "get_train_fn", "preflight", *_LAZY]
+__all__ = ["ARCHITECTURES", "BACKENDS", "before_run", "get_train_fn", "preflight", *_LAZY]

@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from architectures import ARCHITECTURES, get_train_fn, preflight
+from architectures import ARCHITECTURES, before_run, get_train_fn
 from architectures.core.config import ConfigError, DQNConfig
 from architectures.core.event_files import TensorBoardReporter, run_folder
 from architectures.core.metrics import NullReporter, PrintReporter, Reporter, Reporters
 from architectures.core.networks import GreedyPolicy, QNetwork
-from architectures.run.checkpoint import check_before_run
 
 FORMAT = "parallel-dqn-study agent 1"
 """What a saved agent's file says it is; a file saying otherwise is refused, not misread."""
@@ -135,8 +134,7 @@ def train(design: str, config: DQNConfig | dict | None = None, /, *, reporter: R
         raise ConfigError(f"architecture: unknown {design!r} (valid: {', '.join(ARCHITECTURES)})")
     base = config.to_dict() if isinstance(config, DQNConfig) else dict(config or {})
     cfg = DQNConfig.from_dict({**base, **overrides})
-    preflight(design, cfg)
-    check_before_run(design, cfg)  # a checkpoint_path it cannot use, or one another run holds
+    before_run(design, cfg)  # the CLI's and experiments.train's checks, checkpoint_path's included
     curves = TensorBoardReporter(event_folder(tensorboard_log, design, cfg)) if tensorboard_log else None
     keeper = _Keeper(Reporters(reporter or (PrintReporter() if progress else NullReporter()), curves))
     try:

@@ -42,17 +42,17 @@ def main(architecture: str, argv: list[str] | None = None) -> None:
     from architectures.core.event_files import TensorBoardReporter
     from architectures.core.metrics import PrintReporter, Reporters
 
-    from architectures import preflight
+    from architectures import before_run, preflight
 
     argv = list(sys.argv[2:] if argv is None else argv)
     plain_warnings()
     cfg = parse_config(argv)
+    try:  # a dry run makes the checks with no side effect; a run also takes its checkpoint's lock
+        (preflight if "--dry-run" in argv else before_run)(architecture, cfg)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
     if "--dry-run" in argv:
-        try:
-            preflight(architecture, cfg)
-        except ConfigError as err:
-            print(f"error: {err}", file=sys.stderr)
-            sys.exit(2)
         print(f"{architecture}: the config, the env and this machine check out (dry run: nothing trained)",
               file=sys.stderr)
         return

@@ -20,14 +20,14 @@ import sacred.experiment
 from sacred import SETTINGS, Experiment
 from sacred.utils import apply_backspaces_and_linefeeds
 
-from architectures import ARCHITECTURES, get_train_fn, preflight
+from architectures import ARCHITECTURES, before_run, get_train_fn
 from architectures.core.config import ConfigError, DQNConfig
 from architectures.core.envs import env_spec
 from architectures.core.errors import EventFilesFailed, RunDiverged, RunError, plain_warnings
 from architectures.core.event_files import TensorBoardReporter
 from architectures.core.limits import checkpoint_bytes
 from architectures.core.metrics import Reporters
-from architectures.run.checkpoint import check_before_run, remove_checkpoint
+from architectures.run.checkpoint import remove_checkpoint
 from experiments.configs import NAMED_CONFIGS, algorithm_values
 from experiments.host import HOST_INFO, store_source_diff
 from experiments.store import (
@@ -70,8 +70,7 @@ def _validate(config: dict, command_name: str, logger) -> dict:
     try:
         architecture, cfg = build_config(config)
         if command_name == "main":
-            preflight(architecture, cfg)
-            check_before_run(architecture, cfg)  # and takes the checkpoint's lock for this run
+            before_run(architecture, cfg)  # as the CLI and the API check (and takes the checkpoint's lock)
             check_store_space(architecture, cfg)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)

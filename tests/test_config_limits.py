@@ -57,7 +57,6 @@ REFUSED = [
     ("hogwild", dict(buffer_size=10**9, num_workers=4), "buffer_size"),
     ("hogwild", dict(buffer_size=10**9, hogwild_replay="shared"), "buffer_size"),
     ("single_env", dict(env_id="MinAtar/Breakout-v1", max_episode_steps=108_000, buffer_size=10**8), "buffer_size"),
-    ("single_env", dict(env_id="MinAtar/Breakout-v1"), "max_episode_steps"),  # no cap of its own: the holdout could hang
     ("single_env", dict(hidden_sizes=[10**9]), "hidden_sizes"),  # a 16 GB network, several times over
     ("actor_learner", dict(hidden_sizes=[10**9]), "hidden_sizes"),
     ("high_utd", dict(utd=4.0, hidden_sizes=[50_000, 50_000]), "hidden_sizes"),

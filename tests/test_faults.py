@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import traceback
+import warnings
 
 import numpy as np
 import pytest
@@ -128,21 +129,30 @@ ENDLESS = "tests.fault_envs:Endless-v0"  # never terminates, registered without 
 
 
 @pytest.mark.parametrize("design", DESIGNS)
-def test_an_env_without_a_cap_is_refused_before_the_run_naming_the_key(design):
-    with pytest.raises(ConfigError) as caught:
+def test_an_env_without_a_cap_is_said_once_and_cut_at_the_default_cap(design):
+    from architectures.core.envs import DEFAULT_EPISODE_CAP
+    from architectures.core.errors import RunWarning
+
+    with pytest.warns(RunWarning) as said:
         preflight(design, DQNConfig(env_id=ENDLESS, **TINY))
-    message = str(caught.value)
+    [message] = [str(w.message) for w in said]
     assert message.startswith(f"max_episode_steps: {ENDLESS!r} is registered without an episode cap") and (
-        "set max_episode_steps=N" in message and "\n" not in message)
+        f"cut after {DEFAULT_EPISODE_CAP:,} env steps" in message and "\n" not in message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a cap of its own, or the key set: nothing to say
+        preflight(design, DQNConfig(env_id=ENDLESS, max_episode_steps=50, **TINY))
+        preflight(design, DQNConfig(**TINY))
 
 
-def test_a_holdout_with_no_end_is_refused_where_no_preflight_ran():
-    """The design's own call (`python -m architectures`, a library user) makes the holdout env: an
-    env that could never end is refused there too, in the same line, instead of hanging."""
+def test_a_holdout_env_made_where_no_preflight_ran_has_an_end():
+    """The design's own call (a library user) makes the holdout env: an env registered without a
+    cap gets the default one there too, so the holdout cannot hang."""
+    from architectures.core.envs import DEFAULT_EPISODE_CAP
     from architectures.core.evaluation import HoldoutEvaluator
 
-    with pytest.raises(ConfigError, match=r"^max_episode_steps: 'tests.fault_envs:Endless-v0' is registered"):
-        HoldoutEvaluator(DQNConfig(env_id=ENDLESS, **TINY), None)
+    evaluator = HoldoutEvaluator(DQNConfig(env_id=ENDLESS, **TINY), None)
+    assert evaluator.env.spec.max_episode_steps == DEFAULT_EPISODE_CAP
+    evaluator.env.close()
     assert HoldoutEvaluator(DQNConfig(env_id=ENDLESS, **{**TINY, "eval_episodes": 0}), None).env is None  # no holdout
 
 
@@ -157,13 +167,17 @@ def test_an_env_that_never_ends_is_cut_at_max_episode_steps_in_training_and_on_t
     assert TINY["total_env_steps"] // 50 - workers < result["episodes"] <= TINY["total_env_steps"] // 50
 
 
-def test_an_env_without_a_cap_stops_the_command_in_one_line_and_records_nothing(tmp_path):
+def test_an_env_registered_without_a_cap_trains_from_the_command_and_its_cap_is_recorded(tmp_path):
+    """MinAtar registers its games without a cap; `MinAtar/Asterix-v1`, as MinAtar's docs name it,
+    trains, says the default cap once and records it."""
     store = tmp_path / "runs"
-    proc = _train(["with", f"env_id={ENDLESS}", *CLI_TINY, "-F", str(store)])
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    [line] = _errors(proc.stderr)
-    assert line.startswith("error: max_episode_steps:") and "Traceback" not in proc.stderr
-    assert not _run_folders(store)
+    proc = _train(["with", "env_id=MinAtar/Asterix-v1", *CLI_TINY, "-F", str(store)])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = [line for line in proc.stderr.splitlines() if "registered without an episode cap" in line]
+    assert len(said) == 1 and said[0].startswith("warning: max_episode_steps: 'MinAtar/Asterix-v1'"), said
+    [folder] = _run_folders(store)
+    result = json.load(open(store / folder / "run.json"))["result"]
+    assert (result["episode_cap"], result["episode_cap_source"]) == (108_000, "default")
 
 
 # ---------------------------------------------------------------------- an env that raises

@@ -44,7 +44,7 @@ def host_float(t: torch.Tensor | float | None) -> float:
         return float("nan")
     if isinstance(t, torch.Tensor) and t.is_meta:
         return 0.0
-    return float(t)
+    return float(t.detach()) if isinstance(t, torch.Tensor) else float(t)
 
 
 def host_array(t: torch.Tensor) -> np.ndarray:

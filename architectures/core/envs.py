@@ -135,27 +135,47 @@ def _one_line(space) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def uncapped(env_id: str) -> str:
-    """The one-line refusal of an env with no episode cap of its own when max_episode_steps is 0."""
-    return (f"max_episode_steps: {env_id!r} is registered without an episode cap (gymnasium's max_episode_steps), "
-            "so an episode that never ends would never let the holdout finish; set max_episode_steps=N: every "
-            "episode, training and holdout, is then truncated after N env steps")
+DEFAULT_EPISODE_CAP = 108_000
+"""Env steps after which an episode of an env registered without a cap is cut, so that every holdout
+ends: Atari's 30 minutes at 60 Hz (Machado et al. 2018), the MinAtar configs' own max_episode_steps,
+above every episode the suite has recorded. MinAtar registers its games without a cap."""
+
+
+def episode_limit(env_id: str, max_episode_steps: int = 0) -> tuple[int, str]:
+    """(the env steps after which every episode, training and holdout, is cut; where that number
+    comes from: "max_episode_steps", "env" for the env's registered cap, or "default")."""
+    if max_episode_steps > 0:
+        return max_episode_steps, "max_episode_steps"
+    try:
+        registered = gym.spec(env_id.rpartition(":")[2]).max_episode_steps
+    except Exception:  # noqa: BLE001 - an id gym.make accepts but gym.spec cannot resolve: no cap known
+        registered = None
+    return (registered, "env") if registered else (DEFAULT_EPISODE_CAP, "default")
+
+
+def episode_limit_note(env_id: str) -> str:
+    """What a run says once when an env has no cap of its own and max_episode_steps is not set."""
+    return (f"max_episode_steps: {env_id!r} is registered without an episode cap, so every episode, training and "
+            f"holdout, is cut after {DEFAULT_EPISODE_CAP:,} env steps (the default; max_episode_steps=N sets "
+            "another)")
 
 
 def make_env(env_id: str, env_step_cost_us: float = 0.0, env_step_wait_us: float = 0.0,
              max_episode_steps: int = 0, holdout: bool = False) -> gym.Env:
     """Create one env, with `env_step_cost_us` of busy CPU and `env_step_wait_us` of blocking
     wait added to each step, its episodes truncated after `max_episode_steps` env steps
-    (gymnasium's TimeLimit; 0 keeps the env's registered cap, if it has one), and whatever it
+    (gymnasium's TimeLimit; 0 keeps the env's registered cap, or DEFAULT_EPISODE_CAP where it has
+    none, so no holdout can run forever), and whatever it
     raises turned into one line (GuardedEnv; `holdout` says so there). Seeding happens at reset
     (`training_episode_seeds`, `holdout_seeds`)."""
     problem = check_env_id(env_id)
     if problem:
         raise ConfigError(f"env_id: {problem}")
-    cap = {"max_episode_steps": max_episode_steps} if max_episode_steps > 0 else {}
     # The passive env checker only inspects the first steps but stays in the call path.
     try:
-        env = gym.make(env_id, disable_env_checker=True, **cap)
+        env = gym.make(env_id, disable_env_checker=True, max_episode_steps=max_episode_steps or None)
+        if env.spec is not None and env.spec.max_episode_steps is None:  # registered without a cap
+            env = gym.wrappers.TimeLimit(env, DEFAULT_EPISODE_CAP)
     except Exception as err:  # noqa: BLE001 - the user's own constructor: whatever it raises, one line
         message = " ".join(str(err).split())[:200]
         raise ConfigError(f"env_id: {env_id!r} could not be made: {type(err).__name__}: {message}") from err

@@ -4,8 +4,8 @@ Every architecture evaluates the learner's weights at the same checkpoints
 (eval_every, 2 * eval_every, ..., and always total_env_steps) on the same holdout seeds, with
 its own env and its own RNG, so evaluation never perturbs training and never counts in
 throughput (callers time it separately and subtract it). Every holdout episode has an end: the
-env's own cap or `max_episode_steps` truncates it (an env with neither is refused here, as in
-preflight), and each checkpoint counts the episodes truncated (`truncated`).
+env's own cap, `max_episode_steps` or the env factory's default cap truncates it (envs.episode_limit),
+and each checkpoint counts the episodes truncated (`truncated`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from typing import Callable
 import numpy as np
 
 from architectures.core.config import DQNConfig
-from architectures.core.envs import HOLDOUT_SEED_BASE, holdout_seeds, make_env, uncapped
-from architectures.core.errors import ConfigError
+from architectures.core.envs import HOLDOUT_SEED_BASE, holdout_seeds, make_env
 from architectures.core.networks import GreedyPolicy, QNetwork
 
 
@@ -35,9 +34,6 @@ class HoldoutEvaluator:
         self.seeds = holdout_seeds(cfg.eval_episodes)
         self.env = (make_env(cfg.env_id, max_episode_steps=cfg.max_episode_steps, holdout=True)
                     if cfg.eval_episodes > 0 else None)
-        if self.env is not None and self.env.spec.max_episode_steps is None:  # an episode might never end
-            self.env.close()
-            raise ConfigError(uncapped(cfg.env_id))
         self.net = net
         self.before: Callable[[], None] | None = None  # refreshes `net` first (a device learner's host copy)
         self.checkpoints = checkpoint_steps(cfg.total_env_steps, cfg.eval_every)

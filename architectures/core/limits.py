@@ -17,7 +17,7 @@ import numpy as np
 import psutil
 
 from architectures.core.config import ConfigError, DQNConfig
-from architectures.core.envs import EnvSpec, uncapped
+from architectures.core.envs import EnvSpec, episode_limit
 from architectures.core.replay import transition_dtype
 
 WORKER_PROCESS_BYTES = 150 * 2**20
@@ -147,25 +147,14 @@ def check_memory(name: str, cfg: DQNConfig, spec: EnvSpec, available: int | None
     raise ConfigError(f"{key}: {what} ~{_size(nbytes)}{whole}, {_size(available)} is available")
 
 
-def episode_cap(env_id: str) -> int | None:
-    """The env's registered max_episode_steps (None where it has none); the id was checked and its
-    module imported by the config already."""
-    import gymnasium as gym
-
-    try:
-        return gym.spec(env_id.rpartition(":")[2]).max_episode_steps
-    except Exception:  # noqa: BLE001 - no spec, no cap to hold n_step to
-        return None
-
-
 def available_cores() -> int:
     """The cores this process may run on (os.sched_getaffinity; a container's cpuset counts)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def check_machine(name: str, cfg: DQNConfig, spec: EnvSpec) -> None:
-    """The checks that need the env spec or this machine: cores, memory, CUDA, the episode cap (the
-    env's own, or max_episode_steps: an env with neither is refused)."""
+    """The checks that need the env spec or this machine: cores, memory, CUDA, n_step within an
+    episode (envs.episode_limit)."""
     cores = available_cores()
     for key in ("torch_threads", "learner_threads"):
         if getattr(cfg, key) > cores:
@@ -174,9 +163,7 @@ def check_machine(name: str, cfg: DQNConfig, spec: EnvSpec) -> None:
     if name in SPAWNING and cfg.num_workers > worker_limit(cores):
         raise ConfigError(f"num_workers: {cfg.num_workers:,} {SPAWNING[name][0]} processes on {cores} core(s); at "
                           f"most {worker_limit(cores)} (max({MIN_WORKER_LIMIT}, {WORKERS_PER_CORE} x cores))")
-    cap = cfg.max_episode_steps or episode_cap(cfg.env_id)
-    if cap is None:  # an episode that never ends would hang the holdout
-        raise ConfigError(uncapped(cfg.env_id))
+    cap, _ = episode_limit(cfg.env_id, cfg.max_episode_steps)
     if cfg.n_step > cap:
         raise ConfigError(f"n_step: {cfg.n_step:,} steps is longer than {cfg.env_id}'s episodes "
                           f"(max_episode_steps {cap}); at most {cap}")

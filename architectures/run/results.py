@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from architectures.core.config import DQNConfig
+from architectures.core.envs import episode_limit
 from architectures.core.evaluation import HoldoutEvaluator
 from architectures.core.metrics import Timers
 from architectures.core.schedules import UpdateRatio
@@ -14,6 +15,7 @@ def run_result(cfg: DQNConfig, *, env_steps: int, updates: int, episodes: int, t
     costs_us = {name: row["us_per_call"] for name, row in breakdown.items()}
     steps_per_sec = env_steps / train_seconds
     timed = sum(row["seconds"] for name, row in breakdown.items() if name not in ("eval", "checkpoint"))
+    cap, cap_source = episode_limit(cfg.env_id, cfg.max_episode_steps)
     curve = [{"env_steps": r["env_steps"], "return_mean": r["return_mean"]} for r in evaluator.results]
     return {
         "env_steps": env_steps,
@@ -34,6 +36,10 @@ def run_result(cfg: DQNConfig, *, env_steps: int, updates: int, episodes: int, t
         # Holdout episodes cut off at the episode cap (max_episode_steps) at each checkpoint: an
         # episode that never ended is counted here, never waited on.
         "holdout_truncated": [r.get("truncated", 0) for r in evaluator.results],
+        # Where every episode was cut and why: "max_episode_steps", the "env"'s registered cap, or the
+        # env factory's "default" for an env registered without one (envs.DEFAULT_EPISODE_CAP).
+        "episode_cap": cap,
+        "episode_cap_source": cap_source,
         "component_costs_us": costs_us,
         # Share of the training time spent inside the timed components; the rest is loop overhead.
         "timed_fraction": timed / train_seconds,

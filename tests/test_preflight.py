@@ -1,0 +1,71 @@
+"""One preflight behind the three front doors: `python -m architectures`, the Python API and
+`experiments.train` refuse the same bad input in the same line, before any work; an env that
+gymnasium registers without an episode cap (MinAtar's games) trains with every design."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from architectures import train
+from architectures.core.errors import ConfigError
+from architectures.registry import NAMES
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _line(stderr: str) -> str:
+    [line] = [line for line in stderr.splitlines() if line.startswith("error:")]
+    return line
+
+
+def _cli(design: str, values: dict) -> subprocess.CompletedProcess:
+    args = [f"--{key}={value}" for key, value in values.items()]
+    return subprocess.run([sys.executable, "-m", "architectures", design, *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def _tracked(design: str, values: dict, store) -> subprocess.CompletedProcess:
+    args = [f"{key}={value}" for key, value in values.items()]
+    return subprocess.run([sys.executable, "-m", "experiments.train", "with", f"architecture={design}", *args,
+                           "-F", str(store)], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+
+
+BAD = {
+    "too many workers": ("actor_learner", {"num_workers": 999}, "num_workers:"),
+    "n_step past the episode cap": ("single_env", {"n_step": 600}, "n_step:"),
+    "a checkpoint_path that is a folder": ("single_env", {"checkpoint_path": "FOLDER"}, "checkpoint_path:"),
+}
+"""Each: a check of the machine, of the env or of the checkpoint, which the CLI made only under
+--dry-run before (a folder as checkpoint_path reached the run)."""
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_the_same_bad_input_is_the_same_line_from_the_cli_the_api_and_experiments_train(case, tmp_path):
+    design, values, key = BAD[case]
+    values = {k: (str(tmp_path) if v == "FOLDER" else v) for k, v in values.items()}
+    with pytest.raises(ConfigError) as caught:
+        train(design, total_env_steps=600, learning_starts=100, **values)
+    from_api = f"error: {caught.value}"
+    cli = _cli(design, {"total_env_steps": 600, "learning_starts": 100, **values})
+    tracked = _tracked(design, {"total_env_steps": 600, "learning_starts": 100, **values}, tmp_path / "runs")
+    assert from_api.startswith(f"error: {key}")
+    assert (cli.returncode, _line(cli.stderr)) == (2, from_api), cli.stderr[-2000:]
+    assert (tracked.returncode, _line(tracked.stderr)) == (2, from_api), tracked.stderr[-2000:]
+    assert not os.path.isdir(tmp_path / "runs" / "1")  # nothing recorded
+    assert "Traceback" not in cli.stderr + tracked.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", NAMES)
+def test_minatar_asterix_as_minatar_names_it_trains_with_every_design(design):
+    """gymnasium registers MinAtar/Asterix-v1 without an episode cap; it used to be refused."""
+    with pytest.warns(RuntimeWarning, match="cut after 108,000 env steps"):
+        result = train(design, env_id="MinAtar/Asterix-v1", total_env_steps=1_200, learning_starts=200,
+                       eval_every=600, eval_episodes=2, hidden_sizes=(16,), batch_size=16, buffer_size=1_200,
+                       num_workers=2, log_every=300, worker_timeout_s=60.0).result
+    assert result["env_steps"] == 1_200 and len(result["holdout_curve"]) == 2
+    assert (result["episode_cap"], result["episode_cap_source"]) == (108_000, "default")
+    assert result["holdout_truncated"] == [0, 0]  # Asterix's episodes end on their own
