@@ -134,7 +134,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
         # ------------------------------------------------------------------ logging
         if run.log_due(env_steps):
             run.log(env_steps, sum((s.stats for s in streams), EpisodeStats()),
-                    realised_utd=learning.ratio.realised(learner.version, env_steps))
+                    realised_utd=learning.limiter.realised(learner.version, env_steps))
 
     return _result(cfg, run, learning, envs, streams, seconds, env_steps)
 

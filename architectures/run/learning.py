@@ -34,7 +34,7 @@ from architectures.core.diagnostics import PolicyLag
 from architectures.core.dqn import DQNLearner
 from architectures.core.envs import rng_seeds
 from architectures.core.replay import ReplayBuffer
-from architectures.core.schedules import UpdateRatio
+from architectures.core.rate_limiter import RateLimiter
 from architectures.run.base import LearningLog, Run
 
 
@@ -46,7 +46,7 @@ class ReplayLearning:
         cfg = run.cfg
         self.run, self.cfg, self.learner, self.replay, self.after_update = run, cfg, learner, replay, after_update
         self.replay_rng = np.random.default_rng(rng_seeds(cfg.seed)[1])
-        self.ratio = UpdateRatio(cfg.utd, cfg.learning_starts)
+        self.limiter = RateLimiter.from_config(cfg)  # the learner's side; actors read the same counts
         self.lag = PolicyLag(seed=cfg.seed) if sources else None
         self.sampled = np.zeros(sources, dtype=np.int64) if sources else None
         self.sample_s = self.update_s = self.diag_s = 0.0  # hot-loop timers, the result's components
@@ -67,12 +67,12 @@ class ReplayLearning:
         return self.learner.version
 
     def owed(self, env_steps: int) -> int:
-        return self.ratio.target_updates(env_steps) - self.learner.version
+        return self.limiter.owed(env_steps, self.learner.version)
 
     def learn_owed(self, env_steps: int, limit: int | None = None) -> int:
         """Do the updates owed after `env_steps` env steps (at most `limit`); returns how many."""
         learner, replay, cfg, perf = self.learner, self.replay, self.cfg, time.perf_counter
-        owed = self.ratio.target_updates(env_steps) - learner.version
+        owed = self.limiter.owed(env_steps, learner.version)
         if limit is not None:
             owed = min(owed, limit)
         if self.device_step is not None:

@@ -35,8 +35,8 @@ from architectures.core.dqn import build_learner
 from architectures.core.envs import EnvSpec, env_spec, rng_seeds
 from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.networks import GreedyPolicy, build_q_network
+from architectures.core.rate_limiter import RateLimiter
 from architectures.core.replay import make_replay, transition_dtype
-from architectures.core.schedules import UpdateRatio
 from architectures.designs.actor_learner.books import ActorBooks, initial_priority
 from architectures.run.acting import EnvLoop, actor_epsilon
 from architectures.run.base import Run
@@ -108,8 +108,7 @@ def _act(index: int, arrays: dict, waiter: Waiter, args: ActorArgs) -> None:
         first_stop = resume["next_stop"]
     run_stops = stops(cfg)
     quota = StepQuota(cfg, index, run_stops, control, args.claim_lock)  # equal shares, or free-running
-    ratio = UpdateRatio(cfg.utd, cfg.learning_starts)
-    slack_updates = int(cfg.utd_slack_steps * ratio.ratio)
+    limiter = RateLimiter.from_config(cfg)  # the learner's own, read through the shared counts
     fault = worker_fault(index)
     waiter.until(lambda: weights.latest_version() >= 0)  # published before the actors start
     version = weights.fetch(params, -1)
@@ -127,8 +126,8 @@ def _act(index: int, arrays: dict, waiter: Waiter, args: ActorArgs) -> None:
         while quota.may_step(loop.steps):
             # -------------------------------------------------------------- rate limiter
             if loop.steps % 16 == 0:  # wait while the learner owes more than the slack in updates
-                wait_s += waiter.until(lambda: ratio.target_updates(int(all_steps.sum()))
-                                       - control[Control.LEARNER_VERSION] <= slack_updates, Bell.RATE)
+                wait_s += waiter.until(
+                    lambda: limiter.can_insert(int(all_steps.sum()), control[Control.LEARNER_VERSION]), Bell.RATE)
             if fault and loop.steps >= fault[1]:
                 misbehave(fault[0])
             # -------------------------------------------------------------- syncing (pull weights, after any wait)
@@ -150,8 +149,8 @@ def _act(index: int, arrays: dict, waiter: Waiter, args: ActorArgs) -> None:
                     waited += waiter.until(ring.has_room, Bell.ROOM)
                 ring.write(transition, initial_priority(loop.policy, transition) if cfg.prioritized else 0.0)
             ring.publish(loop.steps)
-            if control[Control.MAIN_WAITING] and ratio.target_updates(int(all_steps.sum())) > control[
-                    Control.LEARNER_VERSION]:
+            if control[Control.MAIN_WAITING] and limiter.can_sample(int(all_steps.sum()),
+                                                                    control[Control.LEARNER_VERSION]):
                 waiter.main_bell.ring()  # the learner waits for data, and now it is owed an update
             handoff_s += perf() - t4 - waited
             wait_s += waited
@@ -194,7 +193,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             nonlocal publish_due
             control[Control.LEARNER_VERSION] = learner.version
             bell = pool.workers_bell  # actors held back by the rate limiter go on once it opens, not before
-            if bell.waiting(Bell.RATE) and learning.owed(int(status["env_steps"].sum())) <= slack_updates:
+            if bell.waiting(Bell.RATE) and learning.limiter.can_insert(int(status["env_steps"].sum()),
+                                                                       learner.version):
                 bell.ring(Bell.RATE)
             publish_due = publish_due or learner.version % cfg.weight_sync_period == 0
             if publish_due:  # never waits on an actor that is copying weights out: tries again next update
@@ -208,7 +208,6 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         run = Run("actor_learner", cfg, reporter, learner.online)
         learning = ReplayLearning(run, learner, replay, sources=n, after_update=publish)
         acting = learning.acting  # the weights actors get: the learner's own, or its host copy (CUDA)
-        slack_updates = int(cfg.utd_slack_steps * learning.ratio.ratio)  # the actors' rate limiter, read here
         resumed = run.resume()
         actor_states = [None] * n
         if resumed is not None:  # actors continue their streams; the rings start empty
@@ -218,7 +217,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             control[Control.CLAIMED] = run.resumed_from_env_steps
         weights.publish(acting.arrays, learner.version)
 
-        def sink(rows: np.ndarray, priorities: np.ndarray) -> None:
+        def insert(rows: np.ndarray, priorities: np.ndarray) -> None:  # a drained ring's rows into the replay
             books.store(rows, priorities, learner.version, replay)
 
         rings = [TransitionRing(**ring_arrays[i], lock=ring_locks[i], status_row=status[i]) for i in range(n)]
@@ -238,14 +237,14 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 pool.check()
                 books.publications.check(weights.latest_version())
 
-        def news() -> bool:  # an update is owed on what the actors published, or one parked
-            return (learning.owed(int(status["env_steps"].sum())) > 0
+        def owed_or_parked() -> bool:  # the rate limiter lets the learner sample, or an actor parked
+            return (learning.limiter.can_sample(int(status["env_steps"].sum()), learner.version)
                     or int(status["parked"].sum()) != parked_before)
 
         while True:
             # -------------------------------------------------------------- hand-off (drain rings)
             t0 = perf()
-            books.tally.transitions += sum(ring.drain(sink) for ring in rings)
+            books.tally.transitions += sum(ring.drain(insert) for ring in rings)
             global_steps = sum(ring.env_steps_seen for ring in rings)
             books.tally.seconds += perf() - t0
             pool.workers_bell.ring(Bell.ROOM)  # actors waiting for room in their rings may go on
@@ -262,7 +261,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 # the learner is ahead of the data: block (no CPU) until an actor brings an owed
                 # update or parks; the actors ring only then, and only while it waits
                 parked_before = int(status["parked"].sum())
-                books.tally.wait_seconds += pool.main_bell.wait_until(0, news, health)
+                books.tally.wait_seconds += pool.main_bell.wait_until(0, owed_or_parked, health)
                 books.tally.waits += 1
             # -------------------------------------------------------------- health and logging
             health()

@@ -215,7 +215,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             k = run.next_stop
             for i in range(n):  # the rate limiter: no new steps while the learner owes more than the slack
                 while (len(pending[i]) < IN_FLIGHT and room(i, k) > 0
-                       and learning.owed(int(requested.sum())) <= int(cfg.utd_slack_steps * learning.ratio.ratio)):
+                       and learning.limiter.can_insert(int(requested.sum()), learner.version)):
                     steps = int(min(BATCH_STEPS, room(i, k)))
                     if not pending[i]:
                         busy_since[i] = time.monotonic()
