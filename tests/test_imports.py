@@ -1,4 +1,4 @@
-"""The packages' shape shows in their imports (issues 23 and 33). In architectures/, layers: core <
+"""The packages' shape shows in their imports (docs/results-layout.md). In architectures/, layers: core <
 transport < run < designs < the package's own entry points, and no design module pulls in another
 design. In architectures/, experiments/ and analysis/: no import cycle, function-local imports
 counted, and no module over the length a reader takes in at once. architectures/ never imports
