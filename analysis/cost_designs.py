@@ -81,14 +81,14 @@ def _actor_learner(n: int, c: dict, k: dict, wait: float, utd: float, cores: int
 
 def _vector_env_entry(design: str, s: Setting) -> Prediction:
     c, n, k, wait, utd, cores = s.c, s.n, s.k, s.wait, s.utd, s.cores
-    model = _vector_async if c.get("vector_trip") else _vector_env  # vector_env since issue 34, or before
+    model = _vector_async if c.get("vector_trip") else _vector_env  # envs that answer as each is ready, or lockstep
     if s.waits:  # the main process idles while the envs are few
         return _settled(c, lambda km: model(n, c, km, wait, utd, cores), "main")
     return model(n, c, k, wait, utd, cores)
 
 
 def _vector_async(n: int, c: dict, k: dict, wait: float, utd: float, cores: int, learns: bool = True) -> Prediction:
-    """vector_env since issue 34 at n envs (docs/plan-and-cost-model.md): the envs' rate n / (wait + round
+    """vector_env at n envs answering as each is ready (docs/plan-and-cost-model.md): the envs' rate n / (wait + round
     trip), the main process's 1 / (its CPU per env step), and the cores' C / (the envs' CPU + the
     main process's), each env step's CPU slowed by the processes busy at once (`contention`).
     `learns=False`: the acting alone (pqn's, whose learning follows its rollout)."""
@@ -102,7 +102,7 @@ def _vector_async(n: int, c: dict, k: dict, wait: float, utd: float, cores: int,
 
 
 def _vector_env(n: int, c: dict, k: dict, wait: float, utd: float, cores: int) -> Prediction:
-    """vector_env at n envs from the loop components `k` (before issue 34; docs/plan-and-cost-model.md)."""
+    """vector_env at n envs from the loop components `k` (lockstep, as at dc629ec; docs/plan-and-cost-model.md)."""
     parts = _vector_parts(n, c, k, utd, cores, wait)
     step = parts["step"]
     if c.get("vector_round_trip_learning") and _loops_apply(c, utd):
@@ -144,7 +144,7 @@ def _vector_parts(n: int, c: dict, k: dict, utd: float, cores: int, wait: float 
 
 def _pqn(design: str, s: Setting) -> Prediction:
     """pqn at n envs: a rollout's acting, then its learning, one after the other (nothing overlaps
-    them). Since issue 34 the acting is vector_env's round trip with nothing to learn
+    them). Since the envs answer as each is ready, the acting is vector_env's round trip with nothing to learn
     (`_vector_async`: the envs' rate, the main process's acting and per-env books, the cores);
     before, a lockstep vector step with nothing owed (`_vector_parts` at utd 0, no replay store);
     the learning is `rollout_learn` {N: us per env step}, the rollout's targets
@@ -153,11 +153,11 @@ def _pqn(design: str, s: Setting) -> Prediction:
     yet (utd 0, before learning_starts) pays no learning."""
     c, n = s.c, s.n
     if "rollout_learn" not in c:
-        raise MissingCosts("pqn: these component costs lack rollout_learn (pqn's learning, measured since issue 23); "
+        raise MissingCosts("pqn: these component costs lack rollout_learn (pqn's learning, measured since e796f9f); "
                          "measure them again with experiments.components or experiments.plan")
-    if c.get("vector_trip"):  # since issue 34: the envs answer as each is ready, the acting's bound as vector_env's
+    if c.get("vector_trip"):  # the envs answer as each is ready, the acting's bound as vector_env's
         acting = 1e6 / _vector_async(n, c, s.k, s.wait, 0.0, s.cores, learns=False).env_steps_per_sec
-    else:  # lockstep AsyncVectorEnv, as before issue 34
+    else:  # lockstep AsyncVectorEnv, as at dc629ec
         acting = _vector_parts(n, c, dict(s.k, fold_store=0.0), 0.0, s.cores, s.wait)["step"] / n  # us per env step
     learning = at_n(c["rollout_learn"], n) if s.utd > 0 else 0.0
     rates = {"envs": 1e6 / acting, "learner": 1e6 / learning if learning else float("inf")}

@@ -2,7 +2,7 @@
 
 Pure data, importing nothing: experiments/ (sweeps, plans, benchmarks) and analysis/ (figure
 order and colours, the cost model) read it without loading torch or any design. A new design is
-one entry here, its module under designs/, a named config and its tests (issue 23).
+one entry here, its module under designs/, a named config and its tests (docs/results-layout.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """actor_learner past the learner's bound: env steps/s and the learner's update cost against the
-number of actors, on an env that waits, this checkout beside another (issue 21).
+number of actors, on an env that waits, this checkout beside another (docs/plan-and-cost-model.md).
 
     git worktree add ../old-checkout 137848d
     python -m experiments.bench_collapse --actors 4 8 12 16 --rounds 1 --baseline ../old-checkout

@@ -76,8 +76,8 @@ def waiting_roles(cfg: DQNConfig, counts: list[int], steps: int = 12_000) -> dic
     waiting actors pay: on 2 cores an actor at 8, 16 and 24 actors paid 211, 244 and 301 us of
     CPU per env step (its wake-ups, its weight copies, caches shared with ever more processes)
     where the components summed to ~130 us, and the runs kept 1.91-1.95 of the 2 cores busy: the
-    cores bound them, at the CPU they really paid (CartPole waiting 2.2 ms, seed 1; issue 21's
-    shape_check missed actor_learner at 16 and 24 actors by -25% and -35% without this term)."""
+    cores bound them, at the CPU they really paid (CartPole waiting 2.2 ms, seed 1; the
+    shape_check sweep missed actor_learner at 16 and 24 actors by -25% and -35% without this term)."""
     import warnings
 
     from architectures.designs.actor_learner.local import train

@@ -40,7 +40,7 @@ NAMED_CONFIGS: dict[str, dict] = {
 NAMED_CONFIGS["minatar_breakout_cpu"] = {**NAMED_CONFIGS["minatar_breakout"], "utd": 0.25,
                                          "target_update_period": 250, "n_step": 3,
                                          "lr": 1e-3}
-# The same calibrated values under a game-neutral name, for every MinAtar game (issue 22's suite:
+# The same calibrated values under a game-neutral name, for every MinAtar game (the MinAtar suite:
 # one hyperparameter set for all games, as Young & Tian use): `with minatar_cpu env_id=MinAtar/Asterix-v1`.
 # Breakout's headline keeps its own name, so its stored runs keep their ids.
 NAMED_CONFIGS["minatar_cpu"] = dict(NAMED_CONFIGS["minatar_breakout_cpu"])
@@ -63,7 +63,7 @@ NAMED_CONFIGS["cartpole_pqn"] = {**NAMED_CONFIGS["cartpole"], **NAMED_CONFIGS["p
                                  "eps_decay_steps": 250_000, "eval_every": 25_000}
 NAMED_CONFIGS["minatar_asterix"] = {**NAMED_CONFIGS["minatar_breakout"], "env_id": "MinAtar/Asterix-v1"}
 NAMED_CONFIGS["minatar_freeway"] = {**NAMED_CONFIGS["minatar_breakout"], "env_id": "MinAtar/Freeway-v1"}
-# The practitioner's shape (issue 21): their env step took ~2.2 ms and their update ~0.6 ms, one
+# The practitioner's shape (docs/plan-and-cost-model.md): their env step took ~2.2 ms and their update ~0.6 ms, one
 # update per 4 env steps. Here the env step waits 2.2 ms without using the CPU (a simulator
 # elsewhere) and the learner is the cartpole config's MLP 128-128 at batch 32, whose update
 # measured 0.67 ms alone on this 2-core machine (batch 128: 1.15-1.49 ms the same hour; MLP 64-64
@@ -71,7 +71,7 @@ NAMED_CONFIGS["minatar_freeway"] = {**NAMED_CONFIGS["minatar_breakout"], "env_id
 # components measure both beside every use of it, since this machine's speed drifts by the hour.
 NAMED_CONFIGS["practitioner_shape"] = {**NAMED_CONFIGS["cartpole"], "batch_size": 32, "env_step_wait_us": 2_200.0}
 # MinAtar Breakout as calibrated (minatar_breakout_cpu), its env step waiting 2 ms without CPU:
-# the practitioner's question, learning per hour, on an env whose work happens elsewhere (issue 21).
+# the practitioner's question, learning per hour, on an env whose work happens elsewhere.
 NAMED_CONFIGS["minatar_breakout_wait"] = {**NAMED_CONFIGS["minatar_breakout_cpu"], "env_step_wait_us": 2_000.0}
 
 

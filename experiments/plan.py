@@ -20,7 +20,7 @@ For the env and learner config given (Sacred's `with` syntax, as `experiments.tr
    (short runs, evaluation off, one at a time, each in a fresh process), predicted beside
    measured; the learner's threads are measured in place, the recommended run at
    learner_threads 1 and 2 (an isolated update 16% faster at 2 threads measured no faster in a
-   run: 775 against 772 env steps/s, issue 21);
+   run: 775 against 772 env steps/s);
 4. writes plan.json (per design and worker count `predicted_env_steps_per_sec` and
    `bottleneck`; per confirmed run `measured_env_steps_per_sec`; the component costs; the host)
    and plan.png (the predicted curves with the measured points) into --out.

@@ -57,7 +57,7 @@ FIXED_SECONDS, CONFIRM_RUNS, CONFIRM_START_S, FIXED_ENV_STEPS = 10.0, 4, 3.0, 55
 recommendation and the runner-up, and the recommendation at learner_threads 1 and 2, each with its
 process start) and the env steps its measurements take whatever the budget (the loops' shortest
 runs, the vector envs' round trips). Fitted on this 2-core machine: the default config (CartPole,
-~10 us a step) took 122 s, an env whose step took 2 ms 232 s (issue 32), where 'about two minutes'
+~10 us a step) took 122 s, an env whose step took 2 ms 232 s, where 'about two minutes'
 had been promised for both."""
 
 

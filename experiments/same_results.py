@@ -1,4 +1,4 @@
-"""Do two checkouts learn the same, bit for bit? A refactor's check (issue 23).
+"""Do two checkouts learn the same, bit for bit? A refactor's check.
 
     python -m experiments.same_results --baseline ../old-checkout
     python -m experiments.same_results --baseline ../old-checkout --designs single_env high_utd

@@ -67,7 +67,7 @@ def _speed(busy_steps: int, waiting_steps: int) -> list[Cell]:
 
 
 def _tensorboard_cost(busy_steps: int, waiting_steps: int) -> list[Cell]:
-    """Every `speed` cell twice, its event files on and off (issue 42: they must cost no more than
+    """Every `speed` cell twice, its event files on and off (docs/watching.md: they must cost no more than
     the runs' own spread), logging every 1,000 env steps as the named configs do (the speed cells
     log every 5,000, which would hide a writer's cost). Every other cell runs its files-off arm
     first, so an order effect shows as a difference between the two halves."""
@@ -85,7 +85,7 @@ SCALE_MINATAR_GAMES = ("Breakout", "Freeway", "SpaceInvaders")
 
 
 def _at_scale(named: str, workers: tuple[int, ...], **budget) -> list[Cell]:
-    """Learning per env step at the practitioner's worker counts (issue 39): single_env and every
+    """Learning per env step at the practitioner's worker counts (docs/learning-at-scale.md): single_env and every
     parallel design at each count in `workers`, on one holdout grid. single_env runs without the
     wait: its loop steps, stores and updates in one fixed order whatever a step lasts, so the wait
     changes its seconds, not its learning (tests/test_at_scale.py holds that), and costs hours.
@@ -147,7 +147,7 @@ def _shape(steps: int, workers: dict[str, tuple[int, ...]] | None = None, named:
 
 
 def _vector_check(busy_steps: int, wait_steps: int, pqn_steps: dict[str, int]) -> list[Cell]:
-    """Issue 34's speed checks, each against a prediction committed before its runs: vector_env at 2
+    """The vector_check sweep's speed checks, each against a prediction committed before its runs: vector_env at 2
     envs on a 1 ms busy CartPole step beside single_env and actor_learner; vector_env and
     actor_learner at 4 and 8 on a CartPole step that waits 2 ms (the practitioner's learner); pqn
     at 1-4 envs on a free CartPole step and 1-2 on MinAtar Breakout. Evaluation off, one at a time."""

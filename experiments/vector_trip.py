@@ -1,9 +1,9 @@
-"""Where vector_env's env step goes: the lockstep round trip it had against the one it has (issue 34).
+"""Where vector_env's env step goes: the lockstep round trip it had against the one it has.
 
     python -m experiments.vector_trip                                    # 2 envs, a 1 ms busy step
     python -m experiments.vector_trip --envs 8 --wait-us 2000 --cost-us 0 --steps 20000
 
-`lockstep` runs vector_env's loop as it was until issue 34 (dc629ec), on gymnasium's AsyncVectorEnv
+`lockstep` runs vector_env's loop as it was at dc629ec, on gymnasium's AsyncVectorEnv
 (shared-memory observations, spawned processes, autoreset off), with a stamp at every part of a
 vector step: act for all envs, send (step_async: a pickled command per env), the owed learning,
 the wait for the first env's reply and then for the slowest's, the receive (a pickled reply per env)

@@ -6,7 +6,7 @@ Each is CartPole-v1 until its own env step `after` (counted per env instance, ac
 then: NaN observations, a NaN reward, or, once, a file that fills the folder named by
 `PDQN_TEST_FILL` (a small tmpfs) until the disk is full. SlowClose-v0 takes seconds to close.
 StepRaises-v0 raises in its step RAISES_AT, ResetRaises-v0 in its first reset, and Endless-v0
-never ends an episode and is registered without a cap (issue 32).
+never ends an episode and is registered without a cap.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Learning at scale (issue 39, docs/learning-at-scale.md): the scale sweeps run single_env without the
+"""Learning at scale (docs/learning-at-scale.md): the scale sweeps run single_env without the
 env step's emulated wait, on the claim that the wait changes its seconds and not what it learns. Here
 that claim is tested: the same seed, with and without a wait, gives the same holdout returns and the
 same logged losses. And the sweeps' grids are what the pre-registration says they are."""

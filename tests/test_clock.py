@@ -2,7 +2,7 @@
 
 Counted, the teardown (waiting for the workers to finish, closing their envs, joining the
 processes) took 5-6 s of a 13 s actor_learner run at 24 actors on 2 cores, and read as a
-collapse past 8 actors (issue 21). Here every env takes SlowClose-v0's 4 s to close, in the
+collapse past 8 actors. Here every env takes SlowClose-v0's 4 s to close, in the
 process that steps it: a run whose train_seconds holds it has counted its teardown. The holdout
 is off: its env, closed after the result's clock is read, would add 4 s a design and test nothing.
 """

@@ -1,5 +1,5 @@
 """A run's `cpu`: the CPU seconds of its main process and of its workers over the training clock,
-so a run can tell a bound set by the cores' capacity from one set by waiting (issue 21).
+so a run can tell a bound set by the cores' capacity from one set by waiting.
 
 The env-stepping role pays a busy env's cost as CPU, and a waiting env's wait not as CPU; paused
 time (evaluation, checkpoints) is not counted; the workers' CPU is theirs, not the main process's.

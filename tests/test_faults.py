@@ -1,6 +1,6 @@
 """Faults a run meets besides a kill: a full disk, non-finite values, a shared or bad checkpoint,
 an unknown named config. Each ends with a non-zero exit code and one line, and leaves nothing
-half-written (issue 20). The disk cases run on a small tmpfs, skipped where mounting is not
+half-written (docs/checkpoints-and-faults.md). The disk cases run on a small tmpfs, skipped where mounting is not
 allowed; the bad envs come from tests/fault_envs.py."""
 
 import json

@@ -24,7 +24,7 @@ from tests.test_actor_learner import ROOT, alive, assert_clean, descendants, sma
 def test_the_workers_updates_add_up_to_the_runs_exactly(utd, workers, learning_starts):
     """At every parking point each worker stands at its quota of the env steps, and the updates its
     WorkerShare owes add up to the run's UpdateRatio exactly: each flooring its own share lost up to
-    workers - 1 (hogwild made 1,124 of the 1,125 the others made, issue 32)."""
+    workers - 1 (hogwild made 1,124 of the 1,125 the others made)."""
     from architectures.core.schedules import UpdateRatio, WorkerShare
     from architectures.run.parking import worker_quota
 

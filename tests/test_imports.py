@@ -1,4 +1,4 @@
-"""The packages' shape shows in their imports (issues 23 and 33). In architectures/, layers: core <
+"""The packages' shape shows in their imports (docs/results-layout.md). In architectures/, layers: core <
 transport < run < designs < the package's own entry points, and no design module pulls in another
 design. In architectures/, experiments/ and analysis/: no import cycle, function-local imports
 counted, and no module over the length a reader takes in at once. architectures/ never imports
@@ -14,6 +14,7 @@ registry, and nothing it imports pulls in Sacred.
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -202,3 +203,27 @@ def test_no_module_is_over_the_length_a_reader_takes_in_at_once():
 
     long = {m: n for m, path in _modules().items() if (n := lines(path)) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+TRACKER_REFERENCE = r"\b[Ii]ssues? ?#?" + r"\d+"
+"""An issue number as prose writes one; split so that this line does not match it."""
+
+
+def test_no_code_points_at_the_issue_tracker():
+    """The tracker is outside the repository, so a pointer to one of its issues goes stale: the code
+    says why in its own words, or names a commit or a page of docs/."""
+    pattern = re.compile(TRACKER_REFERENCE)
+    found = []
+    for package in (*PACKAGES, "tests"):
+        for folder, _, files in os.walk(os.path.join(ROOT, package)):
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    with open(path) as f:
+                        found += [f"{os.path.relpath(path, ROOT)}:{number}: {line.strip()}"
+                                  for number, line in enumerate(f, 1) if pattern.search(line)]
+    assert not found, "references to the issue tracker:\n" + "\n".join(found)
+    # The check can fail (its probes split as the pattern is): a number after the word, with or
+    # without "#", is found; the word inside another is not.
+    assert pattern.search("as issue " + "21 asked") and pattern.search("Issues #" + "3")
+    assert not pattern.search("tissue " + "2")

@@ -1,5 +1,5 @@
 """Every number paper/main.tex states comes through generated/numbers.tex, or is a literal this
-test allows by name (issue 22).
+test allows by name.
 
 The rule:
 - A MEASURED number (anything a run, a benchmark or a stored result produced, and whatever is

@@ -136,7 +136,7 @@ def test_pqn_pays_its_vector_steps_then_its_learning_one_after_the_other(envs, l
     assert no_learning.env_steps_per_sec == pytest.approx(1e6 / (expected_us - cost_model.at_n(learn, envs)))
 
 
-# vector_env since issue 34: its round trip through the env processes, per env step, as measured
+# vector_env, its envs answering as each is ready: its round trip through the env processes, per env step, as measured
 ASYNC = {**COSTS, "vector_trip": {1: 300.0, 8: 500.0}, "vector_main": {1: 30.0, 8: 20.0},
          "vector_env_cpu": {1: 40.0, 8: 60.0}}
 
@@ -154,7 +154,7 @@ def test_vector_env_since_issue_34_is_its_slowest_role(workers, cores, utd, expe
              "cores": cores * 1e6 / (at(ASYNC["vector_env_cpu"], workers) + main)}
     assert p.bottleneck == expected_role and p.rates == pytest.approx(rates)
     assert p.env_steps_per_sec == pytest.approx(min(rates.values()))
-    # lockstep's costs alone (no vector_trip) still predict the design as it was before issue 34
+    # lockstep's costs alone (no vector_trip) still predict the design as it was at dc629ec
     assert predict("vector_env", workers, COSTS, utd=utd, cores=cores) != p
 
 
@@ -224,7 +224,7 @@ def test_the_components_alone_are_measured_with_spread_in_this_process():
 MODEL_INPUTS = {"env_step", "act", "fold", "store", "sample", "update", "diagnostics", "ring_write", "ring_drain",
                 "weight_publish", "act_batch", "vector_trip", "vector_main", "vector_env_cpu", "in_loop", "contention",
                 "hogwild_in_loop", "actor_learner_shared", "hogwild_at_cores"}
-"""What the model reads since issue 34 (vector_env's async trip, its main process's and its env
+"""What the model reads now (vector_env's async trip, its main process's and its env
 processes' CPU, analysis/cost_model.py); the lockstep path's send, receive and round trip are gone."""
 
 
@@ -383,7 +383,7 @@ def test_a_killed_contention_measurement_leaves_no_co_runner_behind():
     assert alive(runners) == [], "a co-runner outlived the killed measurement"
 
 
-# ---------------------------------------------------------------------- an env that waits (issue 21)
+# ---------------------------------------------------------------------- an env that waits
 WAIT = 2_000.0  # us of blocking wait per env step, no CPU
 
 
@@ -444,7 +444,7 @@ def test_a_waits_own_cpu_is_charged_as_cpu_and_not_as_wall_twice():
     assert p.env_steps_per_sec == pytest.approx(1e6 / (WAIT + 174.0))  # the step's wall time is unchanged
 
 
-# ------------------------------------------ a process that idles pays more per update (issue 21)
+# ------------------------------------------ a process that idles pays more per update
 IDLE = {"act": 10.0, "env_step": 10.0, "replay_add": 4.0, "sample": 40.0, "update": 1_580.0}
 """single_env's loop where the env waits: the update 1,000 us dearer than COSTS' busy 580."""
 
@@ -477,7 +477,7 @@ def test_the_learners_update_costs_between_its_idle_and_busy_measurements_by_its
         assert idle.bottleneck == "learner" and idle.env_steps_per_sec > cold * 1.05  # busy: cheaper updates
 
 
-# ------------------------------------------ past the cores, each role's CPU as its runs paid it (issue 21)
+# ------------------------------------------ past the cores, each role's CPU as its runs paid it
 WAITING_ROLES = {"actor_learner_waiting_actors": {8: 200.0, 24: 300.0},
                  "actor_learner_waiting_learner": {8: 220.0, 24: 220.0}}
 

@@ -1,4 +1,4 @@
-"""plan on a machine with many cores and a GPU (issue 31): the learner's device measured in the loop
+"""plan on a machine with many cores and a GPU (docs/gpu.md): the learner's device measured in the loop
 and weighed, and an env's own wait told from its work with no config key."""
 
 from __future__ import annotations

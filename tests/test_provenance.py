@@ -1,4 +1,4 @@
-"""Every run reproducible to the line (issue 39): a run records its commit and, from a tree with
+"""Every run reproducible to the line: a run records its commit and, from a tree with
 uncommitted changes, stores the diff beside its record, which `git apply` turns back into that tree;
 a sweep into results/reference/ refuses such a tree unless told otherwise; the report marks the runs
 made from one."""

@@ -137,7 +137,7 @@ def test_threads_keeps_cpu_timings_sorted_and_quotes_one_and_most_threads(rs):
     assert made.data["update_us_p90"].tolist() == pytest.approx([3300, 1320, 1100, 660, 4400, 2750])
     assert _numbers(made) == {"ThreadsCnnOneUs": "3,000", "ThreadsCnnMostUs": "1,200", "ThreadsMlpOneUs": "1,000",
                               "ThreadsMlpMostUs": "600", "ThreadsMost": "4",
-                              # every batch apart: the headline's batch is not the smallest (issue 22)
+                              # every batch apart: the headline's batch is not the smallest
                               "ThreadsCnnBatchThreeTwoOneUs": "3,000", "ThreadsCnnBatchThreeTwoMostUs": "1,200",
                               "ThreadsMlpBatchThreeTwoOneUs": "1,000", "ThreadsMlpBatchThreeTwoMostUs": "600",
                               "ThreadsMlpBatchTwoFiveSixOneUs": "4,000", "ThreadsMlpBatchTwoFiveSixMostUs": "2,500",
@@ -281,7 +281,7 @@ TRUTH_CASES = [
 def test_the_headline_says_which_runs_it_read_and_no_nan_reaches_a_table(tmp_path, case, sweep, seeds, at_once,
                                                                          scaling, said):
     """On the smoke store the speed caption said the speeds came from the scaling sweep's runs made
-    alone, and the improvement table showed `0.00 [nan, nan]` (issue 32)."""
+    alone, and the improvement table showed `0.00 [nan, nan]`."""
     make_runs(FileStorageObserver(str(tmp_path / sweep)), [
         {**spec, "run_id": spec["run_id"].replace("architectures", sweep), "runs_at_once": at_once}
         for spec in headline_specs(seeds)])
@@ -570,7 +570,7 @@ def test_time_shares_of_a_cell_sum_to_at_most_one():
 
 
 def test_stability_counts_the_seeds_that_fell_after_reaching_the_cap(monkeypatch):
-    """high_utd's collapse on CartPole (issue 22): a run that reached 500 and later fell below 475
+    """high_utd's collapse on CartPole: a run that reached 500 and later fell below 475
     counts as fallen, its checkpoints after the first 500 are shared out, its drop is 500 less its
     lowest return after; a run that never reached 500 counts in none of it."""
     curves = {"a1": ("single_env", [300, 500, 500, 500]), "a2": ("single_env", [200, 400, 470, 480]),
@@ -593,7 +593,7 @@ def test_stability_counts_the_seeds_that_fell_after_reaching_the_cap(monkeypatch
 
 def test_the_hyperparameter_table_is_what_the_runs_stored(rs):
     """The table reads single_env's stored config per headline env; a design whose runs differ in a
-    shared setting is named in a note (issue 22: a table generated from what ran)."""
+    shared setting is named in a note (a table generated from what ran)."""
     notes: list[str] = []
     made = headline_tables.hyperparameters_data(rs, notes.append)
     [(name, table, _)] = made.tables
@@ -628,7 +628,7 @@ def test_the_window_leaves_out_later_cells(tmp_path):
 
 
 def test_utd_long_cells_are_read_after_solving():
-    """The utd sweep's long cells (issue 22): apart from the grid (its smaller budget), each cell's falls
+    """The utd sweep's long cells: apart from the grid (its smaller budget), each cell's falls
     after first reaching 500, and the comparisons (high_utd against single_env, each reset cell against no
     resets) corrected together; 3 seeds a side cannot give a rank-test p below 0.1."""
     curves = {  # cell -> per seed curve (holdout every 25k of 100k)

@@ -199,7 +199,7 @@ def test_the_page_reads_in_a_headless_browser(built):
 
 def test_no_command_the_readme_or_the_report_gives_writes_into_the_committed_reference_set():
     """results/reference/ is the writeup's committed runs: a note told users to resume a sweep with
-    `--out results/reference/utd` (issue 32). The browser test's needs, and how to install them,
+    `--out results/reference/utd`. The browser test's needs, and how to install them,
     stand beside its skip in the README."""
     texts = {"README.md": open(os.path.join(ROOT, "README.md")).read()}
     for path in glob.glob(os.path.join(ROOT, "analysis", "report", "*.py")):

@@ -1,4 +1,4 @@
-"""Issue 34's speed checks (analysis/report/vector_check.py) on hand-written runs: each setting's
+"""The vector_check sweep's speed checks (analysis/report/vector_check.py) on hand-written runs: each setting's
 committed prediction beside its runs made alone, and the acceptance ratios taken within a seed."""
 
 import json

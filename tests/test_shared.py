@@ -320,7 +320,7 @@ def _bell_waiter(index: int, specs, semaphores, ready, out) -> None:
 
 def test_a_bell_wakes_a_blocked_waiter_without_polling():
     """bells.Bell: a waiter blocks without CPU (polling in 0.2 ms sleeps took the learner's core
-    once 16 actors waited, issue 21) and wakes within milliseconds of a ring, not at its beat;
+    once 16 actors waited) and wakes within milliseconds of a ring, not at its beat;
     the ringer posts only the waiters that wait, and clears their flags."""
     import time
 

@@ -1,7 +1,7 @@
 """vector_env honours worker_timeout_s: an env process that hangs, or dies, fails the run within
 the timeout naming the env, and closing the envs leaves no process and no semaphore behind.
 
-gymnasium's AsyncVectorEnv, which vector_env stepped its envs with until issue 34, waits forever
+gymnasium's AsyncVectorEnv, which vector_env stepped its envs with up to dc629ec, waits forever
 for a hung env and reports a killed one as a bare EOFError; actor_learner and hogwild name theirs
 (tests/test_actor_learner.py, test_hogwild.py), and so do vector_env's own env processes.
 The envs here are a user's own module (`stall_envs:Hangs-v0`, as tests/test_user_envs.py

@@ -1,4 +1,4 @@
-"""Learning at the practitioner's scale (issue 39): does the 8- or 16-worker run learn as well per env
+"""Learning at the practitioner's scale: does the 8- or 16-worker run learn as well per env
 step as single_env? The families, the primary measure and the verdict rule are docs/learning-at-scale.md's,
 written before the runs; this module applies them and nothing else.
 

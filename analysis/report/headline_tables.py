@@ -29,7 +29,7 @@ DESIGN_KEYS = ("architecture", "num_workers", "utd", "layer_norm")
 def hyperparameters_data(rs: RunSet, note: Note) -> FigureData | None:
     """The headline's hyperparameters, per env, read from the stored runs' configs (so the table is
     what ran, not what a config file says now): single_env's values, and a note where another
-    design's runs differ in a shared key beyond DESIGN_KEYS (issue 22; tests/test_report_data.py)."""
+    design's runs differ in a shared key beyond DESIGN_KEYS (tests/test_report_data.py)."""
     runs = _headline_rows(rs)
     if runs.empty or "config" not in runs:
         note("hyperparameters: no headline runs")
@@ -93,7 +93,7 @@ def stability_data(rs: RunSet, note: Note) -> FigureData | None:
     one, the share of its checkpoints after the first at the cap that were below it, and its drop
     (the cap less its lowest return after). On CartPole at 100k, high_utd (utd 4, LayerNorm) reached
     500 and then fell below 475 in every seed while the other designs rarely did; the text had
-    said only that it 'ends less often at the cap' (issue 22; tests/test_report_data.py)."""
+    said only that it 'ends less often at the cap' (tests/test_report_data.py)."""
     runs = _headline_rows(rs)
     runs = runs[runs["env"].isin(list(CAP))]
     if runs.empty:

@@ -46,7 +46,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     data = pd.DataFrame(rows)
     # Holm over the comparisons one env's table makes of one question (every design against
     # single_env on the two learning measures; apart, on speed): a verdict word is no stronger
-    # than its corrected test (issue 22).
+    # than its corrected test.
     data["family"] = np.where(data["metric"] == "env_steps_per_sec", "speed", "learning")
     data["holm_p"] = np.nan
     for _, part in data.groupby(["env", "family"]):

@@ -1,4 +1,4 @@
-"""Learning per hour, the practitioner's own question (issue 21): does the faster run learn as
+"""Learning per hour, the practitioner's own question: does the faster run learn as
 well, per second of training?
 
 Reads the `per_hour` sweep: MinAtar Breakout whose env step waits 2 ms without CPU, single_env

@@ -1,5 +1,5 @@
 """11. pqn on CartPole (the `pqn` sweep): does it solve CartPole at CleanRL's budget, and where does it
-stand against single_env and actor_learner per env step and per second (issue 23)?
+stand against single_env and actor_learner per env step and per second?
 
 pqn runs 500k env steps (CleanRL's budget, chosen on calibration seeds: results/calibration/
 pqn_cartpole), the headline's designs 100k, so the table compares what each reached and when it

@@ -1,5 +1,5 @@
 """Where every stored run came from: per sweep, its runs, the commits they ran at, and how many ran
-from a tree with uncommitted changes (their record says `dirty`; runs since issue 39 also store the
+from a tree with uncommitted changes (their record says `dirty`; runs since 8e69dde also store the
 diff beside it, `source.diff`). A reader can tell which numbers a clean checkout reproduces."""
 
 from __future__ import annotations
@@ -28,6 +28,6 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     made.number("ProvenanceDirtyRuns", int(frame["from a dirty tree"].sum()), "{:d}")
     made.number("ProvenanceRuns", int(frame["runs"].sum()), "{:d}")
     made.table("provenance", frame, "Every stored run by sweep: the commits it ran at (the first four), how many ran "
-               "from a tree with uncommitted changes (a run since issue 39 stores that diff as source.diff beside its "
+               "from a tree with uncommitted changes (a run since 8e69dde stores that diff as source.diff beside its "
                "record), and how many records do not say (made before the suite recorded it)")
     return made

@@ -1,4 +1,4 @@
-"""The practitioner's shape (issue 21): many workers on an env that waits, measured against the
+"""The practitioner's shape (docs/plan-and-cost-model.md): many workers on an env that waits, measured against the
 cost model's predictions written before the runs, beside the practitioner's own curve.
 
 Reads the `seed_shape` sweep's runs (CartPole whose step waits 2.2 ms without CPU, the cartpole

@@ -1,4 +1,4 @@
-"""The MinAtar suite (issue 22): does what Breakout showed hold on four more games?
+"""The MinAtar suite: does what Breakout showed hold on four more games?
 
 Reads Breakout's headline runs (the `minatar` sweep) and the `minatar_suite` sweep's Asterix,
 Freeway, Space Invaders and Seaquest runs: every game with one hyperparameter set (`minatar_cpu`,

@@ -21,7 +21,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         made.number(macro_name("threads", network, "one", "us"), one["update_us_median"])
         made.number(macro_name("threads", network, "most", "us"), most["update_us_median"])
     made.number("ThreadsMost", int(frame["torch_threads"].max()), "{}")
-    # Every batch too: the CartPole headline runs batch 128, where two threads did gain (issue 22).
+    # Every batch too: the CartPole headline runs batch 128, where two threads did gain.
     for (network, batch), part in frame.groupby(["network", "batch_size"]):
         one, most = part.iloc[0], part.iloc[-1]
         made.number(macro_name("threads", network, "batch", int(batch), "one", "us"), one["update_us_median"])

@@ -1,4 +1,4 @@
-"""Issue 34's speed checks: vector_env and pqn stepping their envs as each is ready, against the
+"""Speed checks: vector_env and pqn stepping their envs as each is ready, against the
 cost model's predictions committed before the `vector_check` sweep ran.
 
 Reads the sweep's runs made one at a time and the predictions `experiments.predict vector_check

@@ -102,7 +102,7 @@ class DQNConfig:
     actor_nice: int = 19
     """actor_learner's actors (backend local) run this much below the learner's priority (0..19; Linux also
     marks them SCHED_BATCH, so a waking actor does not preempt the learner). Past the cores,
-    actors that wake on every env step took the learner's core in turns: on issue 21's shape
+    actors that wake on every env step took the learner's core in turns: on the practitioner's shape
     (a 2 ms waiting env, 2 cores) 16 actors ran 1,181 env steps/s at 0 and 2,609 at 19. On a
     machine with a core per actor it changes nothing. 0 keeps the learner's priority."""
     env_step_cost_us: float = 0.0

@@ -29,7 +29,7 @@ of which Pss_Anon 152 MB is the process's own; the other ~83 MB are torch's shar
 page cache that every process of the run shares, so each extra worker costs its private part."""
 ENV_PROCESS_BYTES = 20 * 2**20
 """vector_env's env process (a worker that steps one env: no torch), measured the same way: Rss
-39 MB, Pss_Anon 21 MB (gymnasium's AsyncVectorEnv worker, which it replaced in issue 34, measured
+39 MB, Pss_Anon 21 MB (gymnasium's AsyncVectorEnv worker, which it replaced, measured
 the same)."""
 WORKERS_PER_CORE = 32
 MIN_WORKER_LIMIT = 64

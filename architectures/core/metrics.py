@@ -57,7 +57,7 @@ class CpuMeter:
     """CPU seconds of this process (all its threads, `time.process_time`) and of its workers
     (their pids, read through psutil), so a run can say how many of the machine's cores it kept busy:
     past the cores, the workers' acting, hand-off and wake-ups time-share them with the learner
-    (issue 21). A worker that has exited keeps the last count read for it."""
+    (docs/plan-and-cost-model.md). A worker that has exited keeps the last count read for it."""
 
     def __init__(self, workers: Callable[[], list[int]] | None = None) -> None:
         self._workers = workers
@@ -127,7 +127,7 @@ def cpu_summary(clock: Stopwatch, env_steps: int) -> dict | None:
     """What the run's processes took of the machine over its training time: CPU seconds of the
     main process and of its workers, the cores they kept busy on average against the cores this
     run may use, and each side's CPU per env step. A run that keeps fewer cores busy than it has
-    while its roles wait for a CPU is bound by latency, not by the cores' capacity (issue 21;
+    while its roles wait for a CPU is bound by latency, not by the cores' capacity (docs/plan-and-cost-model.md;
     tests/test_cpu.py). None without a meter."""
     cpu, seconds = clock.cpu(), clock.segment_elapsed()
     if cpu is None or seconds <= 0:

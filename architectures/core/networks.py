@@ -99,7 +99,7 @@ class GreedyPolicy:
         self.num_actions = net.num_actions
         self._numpy_layers = None if net.is_image else _numpy_view(net)
         # A plain MLP's layers as (weight, bias, ReLU after): one pass of the loop per layer (the
-        # general loop's per-module steps cost 4 us of a 10 us action; issue 34's single_env profile).
+        # general loop's per-module steps cost 4 us of a 10 us action; single_env's py-spy profile).
         kinds = [kind for kind, _, _ in self._numpy_layers or []]
         self._mlp = None if net.is_image or _LAYER_NORM in kinds else [
             (a, b, i + 1 < len(kinds) and kinds[i + 1] is _RELU)

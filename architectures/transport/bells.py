@@ -3,7 +3,7 @@
 A process that waits (an actor for the rate limiter or room in its ring, the learner for data,
 a parked worker for its release) blocks on a semaphore of its own and uses no CPU; whoever
 changes what it waits for rings it. A waiting process never polls the CPU away from the process
-it waits for (issue 21: 0.2 ms polling sleeps made 16 waiting actors take the learner's core).
+it waits for (0.2 ms polling sleeps made 16 waiting actors take the learner's core).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class Bell:
     passes; a ringer posts (a non-blocking sem_post) only the waiters whose flag is set and
     clears the flag, so nobody waiting costs it one read of the flags.
 
-    Polling in 0.2 ms sleeps made 16 waiting actors take the learner's core (issue 21: 2,078 env
+    Polling in 0.2 ms sleeps made 16 waiting actors take the learner's core (2,078 env
     steps/s at 8 actors fell to 923 at 16). A shared condition variable was tried first: its
     notify waits for every woken process to acknowledge, which stalled the learner on each
     update while the actors it woke were scheduled. A wake-up lost to a stale read costs the

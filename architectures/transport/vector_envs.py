@@ -1,7 +1,7 @@
 """Vectorised envs that answer as each is ready: one process per env, shared memory, no pickling.
 
 vector_env and pqn act for N envs from one process. gymnasium's AsyncVectorEnv, which they used
-until issue 34, steps them in lockstep: every vector step pickles an action to each env and a reply
+up to dc629ec, steps them in lockstep: every vector step pickles an action to each env and a reply
 back, waits for the slowest env, and resets ended episodes in a second round trip. Here, as
 EnvPool's async mode: `send(ids, actions, seeds)` steps exactly those envs and `recv()` blocks,
 using no CPU, until at least one env has answered, then returns every env that has, so the caller
