@@ -17,7 +17,7 @@ def parse_config(argv: list[str] | None = None) -> DQNConfig:
     parser.add_argument("--tensorboard", metavar="DIR", help="write the run's curves as TensorBoard event files "
                         "under DIR while it trains (watch with: tensorboard --logdir DIR)")
     for name, doc in describe().items():
-        parser.add_argument(f"--{name}", help=doc)
+        parser.add_argument(f"--{name}", help=doc.replace("%", "%%"))  # argparse formats help with %
     args = parser.parse_args(argv)
     values = {}
     for key, raw in vars(args).items():

@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES = [os.path.join(ROOT, "README.md"), *sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))]
 README_LIMIT = 12_000
 NOT_RUN = {"./setup.sh": "installs (CI runs it)", "EXTRAS=bench": "installs (CI runs it)", "export": "sets the shell",
-           ".venv/bin/ray": "starts a Ray cluster",
+           ".venv/bin/ray": "starts a Ray cluster", "scp": "copies a file from another host",
            ".venv/bin/tensorboard": "serves until stopped (tests/test_event_files.py serves one and reads its page)",
            "make": "rebuilds the paper (tests/test_paper_pdf.py)"}
 """Command lines the docs show that this test does not run, and why."""

@@ -218,6 +218,19 @@ def test_an_unreachable_address_is_one_clear_line():
 
 
 @pytest.mark.slow
+def test_an_empty_ray_address_starts_a_private_instance_beside_a_running_cluster(cluster, tmp_path):
+    """With RAY_ADDRESS naming the running cluster (as `ray start` leaves a marker that ray.init
+    follows), ray.init(num_cpus=...) would join it and refuse num_cpus: the run starts its own."""
+    proc = subprocess.run([sys.executable, "-m", "architectures", "actor_learner", "--backend=ray",
+                           "--num_workers=1", "--total_env_steps=1000", "--learning_starts=200", "--eval_every=1000",
+                           "--eval_episodes=1", "--batch_size=16", "--hidden_sizes=16"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=150, env={**os.environ, "RAY_ADDRESS": cluster})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert '"env_steps": 1000' in proc.stdout
+    assert _our_actors() == []  # nothing of the run's was placed on the running cluster
+
+
+@pytest.mark.slow
 def test_a_sweep_through_ray_stores_every_run_once_and_resumes(cluster, tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-c", TWO_RUN_SWEEP, "tiny", "--out", str(out), "--ray", cluster]

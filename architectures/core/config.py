@@ -159,7 +159,12 @@ class DQNConfig:
     (Ray actors, transitions and weights through Ray's object store; `pip install -e .[ray]`)."""
     ray_address: str = ""
     """backend=ray: address of a running Ray cluster (`auto`, `ray://host:10001`); empty starts
-    a local Ray instance for the run and shuts it down after."""
+    a private Ray instance for the run (even beside a running cluster) and shuts it down after."""
+    ray_batch_steps: int = 128
+    """backend=ray: env steps an actor makes per request; one reply carries their transitions."""
+    ray_requests_in_flight: int = 2
+    """backend=ray: requests queued per actor, so it steps on while the learner fetches the last reply
+    (more hide a longer round trip between hosts, with older acting weights)."""
     worker_timeout_s: float = 60.0
     """Seconds a worker may make no progress (no env step, no wait-loop heartbeat) before the
     run fails naming it as hung; a worker that dies is reported within a fraction of a second."""
@@ -239,7 +244,7 @@ _INT_FIELDS = {"seed", "total_env_steps", "max_episode_steps", "buffer_size", "b
                "target_update_period", "eps_decay_steps", "eval_every", "eval_episodes",
                "torch_threads", "learner_threads", "num_workers", "log_every", "weight_sync_period",
                "utd_slack_steps", "checkpoint_every", "reset_period", "actor_nice", "rollout_steps",
-               "rollout_epochs", "rollout_minibatches"}
+               "rollout_epochs", "rollout_minibatches", "ray_batch_steps", "ray_requests_in_flight"}
 _BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad", "prioritized", "checkpoint_replay", "hogwild_lock",
                 "lr_anneal", "cuda_graph"}
 

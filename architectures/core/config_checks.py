@@ -31,7 +31,7 @@ def validate(c) -> None:
 
     for key in ("total_env_steps", "buffer_size", "batch_size", "n_step", "target_update_period",
                 "eval_every", "torch_threads", "num_workers", "log_every", "weight_sync_period", "rollout_steps",
-                "rollout_epochs", "rollout_minibatches"):
+                "rollout_epochs", "rollout_minibatches", "ray_batch_steps", "ray_requests_in_flight"):
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 1, key, "an integer >= 1")
     for key in ("learning_starts", "eps_decay_steps", "eval_episodes", "seed", "max_episode_steps", "utd_slack_steps", "checkpoint_every",

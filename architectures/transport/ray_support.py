@@ -43,8 +43,10 @@ def check_ray_address(address: str) -> None:
 
 
 def connect(ray, address: str, num_cpus: int) -> bool:
-    """Join the cluster at `address`, or start a local instance when empty; returns whether we
-    started the connection (and so must shut it down). An already connected process is reused."""
+    """Join the cluster at `address`, or start a private instance when empty (Ray's
+    address="local": without it, ray.init joins a cluster `ray start` left on this machine and
+    refuses num_cpus); returns whether we started the connection (and so must shut it down). An
+    already connected process is reused."""
     if ray.is_initialized():
         return False
     check_ray_address(address)
@@ -52,7 +54,7 @@ def connect(ray, address: str, num_cpus: int) -> bool:
         if address and address != "local":
             ray.init(address=address, logging_level="WARNING")
         else:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING")
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING")
     except ConnectionError as err:
         raise ConfigError(f"ray_address: no Ray cluster at {address!r}: {str(err).splitlines()[0]}") from None
     return True

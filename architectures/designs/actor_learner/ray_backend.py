@@ -4,8 +4,9 @@ Same section order and the same pieces as actor_learner.py (env loop, Q-network,
 update, holdout harness, run bookkeeping, diagnostics); only the transport differs:
 - acting happens in `num_workers` Ray actors (one CPU each, placed by Ray on any node). The
   learner is the driver (the main process, the only one that talks to Sacred) and owns the
-  replay. It asks each actor for `BATCH_STEPS` env steps at a time, `IN_FLIGHT` requests
-  queued per actor so an actor never idles on a round trip;
+  replay. It asks each actor for `ray_batch_steps` env steps at a time, `ray_requests_in_flight`
+  requests queued per actor so an actor never idles on a round trip (more of either hides a
+  longer round trip between hosts, at the price of older acting weights);
 - hand-off: an actor packs a batch's transitions into one record array and serialises it
   itself (so its cost is measured, not hidden in Ray); the bytes travel in the request's reply
   (Ray moves replies over 100 KB through its object store), and the learner extends the replay
@@ -52,14 +53,11 @@ from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
 from architectures.run.parking import worker_stops
 from architectures.run.worker_rows import status_episodes, write_episodes
-from architectures.transport.ray_support import check_hung, connect, fetch, flat, import_ray, kill_all, wait_ready
+from architectures.transport.ray_support import (check_hung, check_ray_address, connect, fetch, flat, import_ray, kill_all,
+                                                 wait_ready)
 from architectures.transport.shared import DONE, RUNNING, STATUS_DTYPE
 from architectures.transport.workers import misbehave, warn_if_oversubscribed, worker_fault
 
-BATCH_STEPS = 128
-"""Env steps per request: one object-store hand-off carries this many transitions."""
-IN_FLIGHT = 2
-"""Requests queued per actor, so it starts the next batch while the learner fetches the last."""
 
 
 # ============================================================================== acting (Ray actor)
@@ -153,6 +151,13 @@ class RayActor:
 
 
 # ============================================================================== the learner (driver)
+def preflight(cfg: DQNConfig) -> None:
+    """Ray installed and the cluster at `ray_address` reachable, before anything is recorded: a
+    refusal (exit 2), never a failed run."""
+    import_ray()
+    check_ray_address(cfg.ray_address)
+
+
 def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     ray = import_ray()  # before any work: a missing Ray is a one-line error
     reporter = reporter or NullReporter()
@@ -214,9 +219,9 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             t0 = perf()
             k = run.next_stop
             for i in range(n):  # the rate limiter: no new steps while the learner owes more than the slack
-                while (len(pending[i]) < IN_FLIGHT and room(i, k) > 0
+                while (len(pending[i]) < cfg.ray_requests_in_flight and room(i, k) > 0
                        and learning.limiter.can_insert(int(requested.sum()), learner.version)):
-                    steps = int(min(BATCH_STEPS, room(i, k)))
+                    steps = int(min(cfg.ray_batch_steps, room(i, k)))
                     if not pending[i]:
                         busy_since[i] = time.monotonic()
                     pending[i].append((actors[i].collect.remote(steps, list(weights), bool(after_stop[i]),
@@ -270,6 +275,6 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         if owns_connection:
             ray.shutdown()
     result = books.result(run, env_steps=global_steps, startup_seconds=startup_seconds)
-    result.update(backend="ray", batch_steps=BATCH_STEPS, worker_transitions=status["transitions"].tolist(),
+    result.update(backend="ray", batch_steps=cfg.ray_batch_steps, worker_transitions=status["transitions"].tolist(),
                   worker_transitions_received=received.tolist(), actor_hosts=[host for _, host in where])
     return result
