@@ -67,9 +67,15 @@ def run_logged(cmd: list[str], log_path: str, quiet: bool, at_once: int = 1) -> 
     """Run one sweep run's command to its end, its output in `log_path`; returns its exit code.
     Called in the sweep's process, or inside a Ray task on any node of the cluster (whose CPU
     reservations keep runs apart: at_once stays 1 there)."""
-    from experiments.sweep_spec import RUNS_AT_ONCE_ENV
+    from experiments.sweep_spec import RAY_NODE_ENV, RUNS_AT_ONCE_ENV
 
     env = {**os.environ, "PYTHONWARNINGS": "ignore:pkg_resources is deprecated", RUNS_AT_ONCE_ENV: str(at_once)}
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():  # in a Ray task: the run records its node
+        import json
+
+        from architectures.transport.ray_support import this_node
+
+        env[RAY_NODE_ENV] = json.dumps(this_node())
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     with open(log_path, "w") as log:
         log.write(" ".join(cmd) + "\n")
@@ -86,7 +92,15 @@ def launch(run: RunSpec, store: FileStore, log_dir: str, quiet: bool, at_once: i
 
 class RayRunner:
     """`--ray ADDRESS`: each run is a Ray task reserving `run.processes()` CPUs (at most the
-    biggest node's), running the same command as `launch`."""
+    biggest node's), running the same command as `launch`. A run whose node is lost is run again
+    elsewhere by Ray's task retries (`RETRIES` times; it resumes from its checkpoint in the shared
+    store); a run that no live node can hold any more is said at once and left for the rerun,
+    never waited for in silence."""
+
+    RETRIES = 2
+    """Times Ray runs a task again after its node or worker died (not after the run failed)."""
+    WATCH_S = 10.0
+    """While a run waits, how often the live nodes are counted again."""
 
     def __init__(self, address: str):
         from architectures.core.config import ConfigError
@@ -110,7 +124,7 @@ class RayRunner:
             raise SystemExit(f"error: --ray: {str(err).split(': ', 1)[1]}") from None
         nodes = [node for node in self.ray.nodes() if node.get("Alive")]
         self.max_cpus = max(int(node["Resources"].get("CPU", 0)) for node in nodes)
-        self.task = self.ray.remote(max_retries=0)(run_logged)
+        self.task = self.ray.remote(max_retries=self.RETRIES, retry_exceptions=False)(run_logged)
         print(f"Ray: {len(nodes)} node(s), {int(self.ray.cluster_resources().get('CPU', 0))} CPUs, at most "
               f"{self.max_cpus} per run", file=sys.stderr)
 
@@ -119,13 +133,27 @@ class RayRunner:
         if cpus < run.processes():
             print(f"run {run.run_id} has {run.processes()} processes; the biggest node has {self.max_cpus} CPUs, "
                   f"so it reserves {cpus}", file=sys.stderr, flush=True)
+        if self.biggest_live_node() < cpus:
+            return self.unplaceable(run, cpus)
         ref = self.task.options(num_cpus=cpus).remote(run_command(run, store),
                                                       os.path.join(log_dir, f"{run.run_id}.log"), True)
         try:
+            while not self.ray.wait([ref], timeout=self.WATCH_S)[0]:  # blocks; wakes to count the nodes
+                if self.biggest_live_node() < cpus:  # its node was lost and no other can take it
+                    self.ray.cancel(ref, force=True)
+                    return self.unplaceable(run, cpus)
             return self.ray.get(ref)
         except self.ray.exceptions.RayError as err:  # the task's node or worker died
             print(f"run {run.run_id}: its Ray task failed: {str(err).strip().splitlines()[0]}", file=sys.stderr)
             return -1
+
+    def biggest_live_node(self) -> int:
+        return max([int(node["Resources"].get("CPU", 0)) for node in self.ray.nodes() if node.get("Alive")] or [0])
+
+    def unplaceable(self, run: RunSpec, cpus: int) -> int:
+        print(f"run {run.run_id} needs {cpus} CPUs on one node and no live node has them (the biggest has "
+              f"{self.biggest_live_node()}): left for the rerun", file=sys.stderr, flush=True)
+        return -2
 
     def close(self) -> None:
         if self.owns:

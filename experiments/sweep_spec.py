@@ -12,6 +12,10 @@ RUNS_AT_ONCE_ENV = "DQN_RUNS_AT_ONCE"
 environment variable: experiments/train.py stores it with the result (`runs_at_once`), and the
 report quotes speeds only from runs made one at a time."""
 
+RAY_NODE_ENV = "DQN_RAY_NODE"
+"""The Ray node a `--ray` sweep's run was placed on (JSON: node id, address, hostname), passed to
+the run in this environment variable; experiments/train.py stores it as the run's `node`."""
+
 
 @dataclass(frozen=True)
 class Cell:

@@ -12,8 +12,10 @@ one-line error naming the key and its valid range (exit code 2).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import socket
 import sys
 
 import sacred.experiment
@@ -40,7 +42,7 @@ from experiments.store import (
     run_event_folder,
     store_failure,
 )
-from experiments.sweep_spec import RUNS_AT_ONCE_ENV
+from experiments.sweep_spec import RAY_NODE_ENV, RUNS_AT_ONCE_ENV
 
 # Sacred's default "fd" capture tees the file descriptors through a subprocess and can deadlock
 # with child processes (sacred#705); "sys" capture only swaps sys.stdout/stderr.
@@ -126,6 +128,8 @@ def main(_config: dict, _run) -> dict:
     architecture, cfg = build_config(_config)
     store_source_diff(_run)  # a run from uncommitted code keeps its diff beside its record
     _run.info["torch_threads"] = cfg.torch_threads
+    placed = os.environ.get(RAY_NODE_ENV)  # a --ray sweep's run: the node Ray placed it on
+    _run.info["node"] = json.loads(placed) if placed else {"hostname": socket.gethostname()}
     sacred_reporter = SacredReporter(_run, cfg.total_env_steps)
     curves = TensorBoardReporter(run_event_folder(_run, architecture, cfg)) if _config.get("tensorboard", True) else None
     reporter = Reporters(sacred_reporter, curves)

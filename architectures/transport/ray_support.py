@@ -60,11 +60,20 @@ def connect(ray, address: str, num_cpus: int) -> bool:
     return True
 
 
+def this_node() -> dict:
+    """The Ray node this process runs on: its id, address and hostname (hosts cloned from one
+    image share a hostname, so the hostname alone cannot tell them apart)."""
+    import ray
+
+    return {"node_id": ray.get_runtime_context().get_node_id(), "address": ray.util.get_node_ip_address(),
+            "hostname": socket.gethostname()}
+
+
 def flat(params: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([p.reshape(-1) for p in params])
 
 
-def wait_ready(ray, actors: list, timeout_s: float) -> list[tuple[int, str]]:
+def wait_ready(ray, actors: list, timeout_s: float) -> list[tuple[int, dict]]:
     try:
         return ray.get([actor.ready.remote() for actor in actors], timeout=timeout_s)
     except ray.exceptions.GetTimeoutError:

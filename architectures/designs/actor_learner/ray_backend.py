@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 import pickle
 import secrets
-import socket
 import time
 from collections import deque
 
@@ -54,7 +53,7 @@ from architectures.run.learning import ReplayLearning
 from architectures.run.parking import worker_stops
 from architectures.run.worker_rows import status_episodes, write_episodes
 from architectures.transport.ray_support import (check_hung, check_ray_address, connect, fetch, flat, import_ray, kill_all,
-                                                 wait_ready)
+                                                 this_node, wait_ready)
 from architectures.transport.shared import DONE, RUNNING, STATUS_DTYPE
 from architectures.transport.workers import misbehave, warn_if_oversubscribed, worker_fault
 
@@ -90,10 +89,10 @@ class RayActor:
         self.stats["pid"], self.stats["weights_version"], self.stats["state"] = os.getpid(), -1, RUNNING
         self.idle_since = None
 
-    def ready(self) -> tuple[int, str]:
+    def ready(self) -> tuple[int, dict]:
         if self.failed is not None:
             raise self.failed
-        return os.getpid(), socket.gethostname()
+        return os.getpid(), this_node()
 
     def state(self) -> dict:
         return self.loop.state()
@@ -276,5 +275,6 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             ray.shutdown()
     result = books.result(run, env_steps=global_steps, startup_seconds=startup_seconds)
     result.update(backend="ray", batch_steps=cfg.ray_batch_steps, worker_transitions=status["transitions"].tolist(),
-                  worker_transitions_received=received.tolist(), actor_hosts=[host for _, host in where])
+                  worker_transitions_received=received.tolist(), actor_hosts=[node["hostname"] for _, node in where],
+                  actor_nodes=[node for _, node in where])
     return result

@@ -1,0 +1,173 @@
+"""Test hosts: a small Ray cluster of separate hosts built on this machine, for tests of what
+crosses a network (tests/test_hosts.py).
+
+Each host is a network namespace with one address in 198.18.0.0/24 (the benchmarking range)
+on a switch of its own (a bridge in one more namespace), loopback, and no route out: nothing
+reaches any other address. Its Ray node runs in its own UTS namespace too, so each host has
+its own hostname, as separate machines do. Host 1 is the head with no CPUs (so actors land
+on the other hosts) and runs the driver; hosts 2.. are nodes with `cpus` CPUs each. Every
+node is started with an explicit --node-ip-address, usage stats off and token
+authentication off (RAY_AUTH_MODE=disabled, on a network only these hosts reach), and its
+Ray files in a temporary folder of its own, so no `ray_current_cluster` marker is left where
+another test's ray.init would find it. Everything is stopped by process id: every process in
+each namespace (`ip netns pids`), then the namespaces are deleted. Building needs root and a
+kernel that allows namespaces; `Hosts.refused()` says why not, for a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+PORT = 6379
+ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", "PYTHONWARNINGS": "ignore"}
+
+
+def _ip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+
+
+class Hosts:
+    def __init__(self, count: int = 3, cpus: int = 2):
+        self.count, self.cpus = count, cpus
+        self.tag = f"pdqn{os.getpid()}"
+        self.switch = f"{self.tag}sw"
+        self.names = [f"{self.tag}h{i}" for i in range(1, count + 1)]
+        self.root = tempfile.mkdtemp(prefix="pdqn-hosts-", dir="/tmp")  # short: Ray's socket paths must fit
+        self.nodes: list[subprocess.Popen | None] = [None] * count
+        self.made: list[str] = []
+
+    @staticmethod
+    def refused() -> str | None:
+        """Why test hosts cannot be built here, or None."""
+        if os.geteuid() != 0:
+            return "test hosts need root (ip netns add)"
+        if shutil.which("ip") is None or shutil.which("unshare") is None:
+            return "test hosts need iproute2's ip and util-linux's unshare"
+        probe = f"pdqn{os.getpid()}probe"
+        made = _ip("netns", "add", probe)
+        if made.returncode != 0:
+            return f"network namespaces are refused here: {made.stderr.strip()}"
+        _ip("netns", "del", probe)
+        return None
+
+    def address(self, host: int) -> str:
+        return f"198.18.0.{host}"
+
+    @property
+    def head(self) -> str:
+        return f"{self.address(1)}:{PORT}"
+
+    def hostname(self, host: int) -> str:
+        return f"testhost{host}"
+
+    # ------------------------------------------------------------------ the network
+    def build(self) -> "Hosts":
+        for name in [self.switch, *self.names]:
+            self._must("netns", "add", name)
+            self.made.append(name)
+            self._must("-n", name, "link", "set", "lo", "up")
+        self._must("-n", self.switch, "link", "add", "br0", "type", "bridge")
+        self._must("-n", self.switch, "link", "set", "br0", "up")
+        for host, name in enumerate(self.names, start=1):
+            self._must("link", "add", "eth0", "netns", name, "type", "veth", "peer", "name", f"port{host}",
+                       "netns", self.switch)
+            self._must("-n", self.switch, "link", "set", f"port{host}", "master", "br0")
+            self._must("-n", self.switch, "link", "set", f"port{host}", "up")
+            self._must("-n", name, "addr", "add", f"{self.address(host)}/24", "dev", "eth0")
+            self._must("-n", name, "link", "set", "eth0", "up")
+        return self
+
+    def _must(self, *args: str) -> None:
+        done = _ip(*args)
+        if done.returncode != 0:
+            raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip()}")
+
+    # ------------------------------------------------------------------ Ray nodes
+    def start(self, host: int, wait: bool = True) -> None:
+        """Start host's Ray node (the head on host 1), in its own UTS namespace."""
+        ray = os.path.join(os.path.dirname(sys.executable), "ray")
+        common = [f"--node-ip-address={self.address(host)}", "--disable-usage-stats", "--block",
+                  f"--temp-dir={self.root}/{host}"]
+        if host == 1:
+            args = ["start", "--head", f"--port={PORT}", "--num-cpus=0", "--include-dashboard=false", *common]
+        else:
+            args = ["start", f"--address={self.head}", f"--num-cpus={self.cpus}", *common]
+        script = f'hostname {self.hostname(host)} && exec "$0" "$@"'
+        log = open(os.path.join(self.root, f"node{host}.log"), "w")
+        self.nodes[host - 1] = subprocess.Popen(
+            ["ip", "netns", "exec", self.names[host - 1], "unshare", "--uts", "sh", "-c", script, ray, *args],
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **ENV}, start_new_session=True)
+        log.close()
+        if wait:
+            self.wait_for_cpus(self.cpus * sum(1 for h in range(2, self.count + 1) if self.nodes[h - 1]))
+
+    def wait_for_cpus(self, cpus: int, timeout_s: float = 90.0) -> None:
+        """Block until the cluster counts `cpus` CPUs (the nodes have joined the head)."""
+        probe = ("import sys, time, ray\n"
+                 "end = time.monotonic() + float(sys.argv[3])\n"
+                 "while True:\n"  # the head itself may still be starting
+                 "    try:\n        ray.init(address=sys.argv[1], logging_level='ERROR')\n        break\n"
+                 "    except ConnectionError:\n        if time.monotonic() > end: raise\n        time.sleep(0.5)\n"
+                 "while ray.cluster_resources().get('CPU', 0) != float(sys.argv[2]) and time.monotonic() < end:\n"
+                 "    time.sleep(0.5)\n"
+                 "sys.exit(0 if ray.cluster_resources().get('CPU', 0) == float(sys.argv[2]) else 1)\n")
+        done = self.run(1, [sys.executable, "-c", probe, self.head, str(cpus), str(timeout_s)],
+                        timeout=timeout_s + 60)
+        if done.returncode != 0:
+            raise RuntimeError(f"the test cluster did not reach {cpus} CPUs: {done.stderr[-1500:]}\n"
+                               + self.logs())
+
+    def run(self, host: int, cmd: list[str], timeout: float = 300, env: dict | None = None,
+            **kwargs) -> subprocess.CompletedProcess:
+        """Run `cmd` on host (its network only) to its end."""
+        return subprocess.run(["ip", "netns", "exec", self.names[host - 1], *cmd], capture_output=True, text=True,
+                              timeout=timeout, env={**os.environ, **ENV, **(env or {})}, **kwargs)
+
+    def popen(self, host: int, cmd: list[str], **kwargs) -> subprocess.Popen:
+        return subprocess.Popen(["ip", "netns", "exec", self.names[host - 1], *cmd], env={**os.environ, **ENV},
+                                start_new_session=True, **kwargs)
+
+    def pids(self, host: int) -> list[int]:
+        listed = _ip("netns", "pids", self.names[host - 1]).stdout.split()
+        return [int(pid) for pid in listed]
+
+    def lose(self, host: int) -> None:
+        """The host is gone: every process on it killed at once (SIGKILL), as a power cut would."""
+        self._kill(self.names[host - 1])
+
+    def _kill(self, name: str) -> None:
+        for _ in range(20):  # a process may fork while we kill: until the namespace is empty
+            pids = [int(pid) for pid in _ip("netns", "pids", name).stdout.split()]
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.1)
+
+    def logs(self) -> str:
+        out = []
+        for host in range(1, self.count + 1):
+            path = os.path.join(self.root, f"node{host}.log")
+            if os.path.exists(path):
+                out.append(f"--- node {host}:\n" + open(path).read()[-1500:])
+        return "\n".join(out)
+
+    def close(self) -> None:
+        for name in self.made:
+            self._kill(name)
+        for node in self.nodes:
+            if node is not None:
+                node.wait(timeout=30)  # our own children: reaped, no zombie left
+        for name in self.made:
+            _ip("netns", "del", name)
+        self.made = []
+        shutil.rmtree(self.root, ignore_errors=True)

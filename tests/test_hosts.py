@@ -1,0 +1,90 @@
+"""Across hosts: actor_learner's actors and a sweep's runs on other hosts of a Ray cluster, and
+what a lost host costs. The hosts are network namespaces on this machine (tests/hosts.py):
+separate addresses and hostnames, one switch, no route out. Skipped with the reason where Ray
+is missing or namespaces are refused (not root, or a kernel or container that forbids them)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="ray is not installed (optional extra): pip install -e '.[ray]'")
+
+from tests.hosts import Hosts  # noqa: E402
+from tests.test_ray import TWO_RUN_SWEEP  # noqa: E402
+from tests.test_sweep import _statuses  # noqa: E402
+
+pytestmark = pytest.mark.slow
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY_RUN = ["--total_env_steps=3000", "--learning_starts=300", "--eval_every=1500", "--eval_episodes=2",
+            "--batch_size=16", "--hidden_sizes=16", "--worker_timeout_s=30"]
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    refused = Hosts.refused()
+    if refused:
+        pytest.skip(refused)
+    built = Hosts(count=3, cpus=2)
+    try:
+        built.build()
+        built.start(1, wait=False)
+        built.start(2, wait=False)
+        built.start(3)  # blocks until both nodes' 4 CPUs have joined the head
+        yield built
+    finally:
+        built.close()
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert built.tag not in listed  # no namespace, and so no process in one, outlives the tests
+
+
+def _result(stdout: str) -> dict:
+    return json.loads(stdout[stdout.index("{\n"):])  # the CLI prints the result last, as JSON
+
+
+def _design(hosts: Hosts, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return hosts.run(1, [sys.executable, "-m", "architectures", "actor_learner", "--backend=ray",
+                         f"--ray_address={hosts.head}", *TINY_RUN, *args], cwd=ROOT, timeout=timeout)
+
+
+def test_the_hosts_are_apart(hosts):
+    """Each host has its own address and hostname, and reaches nothing outside 198.18.0.0/24."""
+    probe = ("import socket, sys\n"
+             "try:\n    socket.create_connection(('192.0.2.1', 80), timeout=1)\nexcept OSError as err:\n"
+             "    print('unreachable', err.errno)\n")
+    for host in (1, 2, 3):
+        routes = hosts.run(host, ["ip", "route"]).stdout
+        assert routes.split()[0] == "198.18.0.0/24" and "default" not in routes
+        out = hosts.run(host, [sys.executable, "-c", probe]).stdout
+        assert out.startswith("unreachable"), out
+
+
+def test_actors_run_on_the_other_hosts_and_every_transition_arrives(hosts):
+    proc = _design(hosts, "--num_workers=3")
+    assert proc.returncode == 0, proc.stderr[-3000:] + hosts.logs()
+    result = _result(proc.stdout)
+    assert result["env_steps"] == 3000
+    assert result["worker_transitions"] == result["worker_transitions_received"]
+    nodes = result["actor_nodes"]
+    # the head has no CPUs: 3 actors of one CPU on two nodes of two CPUs span both hosts
+    assert {node["address"] for node in nodes} == {hosts.address(2), hosts.address(3)}
+    assert all(node["hostname"] == hosts.hostname(int(node["address"].rsplit(".", 1)[1])) for node in nodes)
+    assert len({node["node_id"] for node in nodes}) == 2
+    assert result["actor_hosts"] == [node["hostname"] for node in nodes]
+
+
+def test_a_sweep_across_hosts_runs_each_run_once_on_a_node_it_records(hosts, tmp_path):
+    out = tmp_path / "out"  # one filesystem for every host here, as a shared mount would be
+    cmd = [sys.executable, "-c", TWO_RUN_SWEEP, "tiny", "--out", str(out), "--ray", hosts.head]
+    proc = hosts.run(1, cmd, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Ray: 3 node(s), 4 CPUs" in proc.stderr
+    found = _statuses(out)
+    assert len(found) == 2 and all(r["status"] == "COMPLETED" for r in found.values())
+    for name in found:
+        with open(out / name / "info.json") as f:
+            node = json.load(f)["node"]
+        assert node["address"] in (hosts.address(2), hosts.address(3))
+        assert node["hostname"] == hosts.hostname(int(node["address"].rsplit(".", 1)[1])) and node["node_id"]
