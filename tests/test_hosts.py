@@ -88,3 +88,50 @@ def test_a_sweep_across_hosts_runs_each_run_once_on_a_node_it_records(hosts, tmp
             node = json.load(f)["node"]
         assert node["address"] in (hosts.address(2), hosts.address(3))
         assert node["hostname"] == hosts.hostname(int(node["address"].rsplit(".", 1)[1])) and node["node_id"]
+
+
+PLACED = """
+import sys, time, ray
+import ray._private.state as state  # the GCS's actor table: ray.util.state needs the dashboard, left off here
+ray.init(address=sys.argv[1], logging_level="ERROR")
+end = time.monotonic() + 90
+while time.monotonic() < end:
+    alive = [a for a in state.actors().values()
+             if a.get("State") == "ALIVE" and (a.get("Name") or "").startswith("pdqn_actor_")]
+    if len(alive) == int(sys.argv[2]):
+        print(" ".join(sorted(a["Address"]["IPAddress"] for a in alive)))
+        break
+    time.sleep(0.5)
+"""
+"""The addresses of the hosts the run's actors are on, once all are up."""
+
+
+def test_a_lost_host_costs_its_actors_not_the_run(hosts):
+    """A host with actors on it is lost (every process on it killed at once) while the run trains:
+    its actors are replaced on the other host and the run ends with its exact env steps."""
+    cmd = [sys.executable, "-m", "architectures", "actor_learner", "--backend=ray", f"--ray_address={hosts.head}",
+           "--num_workers=2", "--actor_restarts=2", "--total_env_steps=30000", "--eval_every=10000",
+           "--eval_episodes=2", "--learning_starts=300", "--batch_size=16", "--hidden_sizes=16",
+           "--env_step_wait_us=1000", "--worker_timeout_s=30"]
+    driver = hosts.popen(1, cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        placed = hosts.run(1, [sys.executable, "-c", PLACED, hosts.head, "2"], timeout=150).stdout.split()
+        assert len(placed) == 2, placed
+        lost = int(placed[0].rsplit(".", 1)[1])  # a host with at least one of the actors
+        hosts.lose(lost)
+        out, err = driver.communicate(timeout=240)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, 9)
+            driver.wait()
+    try:
+        assert driver.returncode == 0, err[-3000:]
+        result = _result(out)
+        assert result["env_steps"] == 30000
+        assert [c["env_steps"] for c in result["holdout_curve"]] == [10000, 20000, 30000]
+        assert result["actors_lost"] == result["actors_replaced"] == placed.count(hosts.address(lost))
+        assert result["actor_seconds_short"] > 0
+        assert {node["address"] for node in result["actor_nodes"]} == {hosts.address(5 - lost)}  # the survivor
+        assert result["worker_transitions"] == result["worker_transitions_received"]
+    finally:
+        hosts.start(lost)  # the host back, for any test after this one

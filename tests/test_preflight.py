@@ -38,6 +38,7 @@ BAD = {
     "too many workers": ("actor_learner", {"num_workers": 999}, "num_workers:"),
     "n_step past the episode cap": ("single_env", {"n_step": 600}, "n_step:"),
     "a checkpoint_path that is a folder": ("single_env", {"checkpoint_path": "FOLDER"}, "checkpoint_path:"),
+    "actor replacement on the local backend": ("actor_learner", {"actor_restarts": 1}, "actor_restarts:"),
 }
 if importlib.util.find_spec("ray") is not None:  # the Ray backend's own preflight: a refusal, not a failed run
     BAD["an unreachable ray_address"] = ("actor_learner", {"backend": "ray", "ray_address": "127.0.0.1:1"},

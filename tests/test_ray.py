@@ -171,6 +171,47 @@ def test_a_killed_ray_actor_fails_the_run_naming_it(cluster):
     assert _our_actors() == []
 
 
+class KillActors(NullReporter):
+    """Kills slot 1's newest actor with ray.kill at each of `at` env steps, as a lost node would."""
+
+    def __init__(self, at: list[int]):
+        self.at, self.killed = list(at), []
+
+    def progress(self, env_steps, total, steps_per_sec, last_return):
+        if self.at and env_steps >= self.at[0]:
+            slot = sorted(a for a in _our_actors() if re.search(r"_1(_r\d+)?$", a))
+            ray.kill(ray.get_actor(slot[-1]))  # the replacement is named ..._1_r<k>
+            self.killed.append(slot[-1])
+            self.at.pop(0)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.slow
+def test_a_lost_actor_is_replaced_and_the_run_keeps_its_exact_env_steps(cluster):
+    killer = KillActors([1_000])
+    r = train_on_ray(small_cfg(actor_restarts=1, log_every=250), killer)
+    assert len(killer.killed) == 1
+    assert r["env_steps"] == 6_000 and r["updates"] == (6_000 - 500) // 4  # utd held through the loss
+    assert [c["env_steps"] for c in r["holdout_curve"]] == [2_000, 4_000, 6_000]
+    assert (r["actors_lost"], r["actors_replaced"]) == (1, 1)
+    assert 0 < r["env_steps_undelivered"] <= 2 * 128 and r["actor_seconds_short"] > 0
+    assert r["worker_transitions"] == r["worker_transitions_received"]  # what arrived, once
+    assert r["worker_shares"]["env_steps"] == [0.5, 0.5]  # the replacement made the lost actor's share
+    assert r["worker_weights_versions"][1] >= 0.5 * r["updates"]  # and it received the newest weights
+    assert _our_actors() == []
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.slow
+def test_a_loss_past_actor_restarts_fails_the_run_naming_the_host(cluster):
+    # the second kill finds the replacement up, or still starting: either way the second loss
+    with pytest.raises(WorkerFailed, match=r"^actor 1(\'s replacement)? \(Ray actor.* on host \S+ \([\d.]+\); "
+                                           r"actor_restarts=1 replacements were used$"):
+        train_on_ray(small_cfg(actor_restarts=1, log_every=250, total_env_steps=20_000, eval_every=20_000),
+                     KillActors([1_000, 3_000]))
+    assert _our_actors() == []
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("fault, message", [
     ("0:crash:700", r"^actor 0 \(Ray actor, pid \d+\) raised RuntimeError: injected crash \(PDQN_FAULT\)$"),

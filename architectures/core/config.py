@@ -165,6 +165,10 @@ class DQNConfig:
     ray_requests_in_flight: int = 2
     """backend=ray: requests queued per actor, so it steps on while the learner fetches the last reply
     (more hide a longer round trip between hosts, with older acting weights)."""
+    actor_restarts: int = 0
+    """backend=ray: lost actors (process or node gone, or hung) the run may replace; each
+    replacement continues the lost actor's share on any node with a free CPU while the learner
+    goes on with the others. 0 fails the run at the first loss, naming the actor and its host."""
     worker_timeout_s: float = 60.0
     """Seconds a worker may make no progress (no env step, no wait-loop heartbeat) before the
     run fails naming it as hung; a worker that dies is reported within a fraction of a second."""
@@ -244,7 +248,8 @@ _INT_FIELDS = {"seed", "total_env_steps", "max_episode_steps", "buffer_size", "b
                "target_update_period", "eps_decay_steps", "eval_every", "eval_episodes",
                "torch_threads", "learner_threads", "num_workers", "log_every", "weight_sync_period",
                "utd_slack_steps", "checkpoint_every", "reset_period", "actor_nice", "rollout_steps",
-               "rollout_epochs", "rollout_minibatches", "ray_batch_steps", "ray_requests_in_flight"}
+               "rollout_epochs", "rollout_minibatches", "ray_batch_steps", "ray_requests_in_flight",
+               "actor_restarts"}
 _BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad", "prioritized", "checkpoint_replay", "hogwild_lock",
                 "lr_anneal", "cuda_graph"}
 

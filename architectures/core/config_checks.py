@@ -34,10 +34,14 @@ def validate(c) -> None:
                 "rollout_epochs", "rollout_minibatches", "ray_batch_steps", "ray_requests_in_flight"):
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 1, key, "an integer >= 1")
-    for key in ("learning_starts", "eps_decay_steps", "eval_episodes", "seed", "max_episode_steps", "utd_slack_steps", "checkpoint_every",
+    for key in ("learning_starts", "eps_decay_steps", "eval_episodes", "seed", "max_episode_steps", "utd_slack_steps",
+                "checkpoint_every", "actor_restarts",
                 "reset_period", "learner_threads"):
         value = getattr(c, key)
         need(isinstance(value, int) and not isinstance(value, bool) and value >= 0, key, "an integer >= 0")
+    need(c.actor_restarts == 0 or c.backend == "ray", "actor_restarts",
+         "0 unless backend='ray': only Ray actors are replaced (a lost host costs its actors); on one machine a "
+         "dead actor is the env's or the code's fault, which a replacement would repeat, so the run fails naming it")
     need(c.batch_size <= c.buffer_size, "batch_size", f"<= buffer_size ({c.buffer_size:,}): a batch samples the replay")
     need(c.learning_starts <= c.total_env_steps, "learning_starts",
          f"<= total_env_steps ({c.total_env_steps})")

@@ -101,19 +101,29 @@ def _raised(err, who: str) -> Exception:
     return WorkerFailed(f"{who} raised {name}" + (f": {said}" if said else ""), detail=str(err))
 
 
+class ActorLost(WorkerFailed):
+    """An actor whose process or node is gone, or that answers no more (hung, or cut off): what a
+    replacement can make good (transport/ray_actors.py). An actor that raised is not lost: its
+    error would raise again."""
+
+    def __init__(self, message: str, index: int, detail: str | None = None):
+        super().__init__(message, detail=detail)
+        self.index = index
+
+
 def fetch(ray, ref, index: int, row: np.ndarray):
     """ray.get, with an actor's death or exception turned into a WorkerFailed naming it."""
     try:
         return ray.get(ref)
     except ray.exceptions.RayActorError as err:
-        failed = WorkerFailed(f"actor {index} (Ray actor, pid {int(row['pid'])}) died after "
-                              f"{int(row['env_steps']):,} env steps: {type(err).__name__}: {_first_line(err)}",
-                              detail=str(err))
+        failed = ActorLost(f"actor {index} (Ray actor, pid {int(row['pid'])}) died after "
+                           f"{int(row['env_steps']):,} env steps: {type(err).__name__}: {_first_line(err)}", index,
+                           detail=str(err))
     except ray.exceptions.RayTaskError as err:
         failed = _raised(err, f"actor {index} (Ray actor, pid {int(row['pid'])})")
     except ray.exceptions.ObjectLostError as err:
-        failed = WorkerFailed(f"actor {index} (Ray actor, pid {int(row['pid'])}): its batch was lost "
-                              f"({_first_line(err)})", detail=str(err))
+        failed = ActorLost(f"actor {index} (Ray actor, pid {int(row['pid'])}): its batch was lost "
+                           f"({_first_line(err)})", index, detail=str(err))
     raise failed from failed.__cause__  # the actor's traceback as the cause, Ray's wrapper left out
 
 
@@ -121,9 +131,9 @@ def check_hung(status: np.ndarray, pending: list, busy_since: np.ndarray, timeou
     now = time.monotonic()
     for i, queue in enumerate(pending):
         if queue and now - busy_since[i] > timeout_s:
-            raise WorkerFailed(f"actor {i} (Ray actor, pid {int(status[i]['pid'])}) returned no batch for "
-                               f"{timeout_s:.0f} s at {int(status[i]['env_steps']):,} env steps: hung "
-                               f"(worker_timeout_s)")
+            raise ActorLost(f"actor {i} (Ray actor, pid {int(status[i]['pid'])}) returned no batch for "
+                            f"{timeout_s:.0f} s at {int(status[i]['env_steps']):,} env steps: hung "
+                            f"(worker_timeout_s)", i)
 
 
 def kill_all(ray, actors: list, timeout_s: float = 10.0) -> None:

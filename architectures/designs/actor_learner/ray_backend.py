@@ -19,9 +19,13 @@ update, holdout harness, run bookkeeping, diagnostics); only the transport diffe
 - at every parking point (`loop.stops`) each actor is asked for exactly its share of the env
   steps and no more, the learner catches up, then evaluates and/or saves: a save asks every
   (idle) actor for its stream state; resumed actors start fresh episodes;
-- failures: an actor that dies (ray.kill, SIGKILL, a lost node) or raises fails the run with a
-  message naming it as soon as Ray reports it; one whose request makes no progress for
-  `worker_timeout_s` is reported as hung. The actors are killed at the end either way.
+- failures: an actor that is lost (ray.kill, SIGKILL, a lost node) or whose request makes no
+  progress for `worker_timeout_s` (hung, or cut off) is replaced, up to `actor_restarts` times
+  a run (transport/ray_actors.py); the learner goes on with the others meanwhile, and the
+  replacement is asked again for the env steps the lost one never delivered. Past the bound
+  (0 by default) the run fails with one line naming the actor and its host, as soon as Ray
+  reports the loss. An actor that raises fails the run at once (a replacement would raise
+  again). The actors are killed at the end either way.
 
     python -m experiments.train with cartpole actor_learner backend=ray seed=1
 """
@@ -39,114 +43,21 @@ import torch
 
 from architectures.core.config import DQNConfig
 from architectures.core.dqn import build_learner
-from architectures.core.env_guard import name_this_process
-from architectures.core.envs import env_spec, rng_seeds
-from architectures.core.errors import RunError
+from architectures.core.envs import env_spec
 from architectures.core.limits import available_cores
 from architectures.core.metrics import NullReporter, Reporter
-from architectures.core.networks import GreedyPolicy, build_q_network
-from architectures.core.replay import make_replay, transition_dtype
-from architectures.designs.actor_learner.books import ACTOR_ROLES, ActorBooks, initial_priority
-from architectures.run.acting import EnvLoop, actor_epsilon
+from architectures.core.replay import make_replay
+from architectures.designs.actor_learner.books import ActorBooks
+from architectures.designs.actor_learner.ray_actor import RayActor
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
 from architectures.run.parking import worker_stops
-from architectures.run.worker_rows import status_episodes, write_episodes
-from architectures.transport.ray_support import (check_hung, check_ray_address, connect, fetch, flat, import_ray, kill_all,
-                                                 this_node, wait_ready)
-from architectures.transport.shared import DONE, RUNNING, STATUS_DTYPE
-from architectures.transport.workers import misbehave, warn_if_oversubscribed, worker_fault
+from architectures.run.worker_rows import status_episodes
+from architectures.transport.ray_actors import RayActorGroup
+from architectures.transport.ray_support import ActorLost, check_hung, check_ray_address, connect, fetch, flat, import_ray
+from architectures.transport.shared import DONE, STATUS_DTYPE
+from architectures.transport.workers import warn_if_oversubscribed, worker_fault
 
-
-
-# ============================================================================== acting (Ray actor)
-class RayActor:
-    """One actor: its own env loop (seeded per worker), a local Q-network, its counters."""
-
-    def __init__(self, index: int, cfg: DQNConfig, fault: tuple[str, int] | None, resume: dict | None):
-        name_this_process(f"actor {index}, Ray actor, pid {os.getpid()}")  # as its env's errors name it
-        self.failed: RunError | None = None
-        try:
-            self._start(index, cfg, fault, resume)
-        except RunError as err:  # e.g. its env raised in reset: said by ready(), one line, not Ray's death
-            self.failed = err
-
-    def _start(self, index: int, cfg: DQNConfig, fault: tuple[str, int] | None, resume: dict | None) -> None:
-        torch.set_num_threads(1)
-        self.index, self.cfg, self.fault = index, cfg, fault
-        self.run_steps = 0  # the run's env steps requested so far (free-running actors' epsilon)
-        self.loop = EnvLoop(cfg, index, None, actor_epsilon(cfg, index, lambda: self.run_steps))
-        space = self.loop.env.observation_space
-        net = build_q_network(space.shape, int(self.loop.env.action_space.n), cfg.hidden_sizes, cfg.layer_norm,
-                              cfg.seed)
-        self.params = [p.detach().numpy() for p in net.parameters()]  # the policy acts through views of these
-        self.loop.policy = GreedyPolicy(net, np.random.default_rng(rng_seeds(cfg.seed)[0].spawn(cfg.num_workers)[index]))
-        self.record = transition_dtype(tuple(space.shape), np.dtype(space.dtype))
-        self.stats = np.zeros((), STATUS_DTYPE)
-        if resume is not None:  # a fresh episode; its stream, counters and clocks as saved
-            self.loop.restore(resume["actor"])
-            self.stats[()] = resume["row"]
-        self.stats["pid"], self.stats["weights_version"], self.stats["state"] = os.getpid(), -1, RUNNING
-        self.idle_since = None
-
-    def ready(self) -> tuple[int, dict]:
-        if self.failed is not None:
-            raise self.failed
-        return os.getpid(), this_node()
-
-    def state(self) -> dict:
-        return self.loop.state()
-
-    def collect(self, steps: int, weights: list, after_checkpoint: bool, run_steps: int) -> tuple[bytes, np.ndarray]:
-        """Act `steps` env steps; returns (pickled (records, priorities), this actor's counters).
-        `weights` is [version, reference] (in a list, so Ray does not fetch it unasked)."""
-        import ray
-
-        self.run_steps = run_steps
-        perf, s, loop, t = time.perf_counter, self.stats, self.loop, dict.fromkeys(ACTOR_ROLES, 0.0)
-        before = {"act": loop.act_s, "env_step": loop.env_s, "n_step": loop.fold_s}
-        t0 = perf()
-        if self.idle_since is not None and not after_checkpoint:  # parked time is evaluation: off the clock
-            t["wait"] = t0 - self.idle_since
-        # ------------------------------------------------------------------ syncing (pull weights)
-        version, ref = weights
-        frozen = self.fault and self.fault[0] == "freeze_weights" and loop.steps >= self.fault[1]
-        if version != s["weights_version"] and not frozen:
-            flat_weights, offset = ray.get(ref), 0
-            for p in self.params:
-                p.reshape(-1)[:] = flat_weights[offset:offset + p.size]
-                offset += p.size
-            s["weights_version"] = version
-            s["weight_fetches"] += 1
-        t["weight_sync"] = perf() - t0
-        # ------------------------------------------------------------------ acting
-        rows = np.empty(steps + self.cfg.n_step, self.record)  # a batch completes at most steps + n - 1
-        priorities = np.zeros(len(rows), np.float32)
-        count = 0
-        for _ in range(steps):
-            if self.fault and loop.steps >= self.fault[1] and self.fault[0] != "freeze_weights":
-                misbehave(self.fault[0])
-            transitions = loop.step(int(s["weights_version"]))
-            t4 = perf()
-            for transition in transitions:
-                rows[count] = transition
-                if self.cfg.prioritized:
-                    priorities[count] = initial_priority(loop.policy, transition)
-                count += 1
-            t["handoff"] += perf() - t4
-        # ------------------------------------------------------------------ hand-off (one message per batch)
-        t6 = perf()
-        payload = pickle.dumps((rows[:count], priorities[:count]), protocol=pickle.HIGHEST_PROTOCOL)
-        s["transitions"] += count
-        s["env_steps"] = loop.steps
-        write_episodes(s, loop.stats)
-        t["handoff"] += perf() - t6
-        t.update(act=loop.act_s - before["act"], env_step=loop.env_s - before["env_step"],
-                 n_step=loop.fold_s - before["n_step"])
-        for role, seconds in t.items():
-            s[f"t_{role}"] += seconds
-        self.idle_since = perf()
-        return payload, s.copy()
 
 
 # ============================================================================== the learner (driver)
@@ -182,12 +93,16 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
 
     run = Run("actor_learner", cfg, reporter, learner.online)
     learning = ReplayLearning(run, learner, replay, sources=n, after_update=publish)
+    group = RayActorGroup(ray, RayActor, cfg, f"pdqn_actor_{os.getpid()}_{secrets.token_hex(3)}",
+                          max(120.0, cfg.worker_timeout_s))  # the actors, and what losing one costs
     resumed = run.resume()
     resume = [None] * n
     if resumed is not None:  # actors continue their streams from the saved counters
         saved = resumed.extras
         resume = [{"actor": state, "row": saved["status"][i]} for i, state in enumerate(books.restore(saved, run))]
         received[:] = saved["received"]
+        if "losses" in saved:  # absent from checkpoints older than actor replacement
+            group.restore(saved["losses"])
     quotas = [worker_stops(run.stops, n, i) for i in range(n)]  # per actor, per parking point (equal)
 
     def room(i: int, k: int) -> int:  # env steps actor i may still be asked for before parking point k
@@ -195,13 +110,9 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             return run.stops[k].env_steps - int(requested.sum())
         return quotas[i][k] - int(requested[i])
 
-    tag = f"pdqn_actor_{os.getpid()}_{secrets.token_hex(3)}"
-    actors: list = []
     try:
-        remote = ray.remote(num_cpus=1, max_restarts=0)(RayActor)
-        actors = [remote.options(name=f"{tag}_{i}").remote(i, cfg, worker_fault(i), resume[i]) for i in range(n)]
-        where = wait_ready(ray, actors, max(120.0, cfg.worker_timeout_s))
-        status["pid"] = [pid for pid, _ in where]
+        group.start([worker_fault(i) for i in range(n)], resume)
+        status["pid"] = [pid for pid, _ in group.nodes]
         weights[:] = [learner.version, ray.put(flat(learning.acting.arrays))]
         startup_seconds = time.perf_counter() - started
         perf = time.perf_counter
@@ -218,12 +129,12 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             t0 = perf()
             k = run.next_stop
             for i in range(n):  # the rate limiter: no new steps while the learner owes more than the slack
-                while (len(pending[i]) < cfg.ray_requests_in_flight and room(i, k) > 0
+                while (len(pending[i]) < cfg.ray_requests_in_flight and room(i, k) > 0 and group.available(i)
                        and learning.limiter.can_insert(int(requested.sum()), learner.version)):
                     steps = int(min(cfg.ray_batch_steps, room(i, k)))
                     if not pending[i]:
                         busy_since[i] = time.monotonic()
-                    pending[i].append((actors[i].collect.remote(steps, list(weights), bool(after_stop[i]),
+                    pending[i].append((group.actors[i].collect.remote(steps, list(weights), bool(after_stop[i]),
                                                                 int(requested.sum())), steps))
                     requested[i] += steps
                     after_stop[i] = False
@@ -234,8 +145,15 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             ready = set(ray.wait(heads, num_returns=len(heads), timeout=0)[0]) if heads else set()
             for i in range(n):
                 while pending[i] and pending[i][0][0] in ready:
-                    ref, _ = pending[i].popleft()
-                    payload, status[i] = fetch(ray, ref, i, status[i])
+                    ref, steps = pending[i].popleft()
+                    try:
+                        payload, status[i] = fetch(ray, ref, i, status[i])
+                    except ActorLost as lost:  # its replacement is asked again for what it never delivered
+                        undelivered = steps + sum(s for _, s in pending[i])
+                        pending[i].clear()
+                        requested[i] -= undelivered
+                        group.replace(lost, status[i], undelivered)
+                        break
                     rows, priorities = pickle.loads(payload)
                     books.store(rows, priorities, learner.version, replay)
                     received[i] += len(rows)
@@ -248,14 +166,13 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 learning.learn_owed(global_steps, limit=8)  # then fetch again, so the actors never wait long
             elif (not any(pending) and int(requested.sum()) == global_steps == run.stops[k].env_steps):
                 # ---------------------------------------------------------- evaluation / checkpoint (actors idle)
-                if run.at_stop(global_steps, lambda: {**books.parts(
-                        [fetch(ray, ref, i, status[i]) for i, ref in enumerate([a.state.remote() for a in actors])]),
-                                                         "received": received.copy()}):
+                if run.at_stop(global_steps, lambda: {**books.parts(group.states(status)), "received": received.copy(),
+                                                      "losses": group.costs()}):
                     break
                 after_stop[:] = True
             else:  # the learner is ahead of the data: wait for the next batch
                 t7 = perf()
-                heads = [q[0][0] for q in pending if q]
+                heads = [q[0][0] for q in pending if q] + group.starting_refs()
                 if heads:
                     ray.wait(heads, num_returns=1, timeout=0.05)
                 books.tally.wait_seconds += perf() - t7
@@ -263,18 +180,25 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             # -------------------------------------------------------------- health and logging
             if time.monotonic() - last_check > 0.2:
                 last_check = time.monotonic()
-                check_hung(status, pending, busy_since, cfg.worker_timeout_s)
+                try:
+                    check_hung(status, pending, busy_since, cfg.worker_timeout_s)
+                except ActorLost as lost:  # hung or cut off: as good as lost
+                    undelivered = sum(s for _, s in pending[lost.index])
+                    pending[lost.index].clear()
+                    requested[lost.index] -= undelivered
+                    group.replace(lost, status[lost.index], undelivered)
                 books.publications.check(weights[0])
             if run.log_due(global_steps):
                 run.log(global_steps, status_episodes(status),
                            actor_weights_staleness_max=float(learner.version - status["weights_version"].min()))
         status["state"] = DONE
     finally:
-        kill_all(ray, actors)
+        group.kill()
         if owns_connection:
             ray.shutdown()
     result = books.result(run, env_steps=global_steps, startup_seconds=startup_seconds)
     result.update(backend="ray", batch_steps=cfg.ray_batch_steps, worker_transitions=status["transitions"].tolist(),
-                  worker_transitions_received=received.tolist(), actor_hosts=[node["hostname"] for _, node in where],
-                  actor_nodes=[node for _, node in where])
+                  worker_transitions_received=received.tolist(),
+                  actor_hosts=[node["hostname"] for _, node in group.nodes], actor_nodes=[node for _, node in group.nodes],
+                  **group.costs())
     return result

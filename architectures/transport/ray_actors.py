@@ -1,0 +1,114 @@
+"""The run's Ray actors, and what losing one costs: a worker group over Ray.
+
+As RLlib does with its env runners (its FaultTolerantActorManager recreates a lost one rather
+than letting Ray restart it in place), a lost actor is replaced by a new Ray actor, up to
+`actor_restarts` times a run: Ray's in-place restart (`max_restarts`) would run the
+constructor again with the arguments of the first start, so the replacement could not carry
+the lost actor's counters on. The replacement starts wherever the cluster has a free CPU while
+the learner goes on with the survivors; it fetches the newest weights with its first request
+and is asked for its share of the remaining env steps. Past the bound, a loss fails the run in
+one line naming the actor and its host. What the losses cost is counted (`costs`): actors lost
+and replaced, env steps asked of lost actors and never delivered, and the actor-seconds the
+run ran short of an actor.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from architectures.transport.ray_support import ActorLost, fetch, kill_all, wait_ready
+from architectures.transport.workers import WorkerFailed
+
+
+class RayActorGroup:
+    def __init__(self, ray, actor_class, cfg, tag: str, start_timeout_s: float):
+        self.ray, self.cfg, self.tag, self.timeout_s = ray, cfg, tag, start_timeout_s
+        self.remote = ray.remote(num_cpus=1, max_restarts=0)(actor_class)
+        self.actors: list = []
+        self.nodes: list[tuple[int, dict]] = []  # (pid, node) of each slot's current actor
+        self.starting: dict[int, tuple] = {}  # slot -> (its replacement's ready reference, since when)
+        self.lost = self.replaced = self.undelivered = 0
+        self.short_seconds = 0.0
+
+    def start(self, faults: list, resumes: list) -> None:
+        self.actors = [self.remote.options(name=f"{self.tag}_{i}").remote(i, self.cfg, fault, resume)
+                       for i, (fault, resume) in enumerate(zip(faults, resumes))]
+        self.nodes = wait_ready(self.ray, self.actors, self.timeout_s)
+
+    # ------------------------------------------------------------------ losing and replacing
+    def replace(self, lost: ActorLost, row: np.ndarray, undelivered: int) -> None:
+        """Slot `lost.index`'s actor is gone with `undelivered` env steps it was asked for: start
+        its replacement from its counters `row`, or fail the run past the bound."""
+        i = lost.index
+        _, node = self.nodes[i]
+        self.lost += 1
+        self.undelivered += undelivered
+        where = f"on host {node['hostname']} ({node['address']})"
+        if self.replaced >= self.cfg.actor_restarts:
+            said = (f"{lost} {where}; actor_restarts={self.cfg.actor_restarts} replacements were used"
+                    if self.cfg.actor_restarts else f"{lost} {where}")
+            failed = WorkerFailed(said, detail=lost.detail)
+            raise failed from failed.__cause__  # the actor's traceback as the cause
+        self.ray.kill(self.actors[i], no_restart=True)  # a hung or cut-off one must not come back
+        self.replaced += 1
+        resume = {"actor": None, "row": row.copy(), "incarnation": self.replaced}
+        self.actors[i] = self.remote.options(name=f"{self.tag}_{i}_r{self.replaced}").remote(i, self.cfg, None,
+                                                                                           resume)
+        self.starting[i] = (self.actors[i].ready.remote(), time.monotonic(), row.copy())
+
+    def available(self, i: int) -> bool:
+        """Whether slot i has an actor to ask: true unless its replacement is still starting."""
+        if i not in self.starting:
+            return True
+        ref, since, row = self.starting[i]
+        if not self.ray.wait([ref], timeout=0)[0]:
+            if time.monotonic() - since > self.timeout_s:
+                raise WorkerFailed(f"actor {i}: its replacement did not start within {self.timeout_s:.0f} s; it "
+                                   f"needs one free CPU in the cluster (ray status shows them)")
+            return False
+        self._up(i)
+        return True
+
+    def _up(self, i: int) -> None:
+        """Slot i's replacement has answered: ready, or lost too (then replaced again, if allowed)."""
+        ref, since, row = self.starting.pop(i)
+        self.short_seconds += time.monotonic() - since
+        try:
+            self.nodes[i] = self.ray.get(ref, timeout=self.timeout_s)
+        except self.ray.exceptions.RayActorError as err:  # lost while starting: its node went, or it was killed
+            self.replace(ActorLost(f"actor {i}'s replacement (Ray actor) was lost while starting: "
+                                   f"{type(err).__name__}", i, detail=str(err)), row, 0)
+        except self.ray.exceptions.RayError:
+            wait_ready(self.ray, [self.actors[i]], self.timeout_s)  # raises the one line that says why
+
+    def starting_refs(self) -> list:
+        """What a learner with nothing else to wait for blocks on: replacements coming up."""
+        return [ref for ref, _, _ in self.starting.values()]
+
+    def states(self, rows: np.ndarray) -> list:
+        """Every actor's (stream state, counters), for a checkpoint; an actor lost meanwhile is
+        replaced first (it was idle: nothing undelivered)."""
+        while True:
+            while self.starting:  # a replacement of this stop's last batch: up before its state
+                i = next(iter(self.starting))
+                self.ray.wait([self.starting[i][0]], timeout=self.timeout_s)
+                self._up(i)
+            try:
+                return [fetch(self.ray, ref, i, rows[i]) for i, ref in enumerate([a.state.remote()
+                                                                                    for a in self.actors])]
+            except ActorLost as lost:
+                self.replace(lost, rows[lost.index], 0)
+
+    def costs(self) -> dict:
+        return {"actors_lost": self.lost, "actors_replaced": self.replaced,
+                "env_steps_undelivered": self.undelivered, "actor_seconds_short": round(self.short_seconds, 3)}
+
+    def restore(self, saved: dict) -> None:
+        """A resumed run's losses so far, so the bound and the counts span the whole run."""
+        self.lost, self.replaced = saved["actors_lost"], saved["actors_replaced"]
+        self.undelivered, self.short_seconds = saved["env_steps_undelivered"], saved["actor_seconds_short"]
+
+    def kill(self) -> None:
+        kill_all(self.ray, self.actors)
