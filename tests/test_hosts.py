@@ -1,5 +1,5 @@
 """Across hosts: actor_learner's actors and a sweep's runs on other hosts of a Ray cluster, and
-what a lost host costs. The hosts are network namespaces on this machine (tests/hosts.py):
+what a lost host costs. The hosts are network namespaces on this machine (experiments/netns_hosts.py):
 separate addresses and hostnames, one switch, no route out. Skipped with the reason where Ray
 is missing or namespaces are refused (not root, or a kernel or container that forbids them)."""
 
@@ -12,7 +12,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="ray is not installed (optional extra): pip install -e '.[ray]'")
 
-from tests.hosts import Hosts  # noqa: E402
+from experiments.netns_hosts import Hosts  # noqa: E402
 from tests.test_ray import TWO_RUN_SWEEP  # noqa: E402
 from tests.test_sweep import _statuses  # noqa: E402
 
@@ -90,20 +90,7 @@ def test_a_sweep_across_hosts_runs_each_run_once_on_a_node_it_records(hosts, tmp
         assert node["hostname"] == hosts.hostname(int(node["address"].rsplit(".", 1)[1])) and node["node_id"]
 
 
-PLACED = """
-import sys, time, ray
-import ray._private.state as state  # the GCS's actor table: ray.util.state needs the dashboard, left off here
-ray.init(address=sys.argv[1], logging_level="ERROR")
-end = time.monotonic() + 90
-while time.monotonic() < end:
-    alive = [a for a in state.actors().values()
-             if a.get("State") == "ALIVE" and (a.get("Name") or "").startswith("pdqn_actor_")]
-    if len(alive) == int(sys.argv[2]):
-        print(" ".join(sorted(a["Address"]["IPAddress"] for a in alive)))
-        break
-    time.sleep(0.5)
-"""
-"""The addresses of the hosts the run's actors are on, once all are up."""
+
 
 
 def test_a_lost_host_costs_its_actors_not_the_run(hosts):
@@ -115,7 +102,7 @@ def test_a_lost_host_costs_its_actors_not_the_run(hosts):
            "--env_step_wait_us=1000", "--worker_timeout_s=30"]
     driver = hosts.popen(1, cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        placed = hosts.run(1, [sys.executable, "-c", PLACED, hosts.head, "2"], timeout=150).stdout.split()
+        placed = hosts.actor_addresses(2)
         assert len(placed) == 2, placed
         lost = int(placed[0].rsplit(".", 1)[1])  # a host with at least one of the actors
         hosts.lose(lost)

@@ -31,6 +31,7 @@ class RayActorGroup:
         self.starting: dict[int, tuple] = {}  # slot -> (its replacement's ready reference, since when)
         self.lost = self.replaced = self.undelivered = 0
         self.short_seconds = 0.0
+        self.losses: list[dict] = []  # each loss: slot, host, when it was noticed, how long the replacement took
 
     def start(self, faults: list, resumes: list) -> None:
         self.actors = [self.remote.options(name=f"{self.tag}_{i}").remote(i, self.cfg, fault, resume)
@@ -46,6 +47,9 @@ class RayActorGroup:
         self.lost += 1
         self.undelivered += undelivered
         where = f"on host {node['hostname']} ({node['address']})"
+        entry = {"slot": i, "hostname": node["hostname"], "address": node["address"], "noticed_unix": time.time(),
+                 "why": str(lost)[:200], "replaced_after_s": None}
+        self.losses.append(entry)
         if self.replaced >= self.cfg.actor_restarts:
             said = (f"{lost} {where}; actor_restarts={self.cfg.actor_restarts} replacements were used"
                     if self.cfg.actor_restarts else f"{lost} {where}")
@@ -56,13 +60,13 @@ class RayActorGroup:
         resume = {"actor": None, "row": row.copy(), "incarnation": self.replaced}
         self.actors[i] = self.remote.options(name=f"{self.tag}_{i}_r{self.replaced}").remote(i, self.cfg, None,
                                                                                            resume)
-        self.starting[i] = (self.actors[i].ready.remote(), time.monotonic(), row.copy())
+        self.starting[i] = (self.actors[i].ready.remote(), time.monotonic(), row.copy(), entry)
 
     def available(self, i: int) -> bool:
         """Whether slot i has an actor to ask: true unless its replacement is still starting."""
         if i not in self.starting:
             return True
-        ref, since, row = self.starting[i]
+        ref, since = self.starting[i][:2]
         if not self.ray.wait([ref], timeout=0)[0]:
             if time.monotonic() - since > self.timeout_s:
                 raise WorkerFailed(f"actor {i}: its replacement did not start within {self.timeout_s:.0f} s; it "
@@ -73,10 +77,11 @@ class RayActorGroup:
 
     def _up(self, i: int) -> None:
         """Slot i's replacement has answered: ready, or lost too (then replaced again, if allowed)."""
-        ref, since, row = self.starting.pop(i)
+        ref, since, row, entry = self.starting.pop(i)
         self.short_seconds += time.monotonic() - since
         try:
             self.nodes[i] = self.ray.get(ref, timeout=self.timeout_s)
+            entry["replaced_after_s"] = round(time.monotonic() - since, 3)  # from the loss noticed to ready
         except self.ray.exceptions.RayActorError as err:  # lost while starting: its node went, or it was killed
             self.replace(ActorLost(f"actor {i}'s replacement (Ray actor) was lost while starting: "
                                    f"{type(err).__name__}", i, detail=str(err)), row, 0)
@@ -85,7 +90,7 @@ class RayActorGroup:
 
     def starting_refs(self) -> list:
         """What a learner with nothing else to wait for blocks on: replacements coming up."""
-        return [ref for ref, _, _ in self.starting.values()]
+        return [starting[0] for starting in self.starting.values()]
 
     def states(self, rows: np.ndarray) -> list:
         """Every actor's (stream state, counters), for a checkpoint; an actor lost meanwhile is
@@ -103,12 +108,14 @@ class RayActorGroup:
 
     def costs(self) -> dict:
         return {"actors_lost": self.lost, "actors_replaced": self.replaced,
-                "env_steps_undelivered": self.undelivered, "actor_seconds_short": round(self.short_seconds, 3)}
+                "env_steps_undelivered": self.undelivered, "actor_seconds_short": round(self.short_seconds, 3),
+                "actor_losses": [dict(loss) for loss in self.losses]}
 
     def restore(self, saved: dict) -> None:
         """A resumed run's losses so far, so the bound and the counts span the whole run."""
         self.lost, self.replaced = saved["actors_lost"], saved["actors_replaced"]
         self.undelivered, self.short_seconds = saved["env_steps_undelivered"], saved["actor_seconds_short"]
+        self.losses = list(saved.get("actor_losses", []))
 
     def kill(self) -> None:
         kill_all(self.ray, self.actors)

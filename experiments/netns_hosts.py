@@ -1,5 +1,5 @@
 """Test hosts: a small Ray cluster of separate hosts built on this machine, for tests of what
-crosses a network (tests/test_hosts.py).
+crosses a network (tests/test_hosts.py, experiments/bench_lost_host.py).
 
 Each host is a network namespace with one address in 198.18.0.0/24 (the benchmarking range)
 on a switch of its own (a bridge in one more namespace), loopback, and no route out: nothing
@@ -26,6 +26,21 @@ import time
 
 PORT = 6379
 ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", "PYTHONWARNINGS": "ignore"}
+
+PLACED = """
+import sys, time, ray
+import ray._private.state as state  # the GCS's actor table: ray.util.state needs the dashboard, left off here
+ray.init(address=sys.argv[1], logging_level="ERROR")
+end = time.monotonic() + 90
+while time.monotonic() < end:
+    alive = [a for a in state.actors().values()
+             if a.get("State") == "ALIVE" and (a.get("Name") or "").startswith("pdqn_actor_")]
+    if len(alive) == int(sys.argv[2]):
+        print(" ".join(sorted(a["Address"]["IPAddress"] for a in alive)))
+        break
+    time.sleep(0.5)
+"""
+"""The addresses of the hosts the run's actors are on, once all are up."""
 
 
 def _ip(*args: str) -> subprocess.CompletedProcess:
@@ -132,6 +147,10 @@ class Hosts:
     def popen(self, host: int, cmd: list[str], **kwargs) -> subprocess.Popen:
         return subprocess.Popen(["ip", "netns", "exec", self.names[host - 1], *cmd], env={**os.environ, **ENV},
                                 start_new_session=True, **kwargs)
+
+    def actor_addresses(self, count: int) -> list[str]:
+        """The addresses of the hosts a run's `count` actors are on, once all are up (sorted)."""
+        return self.run(1, [sys.executable, "-c", PLACED, self.head, str(count)], timeout=150).stdout.split()
 
     def pids(self, host: int) -> list[int]:
         listed = _ip("netns", "pids", self.names[host - 1]).stdout.split()
