@@ -64,7 +64,7 @@ def alive(pids: list[int]) -> list[int]:
     return out
 
 
-SERVICES = ("resource_tracker", "architectures.transport.janitor")
+SERVICES = ("resource_tracker", "architectures.transport.reaper")
 """Helper processes that live as long as the test process itself, by design."""
 
 

@@ -301,30 +301,30 @@ def test_a_writer_that_laps_a_stalled_writer_waits_for_it():
     assert not leaked_segments(os.getpid())
 
 
-def _bell_waiter(index: int, specs, semaphores, ready, out) -> None:
-    """Block on the bell until the control's GO flag is set; report the CPU the wait took."""
+def _waits_for_go(index: int, specs, semaphores, ready, out) -> None:
+    """Block on the notifier until the control's GO flag is set; report the CPU the wait took."""
     import time
 
-    from architectures.transport.bells import Bell
+    from architectures.transport.notifier import Notifier
     from architectures.transport.shared import Control
 
     arrays, segments = attach(specs)
     control = Control(arrays["control"])
-    bell = Bell(semaphores, arrays["status"]["waiting"])
+    notifier = Notifier(semaphores, arrays["status"]["waiting"])
     ready.release()
     cpu = time.process_time()
-    waited = bell.wait_until(index, lambda: control[Control.GO] == 1)
+    waited = notifier.wait_until(index, lambda: control[Control.GO] == 1)
     out.put((time.process_time() - cpu, waited, time.perf_counter()))
-    del control, bell, arrays
+    del control, notifier, arrays
 
 
-def test_a_bell_wakes_a_blocked_waiter_without_polling():
-    """bells.Bell: a waiter blocks without CPU (polling in 0.2 ms sleeps took the learner's core
-    once 16 actors waited) and wakes within milliseconds of a ring, not at its beat;
-    the ringer posts only the waiters that wait, and clears their flags."""
+def test_a_notifier_wakes_a_blocked_waiter_without_polling():
+    """notifier.Notifier: a waiter blocks without CPU (polling in 0.2 ms sleeps took the learner's core
+    once 16 actors waited) and wakes within milliseconds of a notify, not at its beat;
+    notify() posts only the waiters that wait, and clears their flags."""
     import time
 
-    from architectures.transport.bells import BEAT_S, Bell
+    from architectures.transport.notifier import BEAT_S, Notifier
     from architectures.transport.shared import Control
 
     ctx = mp.get_context("spawn")
@@ -333,8 +333,8 @@ def test_a_bell_wakes_a_blocked_waiter_without_polling():
         control = Control.allocate(blocks)
         status = blocks.allocate("status", (4,), STATUS_DTYPE)
         semaphores, ready, out = [ctx.Semaphore(0) for _ in range(4)], ctx.Semaphore(0), ctx.SimpleQueue()
-        bell = Bell(semaphores, status["waiting"])
-        waiters = [ctx.Process(target=_bell_waiter, args=(i, blocks.specs, semaphores, ready, out)) for i in range(4)]
+        notifier = Notifier(semaphores, status["waiting"])
+        waiters = [ctx.Process(target=_waits_for_go, args=(i, blocks.specs, semaphores, ready, out)) for i in range(4)]
         for proc in waiters:
             proc.start()
         for _ in waiters:
@@ -345,8 +345,8 @@ def test_a_bell_wakes_a_blocked_waiter_without_polling():
         assert status["waiting"].tolist() == [1, 1, 1, 1]  # all four blocked, flagged
         time.sleep(1.0)  # a second of waiting: ~20 beats, nothing else
         control[Control.GO] = 1
-        rung = time.perf_counter()
-        bell.ring()
+        notified = time.perf_counter()
+        notifier.notify()
         reports = [out.get() for _ in waiters]
         for proc in waiters:
             proc.join(10)
@@ -354,31 +354,31 @@ def test_a_bell_wakes_a_blocked_waiter_without_polling():
         for cpu, waited, woke in reports:
             assert cpu < 0.1, cpu  # a 0.2 ms poll would have spent most of the second awake
             assert waited >= 0.9
-            assert woke - rung < BEAT_S / 2  # the ring woke it, not its next beat
+            assert woke - notified < BEAT_S / 2  # the notify woke it, not its next beat
     finally:
         del control, status
         blocks.close()
 
 
-def test_a_ringer_posts_only_flagged_waiters_and_clears_their_flags():
-    """bells.Bell.ring: it posts the waiters whose flag is up (all, or those waiting for one
+def test_notify_posts_only_flagged_waiters_and_clears_their_flags():
+    """notifier.Notifier.notify: it posts the waiters whose flag is up (all, or those waiting for one
     reason) and clears those flags; nobody waiting costs nothing. Kept apart from the process
     test above, where a waiter whose beat ends as GO is set may leave before taking its post
     (a stale post costs its next wait one extra check, by design) and made this check flaky."""
-    from architectures.transport.bells import Bell
+    from architectures.transport.notifier import Notifier
 
     semaphores, flags = [threading.Semaphore(0) for _ in range(4)], np.zeros(4, np.int64)
-    bell = Bell(semaphores, flags)
+    notifier = Notifier(semaphores, flags)
 
     def posted() -> list[int]:
         return [i for i, s in enumerate(semaphores) if s.acquire(blocking=False)]
 
-    bell.ring()
+    notifier.notify()
     assert posted() == []  # nobody waits: nothing is posted
-    flags[:] = [Bell.RATE, 0, Bell.ROOM, Bell.RATE]
-    bell.ring(Bell.RATE)
-    assert posted() == [0, 3] and flags.tolist() == [0, 0, Bell.ROOM, 0]
-    bell.ring()
+    flags[:] = [Notifier.RATE, 0, Notifier.ROOM, Notifier.RATE]
+    notifier.notify(Notifier.RATE)
+    assert posted() == [0, 3] and flags.tolist() == [0, 0, Notifier.ROOM, 0]
+    notifier.notify()
     assert posted() == [2] and flags.tolist() == [0, 0, 0, 0]
 
 
@@ -391,7 +391,7 @@ def _dead_pid() -> int:
 
 
 def test_the_next_run_unlinks_blocks_a_dead_run_left_and_keeps_a_live_ones(monkeypatch, capsys):
-    """A machine torn down whole kills the janitor too; the next run's shared-memory check reaps."""
+    """A machine torn down whole kills the reaper too; the next run's shared-memory check reaps."""
     from architectures.transport.shared import check_shared_memory
     dead = _dead_pid()
     orphan = f"/dev/shm/pdqn_{dead}_test_orphan"

@@ -57,7 +57,7 @@ from architectures.run.worker_rows import (
     status_episodes,
     write_episodes,
 )
-from architectures.transport.bells import Waiter
+from architectures.transport.notifier import Waiter
 from architectures.transport.channels import SharedReplay
 from architectures.transport.shared import DONE, LOCK_BYTES, STATUS_DTYPE, Control, block_bytes
 from architectures.transport.workers import misbehave, warn_if_oversubscribed, worker_fault, worker_pool
@@ -268,7 +268,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             # Blocks (no CPU) until a worker parks, or for LOG_WAIT_S: the log's cadence, and the
             # health check's; it polled every millisecond before.
             parked_before = int(status["parked"].sum())
-            pool.main_bell.wait_until(0, lambda: int(status["parked"].sum()) != parked_before, timeout_s=LOG_WAIT_S)
+            pool.main_notifier.wait_until(0, lambda: int(status["parked"].sum()) != parked_before, timeout_s=LOG_WAIT_S)
             try:
                 pool.check()
             except RunDiverged as err:  # a worker saw it; the run's holdout and clock are here
@@ -286,7 +286,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                                                       "shared": shared_state()}):
                     break  # the shared weights were evaluated with the workers parked
                 control[Control.RELEASED] = run.next_stop
-                pool.workers_bell.ring()
+                pool.workers_notifier.notify()
         final = pool.finish()  # a copy: the blocks go next
         replay_sources = replay.data["source"][:replay.size].copy() if replay else None  # whose rows it holds
         adam_steps = float(optimizer_state["steps"][0]) if optimizer_state is not None else None

@@ -16,7 +16,7 @@ import numpy as np
 
 from architectures.core.config import DQNConfig
 from architectures.core.evaluation import checkpoint_steps
-from architectures.transport.bells import Waiter
+from architectures.transport.notifier import Waiter
 from architectures.transport.shared import Control
 
 
@@ -86,7 +86,7 @@ def park(k: int, run_stops: list[Stop], status_row, control: Control, waiter: Wa
     (the main process reads it once every worker is parked), and wait to be released. Parked
     time is evaluation or checkpoint time: off every clock."""
     status_row["parked"] = k + 1
-    waiter.main_bell.ring()
+    waiter.main_notifier.notify()
     if run_stops[k].save:
         state_pipe.send(state())
     if k + 1 < len(run_stops):

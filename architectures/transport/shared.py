@@ -30,7 +30,7 @@ from multiprocessing import shared_memory
 import numpy as np
 
 from architectures.core.config import ConfigError
-from architectures.transport import janitor
+from architectures.transport import reaper
 
 SHM_PREFIX = "pdqn"
 SHM_DIR = "/dev/shm"
@@ -57,7 +57,7 @@ STATUS_DTYPE = np.dtype([
     # hogwild workers' latest batch, for the live curves: Q(s, a) mean and max, the gradient norm
     # before clipping, and the size of the worker's replay
     ("q_mean", np.float64), ("q_max", np.float64), ("grad_norm", np.float64), ("replay_size", np.int64),
-    # set while the worker is blocked on its doorbell (bells.Bell), cleared by whoever rings it
+    # set while the worker is blocked on its notifier (notifier.Notifier), cleared by whoever notifies it
     ("waiting", np.int64),
 ], align=True)
 STATUS_DTYPE = np.dtype({"names": STATUS_DTYPE.names, "formats": [STATUS_DTYPE.fields[n][0] for n in STATUS_DTYPE.names],
@@ -105,7 +105,7 @@ def _mb(nbytes: float) -> str:
 def reap_orphans() -> list[str]:
     """Unlink our segments whose owner process is gone; return their names.
 
-    The janitor covers a killed run, but not a machine whose every process was killed at once (a
+    The reaper covers a killed run, but not a machine whose every process was killed at once (a
     container or login session torn down): then the next run finds the dead run's blocks still
     taking /dev/shm. A name carries its owner's pid; a live pid (even a reused one) is left alone.
     Not for runs in other pid namespaces that share this /dev/shm (docker --ipc=host): their pids
@@ -165,7 +165,7 @@ class SharedBlocks:
     """Owner of one run's shared arrays. `allocate` matches `replay.Allocator`."""
 
     def __init__(self) -> None:
-        janitor.install()  # a group kill must not leave these blocks behind (architectures/janitor.py)
+        reaper.install()  # a group kill must not leave these blocks behind (architectures/transport/reaper.py)
         self.tag = f"{SHM_PREFIX}_{os.getpid()}_{secrets.token_hex(3)}"
         self.specs: dict[str, BlockSpec] = {}
         self._segments: list[shared_memory.SharedMemory] = []
@@ -229,7 +229,7 @@ class Control:
     GO, STOP, LEARNER_VERSION, RELEASED, CLAIMED, MAIN_WAITING = range(6)
     """RELEASED: parking points the workers may leave; CLAIMED: env steps free-running actors
     have claimed so far (actor_quotas=free); MAIN_WAITING: the main process is blocked on its
-    doorbell (bells.Bell; each worker's own flag is its status row's `waiting`)."""
+    notifier (notifier.Notifier; each worker's own flag is its status row's `waiting`)."""
     SHAPE = (6, 8)  # int64; column 0 used, one cache line per flag
 
     def __init__(self, array: np.ndarray):

@@ -8,12 +8,12 @@ using no CPU, until at least one env has answered, then returns every env that h
 acts on the ready envs while the others step. Actions, observations, rewards and flags travel
 through the run's shared blocks; an env whose step ends its episode resets at once with the seed
 sent beside its action (no second round trip). Each env process is a WorkerPool worker (spawned,
-watched, stopped, its blocks and semaphores unlinked even after a kill: workers.py, janitor.py).
+watched, stopped, its blocks and semaphores unlinked even after a kill: workers.py, reaper.py).
 
 The hand-off is counted semaphores both ways, one post per command and one per answer, so a slot
 is read only after its writer's post, on any CPU: the main process writes an env's command and
-posts its `commands`; the env steps, writes its answer, posts its `answers` and rings the main
-process's doorbell if it sleeps (bells.Bell.post). An env waiting for a command beats; every wait
+posts its `commands`; the env steps, writes its answer, posts its `answers` and notifies the main
+process if it sleeps (notifier.Notifier.post). An env waiting for a command beats; every wait
 of the main process gives up after worker_timeout_s naming the env, and a dead env is named at once.
 """
 
@@ -27,7 +27,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from architectures.core.envs import EnvSpec, make_env
-from architectures.transport.bells import Waiter
+from architectures.transport.notifier import Waiter
 from architectures.transport.workers import WorkerFailed, worker_pool
 
 STEP, RESET = 1, 2  # an env's command
@@ -82,7 +82,7 @@ def _serve(index: int, arrays: dict, waiter: Waiter, args: EnvArgs) -> None:
             status["t_env_step"], status["t_wait"] = step_s, wait_s
             args.answers.release()
             answered[index] += 1  # after the post: a hint of whom to take, so a poll skips the others
-            waiter.main_bell.post(0)
+            waiter.main_notifier.post(0)
     finally:
         env.close()
 
@@ -177,7 +177,7 @@ class VectorEnvs:
                 got.extend(self.ready())
                 return bool(got)
 
-            self.pool.main_bell.wait_until(0, answered, self.maybe_check)
+            self.pool.main_notifier.wait_until(0, answered, self.maybe_check)
             self.seconds["blocked"] += time.perf_counter() - began
         self.maybe_check()
         self.seconds["recv"] += time.perf_counter() - began

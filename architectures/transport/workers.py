@@ -34,8 +34,8 @@ import numpy as np
 
 from architectures.core import limits
 from architectures.core.errors import RunError, RunWarning
-from architectures.transport import janitor
-from architectures.transport.bells import Bell, Stopped, Waiter, main_flag
+from architectures.transport import reaper
+from architectures.transport.notifier import Notifier, Stopped, Waiter, main_flag
 from architectures.transport.shared import DONE, FAILED, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks, attach
 
 FAULT_ENV = "PDQN_FAULT"
@@ -69,19 +69,19 @@ def worker_fault(index: int) -> tuple[str, int] | None:
     return (kind, int(step)) if int(worker) == index else None
 
 
-def run_worker(role: str, index: int, specs: dict, errors, bells: tuple, body: Callable, args) -> None:
+def run_worker(role: str, index: int, specs: dict, errors, semaphores: tuple, body: Callable, args) -> None:
     """A worker process's target: map the run's shared blocks, call `body(index, arrays, waiter,
     args)` with the signal and error handling described above, and unmap them again (`args`: the
-    design's dataclass of what its worker needs, named, never a positional tuple). `bells` are
-    the pool's semaphores (one per worker, one for the main process): the Waiter blocks on its
+    design's dataclass of what its worker needs, named, never a positional tuple). `semaphores`
+    are the pool's notifiers' semaphores (one per worker, one for the main process): the Waiter blocks on its
     own and posts the main process's."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     arrays, segments = attach(specs)
     status_row = arrays["status"][index]
     status_row["pid"] = os.getpid()
     control = Control(arrays["control"])
-    waiter = Waiter(control, status_row, os.getppid(), index, Bell(bells[0], arrays["status"]["waiting"]),
-                    Bell(bells[1], main_flag(control)))
+    waiter = Waiter(control, status_row, os.getppid(), index, Notifier(semaphores[0], arrays["status"]["waiting"]),
+                    Notifier(semaphores[1], main_flag(control)))
     try:
         body(index, arrays, waiter, args)
     except Stopped:
@@ -112,13 +112,13 @@ class WorkerPool:
 
     def __init__(self, role: str, blocks: SharedBlocks, status: np.ndarray, control: Control, timeout_s: float):
         self.role, self.blocks, self.status, self.control, self.timeout_s = role, blocks, status, control, timeout_s
-        janitor.install()  # the pool's semaphores are unlinked even after a group kill
+        reaper.install()  # the pool's semaphores are unlinked even after a group kill
         self.ctx = mp.get_context("spawn")
         self.errors = self.ctx.SimpleQueue()
-        # Workers block on `workers_bell` (the main process rings it when they may go on), the
-        # main process on `main_bell` (workers ring it when they bring it work or park).
-        self.workers_bell = Bell([self.ctx.Semaphore(0) for _ in range(len(status))], status["waiting"])
-        self.main_bell = Bell([self.ctx.Semaphore(0)], main_flag(control))
+        # Workers block on `workers_notifier` (the main process notifies it when they may go on), the
+        # main process on `main_notifier` (workers notify it when they bring it work or park).
+        self.workers_notifier = Notifier([self.ctx.Semaphore(0) for _ in range(len(status))], status["waiting"])
+        self.main_notifier = Notifier([self.ctx.Semaphore(0)], main_flag(control))
         self.procs: list[mp.process.BaseProcess] = []
         self._progress = np.zeros((len(status), 2), dtype=np.int64)
         self._progress_time = np.zeros(len(status))
@@ -130,8 +130,8 @@ class WorkerPool:
         """Start worker i running `body(i, arrays, waiter, args_for(i))` (run_worker) over every
         block allocated so far."""
         for index in range(len(self.status)):
-            bells = (self.workers_bell.semaphores, self.main_bell.semaphores)
-            args = (self.role, index, self.blocks.specs, self.errors, bells, body, args_for(index))
+            semaphores = (self.workers_notifier.semaphores, self.main_notifier.semaphores)
+            args = (self.role, index, self.blocks.specs, self.errors, semaphores, body, args_for(index))
             proc = self.ctx.Process(target=run_worker, args=args, name=f"{self.role}-{index}", daemon=True)
             proc.start()
             self.procs.append(proc)
@@ -153,12 +153,12 @@ class WorkerPool:
         return states
 
     def go(self, start_timeout_s: float) -> None:
-        """The main process's half of the start handshake (bells.Waiter.ready): wait until every
+        """The main process's half of the start handshake (notifier.Waiter.ready): wait until every
         worker is READY, then say GO and wake them."""
         self.wait_until(lambda: bool((self.status["state"] >= READY).all()), f"the {self.role}s to start",
                         start_timeout_s)
         self.control[Control.GO] = 1
-        self.workers_bell.ring()
+        self.workers_notifier.notify()
 
     def finish(self, timeout_s: float = 30.0) -> np.ndarray:
         """Wait until every worker is DONE; returns a copy of their status rows (the blocks go next)."""
@@ -215,7 +215,7 @@ class WorkerPool:
     def stop(self, grace_s: float = 3.0) -> None:
         """Ask every worker to stop, then terminate and kill whatever is left. Idempotent."""
         self.control[Control.STOP] = 1
-        self.workers_bell.ring()
+        self.workers_notifier.notify()
         deadline = time.monotonic() + grace_s
         for proc in self.procs:
             proc.join(timeout=max(0.0, deadline - time.monotonic()))

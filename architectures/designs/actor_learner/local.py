@@ -43,7 +43,7 @@ from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
 from architectures.run.parking import StepQuota, all_parked, park, stops
 from architectures.run.worker_rows import check_design_memory, publish_times, status_episodes, write_episodes
-from architectures.transport.bells import Bell, Waiter
+from architectures.transport.notifier import Notifier, Waiter
 from architectures.transport.channels import TransitionRing, WeightChannel
 from architectures.transport.shared import DONE, LOCK_BYTES, STATUS_DTYPE, Control, block_bytes
 from architectures.transport.workers import (
@@ -127,7 +127,7 @@ def _act(index: int, arrays: dict, waiter: Waiter, args: ActorArgs) -> None:
             # -------------------------------------------------------------- rate limiter
             if loop.steps % 16 == 0:  # wait while the learner owes more than the slack in updates
                 wait_s += waiter.until(
-                    lambda: limiter.can_insert(int(all_steps.sum()), control[Control.LEARNER_VERSION]), Bell.RATE)
+                    lambda: limiter.can_insert(int(all_steps.sum()), control[Control.LEARNER_VERSION]), Notifier.RATE)
             if fault and loop.steps >= fault[1]:
                 misbehave(fault[0])
             # -------------------------------------------------------------- syncing (pull weights, after any wait)
@@ -146,12 +146,12 @@ def _act(index: int, arrays: dict, waiter: Waiter, args: ActorArgs) -> None:
             waited = 0.0
             for transition in transitions:
                 if not ring.has_room():
-                    waited += waiter.until(ring.has_room, Bell.ROOM)
+                    waited += waiter.until(ring.has_room, Notifier.ROOM)
                 ring.write(transition, initial_priority(loop.policy, transition) if cfg.prioritized else 0.0)
             ring.publish(loop.steps)
             if control[Control.MAIN_WAITING] and limiter.can_sample(int(all_steps.sum()),
                                                                     control[Control.LEARNER_VERSION]):
-                waiter.main_bell.ring()  # the learner waits for data, and now it is owed an update
+                waiter.main_notifier.notify()  # the learner waits for data, and now it is owed an update
             handoff_s += perf() - t4 - waited
             wait_s += waited
             if loop.ended:
@@ -192,10 +192,10 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         def publish() -> None:  # after every update: the rate limiter's count, and weights on their period
             nonlocal publish_due
             control[Control.LEARNER_VERSION] = learner.version
-            bell = pool.workers_bell  # actors held back by the rate limiter go on once it opens, not before
-            if bell.waiting(Bell.RATE) and learning.limiter.can_insert(int(status["env_steps"].sum()),
-                                                                       learner.version):
-                bell.ring(Bell.RATE)
+            notifier = pool.workers_notifier  # actors held back by the rate limiter go on once it opens, not before
+            if notifier.waiting(Notifier.RATE) and learning.limiter.can_insert(int(status["env_steps"].sum()),
+                                                                           learner.version):
+                notifier.notify(Notifier.RATE)
             publish_due = publish_due or learner.version % cfg.weight_sync_period == 0
             if publish_due:  # never waits on an actor that is copying weights out: tries again next update
                 began = time.perf_counter()
@@ -247,7 +247,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             books.tally.transitions += sum(ring.drain(insert) for ring in rings)
             global_steps = sum(ring.env_steps_seen for ring in rings)
             books.tally.seconds += perf() - t0
-            pool.workers_bell.ring(Bell.ROOM)  # actors waiting for room in their rings may go on
+            pool.workers_notifier.notify(Notifier.ROOM)  # actors waiting for room in their rings may go on
             # -------------------------------------------------------------- learning
             if learning.owed(global_steps) > 0 and replay.size > 0:
                 learning.learn_owed(global_steps, limit=8)  # then drain again, so the rings never fill up
@@ -256,12 +256,12 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 if run.at_stop(global_steps, lambda: books.parts(pool.collect())):
                     break
                 control[Control.RELEASED] = run.next_stop
-                pool.workers_bell.ring()
+                pool.workers_notifier.notify()
             else:
                 # the learner is ahead of the data: block (no CPU) until an actor brings an owed
-                # update or parks; the actors ring only then, and only while it waits
+                # update or parks; the actors notify only then, and only while it waits
                 parked_before = int(status["parked"].sum())
-                books.tally.wait_seconds += pool.main_bell.wait_until(0, owed_or_parked, health)
+                books.tally.wait_seconds += pool.main_notifier.wait_until(0, owed_or_parked, health)
                 books.tally.waits += 1
             # -------------------------------------------------------------- health and logging
             health()

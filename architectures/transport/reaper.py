@@ -1,13 +1,13 @@
-"""The run's janitor: unlinks its shared memory and semaphores after ANY death of the main process.
+"""The run's reaper: unlinks its shared memory and semaphores after ANY death of the main process.
 
 Python's multiprocessing resource tracker unlinks what a killed main process leaves in /dev/shm,
 but it is a child in the same process group: `kill -9 -- -PGID` (a job killed whole, a session
 that ends) kills it too, and every segment and named semaphore of the run stays in /dev/shm
 (measured: 10 segments and 5 semaphores from one actor_learner run, 3 semaphores from
-AsyncVectorEnv). So the main process starts this janitor in a session of its own, which a
+AsyncVectorEnv). So the main process starts this reaper in a session of its own, which a
 group kill does not reach, and copies every resource-tracker registration to it: a segment or
 semaphore created in the main process (ours, torch's, gymnasium's) is registered, one unlinked
-by its owner is forgotten. When the main process dies, however it dies, the janitor's stdin
+by its owner is forgotten. When the main process dies, however it dies, the reaper's stdin
 reaches EOF; it unlinks whatever is still registered and exits. A clean run leaves it nothing.
 
 `install()` is idempotent and cheap until the first registration: single_env never starts one.
@@ -29,17 +29,17 @@ def _send(line: str) -> None:
     global _proc
     with _lock:
         if _proc is None or _proc.poll() is not None:
-            _proc = subprocess.Popen([sys.executable, "-m", "architectures.transport.janitor"], stdin=subprocess.PIPE,
+            _proc = subprocess.Popen([sys.executable, "-m", "architectures.transport.reaper"], stdin=subprocess.PIPE,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
                                      start_new_session=True, text=True, bufsize=1)
         try:
             _proc.stdin.write(line + "\n")
-        except (BrokenPipeError, OSError):  # the janitor is gone (killed by hand): nothing more we can do
+        except (BrokenPipeError, OSError):  # the reaper is gone (killed by hand): nothing more we can do
             pass
 
 
 def install() -> None:
-    """Copy this process's resource-tracker registrations to the janitor from now on."""
+    """Copy this process's resource-tracker registrations to the reaper from now on."""
     global _installed
     if _installed:
         return
@@ -76,7 +76,7 @@ def _unlink(rtype: str, name: str) -> None:
 
 
 def main() -> None:
-    """The janitor process: remember registrations from stdin; at EOF unlink what is left."""
+    """The reaper process: remember registrations from stdin; at EOF unlink what is left."""
     held: set[tuple[str, str]] = set()
     for line in sys.stdin:
         op, rtype, name = line.rstrip("\n").split(" ", 2)

@@ -1,8 +1,8 @@
-"""Blocking without CPU: doorbells between the main process and its workers.
+"""Blocking without CPU: notifiers between the main process and its workers.
 
 A process that waits (an actor for the rate limiter or room in its ring, the learner for data,
 a parked worker for its release) blocks on a semaphore of its own and uses no CPU; whoever
-changes what it waits for rings it. A waiting process never polls the CPU away from the process
+changes what it waits for notifies it. A waiting process never polls the CPU away from the process
 it waits for (0.2 ms polling sleeps made 16 waiting actors take the learner's core).
 """
 
@@ -26,26 +26,26 @@ BEAT_S = 0.05
 a dead worker): far below worker_timeout_s and the 0.2 s health check."""
 
 
-class Bell:
-    """Doorbells, one per waiter: a waiter sets its flag (in shared memory), re-checks what it
-    waits for and blocks on its own semaphore, using no CPU, until a ringer posts it or BEAT_S
-    passes; a ringer posts (a non-blocking sem_post) only the waiters whose flag is set and
-    clears the flag, so nobody waiting costs it one read of the flags.
+class Notifier:
+    """Wake-ups for waiting processes, one semaphore per waiter: a waiter sets its flag (in shared
+    memory), re-checks what it waits for and blocks on its own semaphore, using no CPU, until
+    notify() posts it or BEAT_S passes; notify() posts (a non-blocking sem_post) only the waiters
+    whose flag is set and clears the flag, so nobody waiting costs it one read of the flags.
 
     Polling in 0.2 ms sleeps made 16 waiting actors take the learner's core (2,078 env
     steps/s at 8 actors fell to 923 at 16). A shared condition variable was tried first: its
     notify waits for every woken process to acknowledge, which stalled the learner on each
     update while the actors it woke were scheduled. A wake-up lost to a stale read costs the
     waiter at most BEAT_S, never a hang, since every wait re-checks its condition after each
-    beat (tests/test_shared.py::test_a_bell_wakes_a_blocked_waiter_without_polling). A post the
-    waiter never took (its beat ended and it saw the condition before the ringer's post landed)
+    beat (tests/test_shared.py::test_a_notifier_wakes_a_blocked_waiter_without_polling). A post the
+    waiter never took (its beat ended and it saw the condition before notify()'s post landed)
     costs its next wait one extra check, never a missed wake-up
-    (tests/test_shared.py::test_a_ringer_posts_only_flagged_waiters_and_clears_their_flags)."""
+    (tests/test_shared.py::test_notify_posts_only_flagged_waiters_and_clears_their_flags)."""
 
     ANY, RATE, ROOM = 1, 2, 3
-    """What a waiter waits for (its flag's value): anything the ringer changes (start, release,
-    stop), the rate limiter, or room in its ring. A ringer that knows which changed posts only
-    those waiters: woken on every update to find the rate limiter still shut, 12 actors took the
+    """What a waiter waits for (its flag's value): anything the notifying side changes (start,
+    release, stop), the rate limiter, or room in its ring. A notify that knows which changed posts
+    only those waiters: woken on every update to find the rate limiter still shut, 12 actors took the
     learner's core in turns."""
 
     def __init__(self, semaphores: list, flags: np.ndarray):
@@ -54,7 +54,7 @@ class Bell:
     def waiting(self, reason: int) -> bool:
         return bool((self.flags == reason).any())
 
-    def ring(self, reason: int | None = None) -> None:
+    def notify(self, reason: int | None = None) -> None:
         """Post every flagged waiter (a start, a release, a stop), or those waiting for `reason`."""
         # A comparison first: it snapshots the flags, which waiters set while we read them
         # (np.flatnonzero on the live array raised "number of non-zero array elements changed").
@@ -64,7 +64,7 @@ class Bell:
 
     def post(self, index: int) -> None:
         """Post waiter `index` alone, if it waits (its flag is up): one read when it does not. An
-        env process rings the main process so after each answer (transport/vector_envs.py)."""
+        env process notifies the main process so after each answer (transport/vector_envs.py)."""
         if self.flags[index]:
             self.flags[index] = 0
             self.semaphores[index].release()
@@ -80,7 +80,7 @@ class Bell:
         while True:
             beat()
             self.flags[index] = reason
-            if condition():  # checked after the flag is up: a ring from now on posts the semaphore
+            if condition():  # checked after the flag is up: a notify() from now on posts the semaphore
                 self.flags[index] = 0
                 break
             left = None if timeout_s is None else timeout_s - (time.perf_counter() - began)
@@ -95,19 +95,20 @@ class Bell:
 
 
 def main_flag(control: Control) -> np.ndarray:
-    """The main process's doorbell flag: a (1,) view of its Control slot."""
+    """The main process's notifier flag: a (1,) view of its Control slot."""
     return control.array[Control.MAIN_WAITING:Control.MAIN_WAITING + 1, 0]
 
 
 class Waiter:
-    """A worker's polite wait: blocks on the workers' doorbell (rung by the main process when a
+    """A worker's polite wait: blocks on the workers' notifier (notified by the main process when a
     condition a worker may wait for changes), beats its heartbeat, and gives up when the main
     process sets STOP or is gone."""
 
-    def __init__(self, control: Control, status_row, parent_pid: int, index: int, bell: Bell, main_bell: Bell):
-        self.control, self.status_row, self.parent_pid, self.bell = control, status_row, parent_pid, bell
+    def __init__(self, control: Control, status_row, parent_pid: int, index: int, notifier: Notifier,
+                 main_notifier: Notifier):
+        self.control, self.status_row, self.parent_pid, self.notifier = control, status_row, parent_pid, notifier
         self.index = index
-        self.main_bell = main_bell  # rung when this worker brings the main process work or parks
+        self.main_notifier = main_notifier  # notified when this worker brings the main process work or parks
 
     def check(self) -> None:
         if self.control[Control.STOP] or os.getppid() != self.parent_pid:
@@ -117,9 +118,9 @@ class Waiter:
         self.status_row["heartbeat"] += 1
         self.check()
 
-    def until(self, condition: Callable[[], bool], reason: int = Bell.ANY) -> float:
+    def until(self, condition: Callable[[], bool], reason: int = Notifier.ANY) -> float:
         """Block until condition() holds; returns the seconds spent waiting."""
-        return self.bell.wait_until(self.index, condition, self._beat, reason=reason)
+        return self.notifier.wait_until(self.index, condition, self._beat, reason=reason)
 
     def take(self, semaphore) -> float:
         """Block until `semaphore` is posted and take the post, beating every BEAT_S: a counted
