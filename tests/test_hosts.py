@@ -116,7 +116,9 @@ def test_a_lost_host_costs_its_actors_not_the_run(hosts):
         result = _result(out)
         assert result["env_steps"] == 30000
         assert [c["env_steps"] for c in result["holdout_curve"]] == [10000, 20000, 30000]
-        assert result["actors_lost"] == result["actors_replaced"] == placed.count(hosts.address(lost))
+        # each actor the host held was lost and replaced (a replacement Ray offered the lost host a CPU
+        # for before declaring it dead would be lost too, and counted: a bench round saw that)
+        assert result["actors_lost"] == result["actors_replaced"] >= placed.count(hosts.address(lost))
         assert result["actor_seconds_short"] > 0
         assert {node["address"] for node in result["actor_nodes"]} == {hosts.address(5 - lost)}  # the survivor
         assert result["worker_transitions"] == result["worker_transitions_received"]

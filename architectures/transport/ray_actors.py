@@ -32,6 +32,7 @@ class RayActorGroup:
         self.lost = self.replaced = self.undelivered = 0
         self.short_seconds = 0.0
         self.losses: list[dict] = []  # each loss: slot, host, when it was noticed, how long the replacement took
+        self.avoid: set[str] = set()  # nodes that lost an actor: a replacement goes elsewhere if it can
 
     def start(self, faults: list, resumes: list) -> None:
         self.actors = [self.remote.options(name=f"{self.tag}_{i}").remote(i, self.cfg, fault, resume)
@@ -42,6 +43,8 @@ class RayActorGroup:
     def replace(self, lost: ActorLost, row: np.ndarray, undelivered: int) -> None:
         """Slot `lost.index`'s actor is gone with `undelivered` env steps it was asked for: start
         its replacement from its counters `row`, or fail the run past the bound."""
+        from ray.util.scheduling_strategies import NodeLabelSchedulingStrategy, NotIn
+
         i = lost.index
         _, node = self.nodes[i]
         self.lost += 1
@@ -58,8 +61,12 @@ class RayActorGroup:
         self.ray.kill(self.actors[i], no_restart=True)  # a hung or cut-off one must not come back
         self.replaced += 1
         resume = {"actor": None, "row": row.copy(), "incarnation": self.replaced}
-        self.actors[i] = self.remote.options(name=f"{self.tag}_{i}_r{self.replaced}").remote(i, self.cfg, None,
-                                                                                           resume)
+        # Ray declares a lost node dead only after its health checks fail (~15 s): until then it
+        # offers the dead actors' CPUs there. Prefer other nodes (soft: a one-node cluster still works).
+        self.avoid.add(node["node_id"])
+        away = NodeLabelSchedulingStrategy(hard={}, soft={"ray.io/node-id": NotIn(*self.avoid)})
+        self.actors[i] = self.remote.options(name=f"{self.tag}_{i}_r{self.replaced}",
+                                             scheduling_strategy=away).remote(i, self.cfg, None, resume)
         self.starting[i] = (self.actors[i].ready.remote(), time.monotonic(), row.copy(), entry)
 
     def available(self, i: int) -> bool:
