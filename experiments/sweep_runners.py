@@ -86,6 +86,18 @@ def run_logged(cmd: list[str], log_path: str, quiet: bool, at_once: int = 1) -> 
         return proc.wait()
 
 
+def run_in_task(cmd: list[str], log_path: str, store_args: tuple, run_id: str) -> int:
+    """A `--ray` sweep's task: `run_logged`, after moving aside any record an earlier attempt
+    left (Ray runs the task again when its node was lost; the run resumes from its checkpoint)."""
+    from experiments.sweep_stores import FileStore, MongoStore
+
+    store = MongoStore(*store_args) if len(store_args) == 2 else FileStore(*store_args)
+    if len(store_args) == 2:
+        store.check()  # connects
+    store.clear_incomplete(run_id)
+    return run_logged(cmd, log_path, True)
+
+
 def launch(run: RunSpec, store: FileStore, log_dir: str, quiet: bool, at_once: int = 1) -> int:
     return run_logged(run_command(run, store), os.path.join(log_dir, f"{run.run_id}.log"), quiet, at_once)
 
@@ -124,7 +136,7 @@ class RayRunner:
             raise SystemExit(f"error: --ray: {str(err).split(': ', 1)[1]}") from None
         nodes = [node for node in self.ray.nodes() if node.get("Alive")]
         self.max_cpus = max(int(node["Resources"].get("CPU", 0)) for node in nodes)
-        self.task = self.ray.remote(max_retries=self.RETRIES, retry_exceptions=False)(run_logged)
+        self.task = self.ray.remote(max_retries=self.RETRIES, retry_exceptions=False)(run_in_task)
         print(f"Ray: {len(nodes)} node(s), {int(self.ray.cluster_resources().get('CPU', 0))} CPUs, at most "
               f"{self.max_cpus} per run", file=sys.stderr)
 
@@ -135,8 +147,10 @@ class RayRunner:
                   f"so it reserves {cpus}", file=sys.stderr, flush=True)
         if self.biggest_live_node() < cpus:
             return self.unplaceable(run, cpus)
+        store_args = (store.url, store.out) if hasattr(store, "url") else (store.out,)
         ref = self.task.options(num_cpus=cpus).remote(run_command(run, store),
-                                                      os.path.join(log_dir, f"{run.run_id}.log"), True)
+                                                      os.path.join(log_dir, f"{run.run_id}.log"), store_args,
+                                                      run.run_id)
         try:
             while not self.ray.wait([ref], timeout=self.WATCH_S)[0]:  # blocks; wakes to count the nodes
                 if self.biggest_live_node() < cpus:  # its node was lost and no other can take it

@@ -7,13 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
 ray = pytest.importorskip("ray", reason="ray is not installed (optional extra): pip install -e '.[ray]'")
 
 from experiments.netns_hosts import Hosts  # noqa: E402
-from tests.test_ray import TWO_RUN_SWEEP  # noqa: E402
+from tests.test_ray import TINY, TWO_RUN_SWEEP  # noqa: E402
 from tests.test_sweep import _statuses  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -124,3 +125,34 @@ def test_a_lost_host_costs_its_actors_not_the_run(hosts):
         assert result["worker_transitions"] == result["worker_transitions_received"]
     finally:
         hosts.start(lost)  # the host back, for any test after this one
+
+
+SLOW = dict(TINY, total_env_steps=12_000, eval_every=4_000, buffer_size=12_000, env_step_wait_us=1_000.0,
+            log_every=2_000)
+"""Runs of ~15 s, checkpointed at every holdout (4,000 env steps), so a host can be lost mid-run."""
+
+
+def test_a_sweep_run_lost_with_its_host_runs_again_on_another(hosts, tmp_path):
+    out = tmp_path / "out"
+    sweep = hosts.popen(1, [sys.executable, "-c", TWO_RUN_SWEEP.replace(repr(TINY), repr(SLOW)), "tiny", "--out",
+                            str(out), "--ray", hosts.head], cwd=ROOT, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+    lost = None
+    try:
+        lost = hosts.wait_for_process("experiments.train", (2, 3))  # a host a run trains on
+        time.sleep(3)  # into its training
+        hosts.lose(lost)
+        _, err = sweep.communicate(timeout=400)
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, 9)
+            sweep.wait()
+        if lost is not None:
+            hosts.start(lost)  # the host back, for any test after this one
+    assert sweep.returncode == 0, err[-3000:]
+    found = _statuses(out)
+    assert len(found) == 2 and all(r["status"] == "COMPLETED" for r in found.values()), err[-3000:]
+    for name in found:  # a run on the lost host ran again (Ray's task retry) on the other one
+        with open(out / name / "info.json") as f:
+            assert json.load(f)["node"]["address"] == hosts.address(5 - lost)
+    assert os.listdir(out / "_incomplete")  # the lost attempt's record, moved aside by the retry
