@@ -156,3 +156,28 @@ def test_a_sweep_run_lost_with_its_host_runs_again_on_another(hosts, tmp_path):
         with open(out / name / "info.json") as f:
             assert json.load(f)["node"]["address"] == hosts.address(5 - lost)
     assert os.listdir(out / "_incomplete")  # the lost attempt's record, moved aside by the retry
+
+
+def test_a_sweep_whose_hosts_are_all_lost_says_so_and_leaves_the_runs(hosts, tmp_path):
+    """No live node can hold a run any more: each is said at once and left for the rerun; the
+    sweep ends instead of waiting in silence for a node to come back."""
+    out = tmp_path / "out"
+    sweep = hosts.popen(1, [sys.executable, "-c", TWO_RUN_SWEEP.replace(repr(TINY), repr(SLOW)), "tiny", "--out",
+                            str(out), "--ray", hosts.head], cwd=ROOT, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+    try:
+        hosts.wait_for_process("experiments.train", (2, 3))
+        hosts.lose(2)
+        hosts.lose(3)
+        lost_at = time.monotonic()
+        _, err = sweep.communicate(timeout=120)
+        waited = time.monotonic() - lost_at
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, 9)
+            sweep.wait()
+        hosts.start(2, wait=False)
+        hosts.start(3)
+    assert sweep.returncode != 0 and waited < 60, err[-3000:]
+    said = [line for line in err.splitlines() if "no live node has them" in line]
+    assert len(said) == 2 and all(line.endswith("left for the rerun") for line in said), err[-3000:]
