@@ -3,7 +3,8 @@
 # run too), from this repo's own files only, at the exact versions of requirements.lock (those the
 # committed reference runs recorded); LOCK= ./setup.sh installs from pyproject.toml's ranges instead.
 # Idempotent: re-running it on a set-up machine checks the install and returns.
-#   ./setup.sh --paper   also installs LaTeX (and pdftoppm) from Debian's packages, for `make -C paper`
+#   ./setup.sh --paper   also installs LaTeX, Latin Modern fonts (main.tex's) and pdftoppm from Debian's
+#                        packages, for `make -C paper`
 #   ./setup.sh --browser also installs Chromium and its driver from Debian's packages, for the
 #                        report page's browser test (tests/test_report_page.py)
 set -euo pipefail
@@ -11,10 +12,11 @@ cd "$(dirname "$0")"
 if [ "${1:-}" = "--paper" ]; then
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
-    if ! command -v latexmk >/dev/null 2>&1 || ! command -v pdftoppm >/dev/null 2>&1; then
+    if ! command -v latexmk >/dev/null 2>&1 || ! command -v pdftoppm >/dev/null 2>&1 \
+            || ! kpsewhich lmodern.sty >/dev/null 2>&1; then
         $SUDO apt-get update -q
         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q \
-            texlive-latex-recommended texlive-fonts-recommended latexmk poppler-utils
+            texlive-latex-recommended texlive-fonts-recommended lmodern latexmk poppler-utils
     fi
 elif [ "${1:-}" = "--browser" ]; then
     SUDO=""

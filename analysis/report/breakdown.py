@@ -114,8 +114,16 @@ def _configs(frame: pd.DataFrame) -> pd.Series:
     return prefix + frame["architecture"] + " (" + frame["num_workers"].astype(str) + ")"
 
 
-def _config_order(frame: pd.DataFrame) -> list[str]:
-    return sorted(frame["config"].unique(), key=lambda c: (":" in c, c))
+def _config_order(configs) -> list[str]:
+    """CartPole's configs first, then each env's; within one, by design and then by worker count
+    (2 before 16)."""
+    def key(config: str):
+        env, _, rest = config.rpartition(": ")
+        arch, _, workers = rest.rpartition(" (")
+        workers = workers.rstrip(")")
+        return env, arch, int(workers) if workers.isdigit() else 0
+
+    return sorted(set(configs), key=key)
 
 
 LAG_ALSO_FROM = {"scaling", "utd", "hogwild", "pqn"}
@@ -161,45 +169,43 @@ def lag_data(rs: RunSet, note: Note) -> FigureData | None:
 
 
 def plot_lag(report, made: FigureData) -> None:
-    from analysis.report.plotting import plt, sns
-
-    from analysis.report.plotting import TEXT_WIDTH_IN
+    """Three panels side by side, one row a config, the configs named once at the left: twenty
+    configs' labels fit at 7 pt only across, not slanted under three narrow panels."""
+    from analysis.report.plotting import TEXT_WIDTH_IN, plt, sns
 
     lag, shares = made.parts["lag"], made.parts["shares"]
-    fig, axes = plt.subplots(1, 3, figsize=(TEXT_WIDTH_IN, 3.0))
+    if not lag.empty:
+        lag = lag[lag["statistic"].isin(["p50", "p95", "max"])].assign(config=_configs(lag))
+    if not shares.empty:
+        shares = shares[shares["kind"].isin(["env_steps", "sampled"])]
+        shares = shares.assign(config=_configs(shares), deviation=shares["share"] * shares["num_workers"])
+    order = _config_order(list(lag.get("config", [])) + list(shares.get("config", [])))
+    fig, axes = plt.subplots(1, 3, figsize=(TEXT_WIDTH_IN, 1.6 + 0.15 * len(order)), sharey=True,
+                             layout="constrained")
     for ax, measure in zip(axes[:2], ("policy_lag", "acting_staleness")):
-        part = lag[(lag["measure"] == measure) & lag["statistic"].isin(["p50", "p95", "max"])]
+        part = lag[lag["measure"] == measure] if not lag.empty else lag
         if not part.empty:
-            part = part.assign(config=_configs(part))
-            sns.stripplot(data=part, x="config", y="updates", hue="statistic", ax=ax, dodge=True, size=3,
-                          order=_config_order(part), hue_order=["p50", "p95", "max"])
-            ax.set_yscale("symlog", linthresh=10)
-            ax.set_ylim(bottom=0)
+            sns.stripplot(data=part, x="updates", y="config", hue="statistic", ax=ax, dodge=True, size=3,
+                          order=order, hue_order=["p50", "p95", "max"], orient="h")
+            ax.set_xscale("symlog", linthresh=10)
+            ax.set_xlim(0, 2 * part["updates"].max())  # room on the log scale for the largest points
         ax.set_title({"policy_lag": "sampled transitions' age\n(learner updates, replay included)",
-                      "acting_staleness": "acting weights' age\nat hand-off (updates)"}[measure])
-        ax.set_xlabel("architecture (workers)")
-        ax.set_ylabel("learner updates")
-        _slanted(ax)
+                      "acting_staleness": "acting weights' age\nat hand-off (updates)"}[measure], pad=16)
+        ax.set_xlabel("learner updates")
     ax = axes[2]
     if not shares.empty:
-        sub = shares[shares["kind"].isin(["env_steps", "sampled"])]
-        sub = sub.assign(config=_configs(sub))
-        sub = sub.assign(deviation=sub["share"] * sub["num_workers"])
-        sns.stripplot(data=sub, x="config", y="deviation", hue="kind", ax=ax, dodge=True, size=3,
-                      order=_config_order(sub))
-        ax.axhline(1.0, color="k", ls="--", lw=1)
-    ax.set_title("per-worker share x workers\n(1 = an equal share)")
-    ax.set_xlabel("architecture (workers)")
-    ax.set_ylabel("share x workers")
-    _slanted(ax)
-    fig.tight_layout()
+        sns.stripplot(data=shares, x="deviation", y="config", hue="kind", ax=ax, dodge=True, size=3, order=order,
+                      orient="h")
+        ax.axvline(1.0, color="k", ls="--", lw=1)
+    ax.set_title("per-worker share x workers\n(1 = an equal share)", pad=16)
+    ax.set_xlabel("share x workers")
+    for ax in axes:
+        ax.set_ylabel("")
+        ax.tick_params(axis="y", labelsize=7)
+        ax.grid(axis="y", alpha=0.3)
+        if ax.get_legend() is not None:  # the key between the title and the points, none of them hidden
+            sns.move_legend(ax, "lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, title=None, frameon=False,
+                            handletextpad=0.1, columnspacing=0.8, borderaxespad=0.2)
+    axes[0].set_ylabel("architecture (workers)")
     report.figure(fig, "policy_lag_shares", data=made.data)
 
-
-def _slanted(ax) -> None:
-    """Long design labels at 60 degrees, anchored at their tick, so neighbours never overlap."""
-    ax.tick_params(axis="x", labelsize=7)
-    for label in ax.get_xticklabels():
-        label.set_rotation(60)
-        label.set_ha("right")
-        label.set_rotation_mode("anchor")

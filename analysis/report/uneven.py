@@ -191,11 +191,12 @@ def plot(report, made: FigureData) -> None:
         sns.stripplot(data=ages, x="config", y="updates", hue="worker", order=age_order, dodge=True, ax=ax, size=3, palette="Greys_r")
     ax.set_title("acting weights' age at hand-off, per actor")
     ax.set_ylabel("learner updates behind")
-    for ax in axes[:3]:
+    for ax, ticks in zip(axes[:3], (order, order, age_order if not ages.empty else [])):
         ax.set_xlabel("")
-        ax.tick_params(axis="x", labelrotation=25, labelsize=7)
-        for label in ax.get_xticklabels():
-            label.set_ha("right")
+        # the workers on a second line and each label's end at its tick: a long label slanted
+        # from its centre ran off the figure and under the neighbouring panel
+        ax.set_xticks(range(len(ticks)), [c.replace(" (", "\n(", 1) for c in ticks], fontsize=7, rotation=30,
+                      ha="right", rotation_mode="anchor")
     ax = axes[3]
     for config in order:
         sub = curves[curves["config"] == config]
@@ -205,6 +206,7 @@ def plot(report, made: FigureData) -> None:
     ax.set_xlabel("env steps")
     ax.set_ylabel("holdout return (IQM, 95% CI)")
     ax.set_title("learning at equal env steps")
-    ax.legend()
+    # the key under the axes: inside, it covered the curves and their bands
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
     fig.tight_layout()
     report.figure(fig, "uneven", made.data)
