@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -105,12 +106,13 @@ def launch(run: RunSpec, store: FileStore, log_dir: str, quiet: bool, at_once: i
 class RayRunner:
     """`--ray ADDRESS`: each run is a Ray task reserving `run.processes()` CPUs (at most the
     biggest node's), running the same command as `launch`. A run whose node is lost is run again
-    elsewhere by Ray's task retries (`RETRIES` times; it resumes from its checkpoint in the shared
-    store); a run that no live node can hold any more is said at once and left for the rerun,
-    never waited for in silence."""
+    elsewhere (`RETRIES` times; it resumes from its checkpoint in the shared store) once Ray has
+    declared the node dead: Ray's own task retries came sooner and could land on the lost node's
+    freed CPUs. A run that no live node can hold any more is said at once and left for the
+    rerun, never waited for in silence."""
 
     RETRIES = 2
-    """Times Ray runs a task again after its node or worker died (not after the run failed)."""
+    """Times a run is started again after its node or worker died (not after the run failed)."""
     WATCH_S = 10.0
     """While a run waits, how often the live nodes are counted again."""
 
@@ -136,7 +138,7 @@ class RayRunner:
             raise SystemExit(f"error: --ray: {str(err).split(': ', 1)[1]}") from None
         nodes = [node for node in self.ray.nodes() if node.get("Alive")]
         self.max_cpus = max(int(node["Resources"].get("CPU", 0)) for node in nodes)
-        self.task = self.ray.remote(max_retries=self.RETRIES, retry_exceptions=False)(run_in_task)
+        self.task = self.ray.remote(max_retries=0)(run_in_task)  # launch() runs it again, once Ray knows
         print(f"Ray: {len(nodes)} node(s), {int(self.ray.cluster_resources().get('CPU', 0))} CPUs, at most "
               f"{self.max_cpus} per run", file=sys.stderr)
 
@@ -145,21 +147,39 @@ class RayRunner:
         if cpus < run.processes():
             print(f"run {run.run_id} has {run.processes()} processes; the biggest node has {self.max_cpus} CPUs, "
                   f"so it reserves {cpus}", file=sys.stderr, flush=True)
-        if self.biggest_live_node() < cpus:
-            return self.unplaceable(run, cpus)
         store_args = (store.url, store.out) if hasattr(store, "url") else (store.out,)
-        ref = self.task.options(num_cpus=cpus).remote(run_command(run, store),
-                                                      os.path.join(log_dir, f"{run.run_id}.log"), store_args,
-                                                      run.run_id)
-        try:
-            while not self.ray.wait([ref], timeout=self.WATCH_S)[0]:  # blocks; wakes to count the nodes
-                if self.biggest_live_node() < cpus:  # its node was lost and no other can take it
-                    self.ray.cancel(ref, force=True)
-                    return self.unplaceable(run, cpus)
-            return self.ray.get(ref)
-        except self.ray.exceptions.RayError as err:  # the task's node or worker died
-            print(f"run {run.run_id}: its Ray task failed: {str(err).strip().splitlines()[0]}", file=sys.stderr)
-            return -1
+        for attempt in range(self.RETRIES + 1):
+            if self.biggest_live_node() < cpus:
+                return self.unplaceable(run, cpus)
+            alive = self.live_nodes()
+            ref = self.task.options(num_cpus=cpus).remote(run_command(run, store),
+                                                          os.path.join(log_dir, f"{run.run_id}.log"), store_args,
+                                                          run.run_id)
+            try:
+                while not self.ray.wait([ref], timeout=self.WATCH_S)[0]:  # blocks; wakes to count the nodes
+                    if self.biggest_live_node() < cpus:  # its node was lost and no other can take it
+                        self.ray.cancel(ref, force=True)
+                        return self.unplaceable(run, cpus)
+                return self.ray.get(ref)
+            except self.ray.exceptions.RayError as err:  # the task's node or worker died
+                why = str(err).strip().splitlines()[0]
+                if attempt == self.RETRIES:
+                    print(f"run {run.run_id}: its Ray task failed: {why}", file=sys.stderr, flush=True)
+                    return -1
+                print(f"run {run.run_id}: its node or worker was lost ({why}); running it again "
+                      f"({attempt + 1} of {self.RETRIES})", file=sys.stderr, flush=True)
+                self.until_declared_dead(alive)
+        return -1
+
+    def live_nodes(self) -> set[str]:
+        return {node["NodeID"] for node in self.ray.nodes() if node.get("Alive")}
+
+    def until_declared_dead(self, alive: set[str], timeout_s: float = 30.0) -> None:
+        """Wait (bounded) until Ray declares a lost node dead: until then it offers the lost node's
+        freed CPUs, and the run started again would be lost with it again."""
+        end = time.monotonic() + timeout_s
+        while alive <= self.live_nodes() and time.monotonic() < end:
+            time.sleep(0.5)
 
     def biggest_live_node(self) -> int:
         return max([int(node["Resources"].get("CPU", 0)) for node in self.ray.nodes() if node.get("Alive")] or [0])

@@ -152,10 +152,11 @@ def test_a_sweep_run_lost_with_its_host_runs_again_on_another(hosts, tmp_path):
     assert sweep.returncode == 0, err[-3000:]
     found = _statuses(out)
     assert len(found) == 2 and all(r["status"] == "COMPLETED" for r in found.values()), err[-3000:]
-    for name in found:  # a run on the lost host ran again (Ray's task retry) on the other one
+    for name in found:  # a run on the lost host ran again on the other one
         with open(out / name / "info.json") as f:
             assert json.load(f)["node"]["address"] == hosts.address(5 - lost)
     assert os.listdir(out / "_incomplete")  # the lost attempt's record, moved aside by the retry
+    assert "its node or worker was lost" in err and "running it again (1 of 2)" in err  # said, not silent
 
 
 def test_a_sweep_whose_hosts_are_all_lost_says_so_and_leaves_the_runs(hosts, tmp_path):
