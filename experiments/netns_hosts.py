@@ -122,16 +122,18 @@ class Hosts:
         if wait:
             self.wait_for_cpus(self.cpus * sum(1 for h in range(2, self.count + 1) if self.nodes[h - 1]))
 
-    def wait_for_cpus(self, cpus: int, timeout_s: float = 90.0) -> None:
-        """Block until the cluster counts `cpus` CPUs (the nodes have joined the head)."""
+    def wait_for_cpus(self, cpus: int, timeout_s: float = 90.0, free: bool = False) -> None:
+        """Block until the cluster counts `cpus` CPUs (the nodes have joined the head), or, with
+        `free`, until exactly that many are free (a dead driver's actors have gone)."""
+        count = "available_resources" if free else "cluster_resources"
         probe = ("import sys, time, ray\n"
                  "end = time.monotonic() + float(sys.argv[3])\n"
                  "while True:\n"  # the head itself may still be starting
                  "    try:\n        ray.init(address=sys.argv[1], logging_level='ERROR')\n        break\n"
                  "    except ConnectionError:\n        if time.monotonic() > end: raise\n        time.sleep(0.5)\n"
-                 "while ray.cluster_resources().get('CPU', 0) != float(sys.argv[2]) and time.monotonic() < end:\n"
+                 f"while ray.{count}().get('CPU', 0) != float(sys.argv[2]) and time.monotonic() < end:\n"
                  "    time.sleep(0.5)\n"
-                 "sys.exit(0 if ray.cluster_resources().get('CPU', 0) == float(sys.argv[2]) else 1)\n")
+                 f"sys.exit(0 if ray.{count}().get('CPU', 0) == float(sys.argv[2]) else 1)\n")
         done = self.run(1, [sys.executable, "-c", probe, self.head, str(cpus), str(timeout_s)],
                         timeout=timeout_s + 60)
         if done.returncode != 0:

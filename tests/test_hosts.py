@@ -182,3 +182,34 @@ def test_a_sweep_whose_hosts_are_all_lost_says_so_and_leaves_the_runs(hosts, tmp
     assert sweep.returncode != 0 and waited < 60, err[-3000:]
     said = [line for line in err.splitlines() if "no live node has them" in line]
     assert len(said) == 2 and all(line.endswith("left for the rerun") for line in said), err[-3000:]
+
+
+def test_a_resume_on_a_smaller_cluster_re_divides_the_remaining_env_steps(hosts, tmp_path):
+    """Killed after its first checkpoint with 4 actors on two hosts, the run resumes after one
+    host is gone: 2 actors make the remaining env steps, exactly, and the record says so."""
+    checkpoint = tmp_path / "run.pt"
+    cmd = [sys.executable, "-m", "architectures", "actor_learner", "--backend=ray", f"--ray_address={hosts.head}",
+           "--num_workers=4", "--total_env_steps=24000", "--eval_every=8000", "--checkpoint_every=8000",
+           f"--checkpoint_path={checkpoint}", "--eval_episodes=2", "--learning_starts=300", "--batch_size=16",
+           "--hidden_sizes=16", "--env_step_wait_us=1000", "--worker_timeout_s=30"]
+    first = hosts.popen(1, cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 180
+        while not checkpoint.exists() and first.poll() is None and time.monotonic() < end:
+            time.sleep(0.2)
+        assert checkpoint.exists()
+    finally:
+        os.killpg(first.pid, 9)  # killed whole, after its first checkpoint
+        first.wait()
+    hosts.lose(3)
+    try:
+        hosts.wait_for_cpus(2, free=True)  # host 3 declared dead, the killed run's actors gone
+        second = hosts.run(1, cmd, cwd=ROOT, timeout=300, env={"PYTHONWARNINGS": "default"})  # as a user's shell
+    finally:
+        hosts.start(3)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "warning: the cluster has 2 free CPUs for 4 actors: resuming with 2" in second.stderr
+    result = _result(second.stdout)
+    assert result["env_steps"] == 24000 and result["actors_placed"] == 2
+    assert [c["env_steps"] for c in result["holdout_curve"]] == [8000, 16000, 24000]
+    assert {node["address"] for node in result["actor_nodes"]} == {hosts.address(2)}

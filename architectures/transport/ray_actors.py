@@ -33,11 +33,16 @@ class RayActorGroup:
         self.short_seconds = 0.0
         self.losses: list[dict] = []  # each loss: slot, host, when it was noticed, how long the replacement took
         self.avoid: set[str] = set()  # nodes that lost an actor: a replacement goes elsewhere if it can
+        self.vacant: dict[int, dict] = {}  # slot -> its saved stream state, where a resume placed no actor
 
-    def start(self, faults: list, resumes: list) -> None:
+    def start(self, faults: list, resumes: list, places: int) -> None:
+        """An actor for each of the first `places` slots; a resume on a smaller cluster leaves the
+        rest vacant (their saved state kept for the next checkpoint), the others making their share."""
+        self.vacant = {i: resumes[i]["actor"] for i in range(places, len(resumes))}
         self.actors = [self.remote.options(name=f"{self.tag}_{i}").remote(i, self.cfg, fault, resume)
-                       for i, (fault, resume) in enumerate(zip(faults, resumes))]
-        self.nodes = wait_ready(self.ray, self.actors, self.timeout_s)
+                       for i, (fault, resume) in enumerate(zip(faults[:places], resumes[:places]))]
+        self.nodes = wait_ready(self.ray, self.actors, self.timeout_s) + [(0, None)] * len(self.vacant)
+        self.actors += [None] * len(self.vacant)
 
     # ------------------------------------------------------------------ losing and replacing
     def replace(self, lost: ActorLost, row: np.ndarray, undelivered: int) -> None:
@@ -70,7 +75,9 @@ class RayActorGroup:
         self.starting[i] = (self.actors[i].ready.remote(), time.monotonic(), row.copy(), entry)
 
     def available(self, i: int) -> bool:
-        """Whether slot i has an actor to ask: true unless its replacement is still starting."""
+        """Whether slot i has an actor to ask: not while vacant, or while its replacement starts."""
+        if i in self.vacant:
+            return False
         if i not in self.starting:
             return True
         ref, since = self.starting[i][:2]
@@ -108,8 +115,9 @@ class RayActorGroup:
                 self.ray.wait([self.starting[i][0]], timeout=self.timeout_s)
                 self._up(i)
             try:
-                return [fetch(self.ray, ref, i, rows[i]) for i, ref in enumerate([a.state.remote()
-                                                                                    for a in self.actors])]
+                asked = [(i, a.state.remote()) for i, a in enumerate(self.actors) if i not in self.vacant]
+                states = {i: fetch(self.ray, ref, i, rows[i]) for i, ref in asked}
+                return [states[i] if i in states else self.vacant[i] for i in range(len(self.actors))]
             except ActorLost as lost:
                 self.replace(lost, rows[lost.index], 0)
 
@@ -124,5 +132,8 @@ class RayActorGroup:
         self.undelivered, self.short_seconds = saved["env_steps_undelivered"], saved["actor_seconds_short"]
         self.losses = list(saved.get("actor_losses", []))
 
+    def placed_nodes(self) -> list[dict]:
+        return [node for _, node in self.nodes if node is not None]
+
     def kill(self) -> None:
-        kill_all(self.ray, self.actors)
+        kill_all(self.ray, [actor for actor in self.actors if actor is not None])

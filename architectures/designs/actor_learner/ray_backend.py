@@ -36,6 +36,7 @@ import os
 import pickle
 import secrets
 import time
+import warnings
 from collections import deque
 
 import numpy as np
@@ -44,6 +45,7 @@ import torch
 from architectures.core.config import DQNConfig
 from architectures.core.dqn import build_learner
 from architectures.core.envs import env_spec
+from architectures.core.errors import RunWarning
 from architectures.core.limits import available_cores
 from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.replay import make_replay
@@ -56,7 +58,7 @@ from architectures.run.worker_rows import status_episodes
 from architectures.transport.ray_actors import RayActorGroup
 from architectures.transport.ray_support import ActorLost, check_hung, check_ray_address, connect, fetch, flat, import_ray
 from architectures.transport.shared import DONE, STATUS_DTYPE
-from architectures.transport.workers import warn_if_oversubscribed, worker_fault
+from architectures.transport.workers import WorkerFailed, warn_if_oversubscribed, worker_fault
 
 
 
@@ -66,6 +68,19 @@ def preflight(cfg: DQNConfig) -> None:
     refusal (exit 2), never a failed run."""
     import_ray()
     check_ray_address(cfg.ray_address)
+
+
+def resume_places(ray, cfg: DQNConfig, n: int) -> int:
+    """How many of the n actors a resume can place: all where the cluster has a free CPU for
+    each, else as many as it has (a resume on a smaller cluster), said once and recorded."""
+    free = int(ray.available_resources().get("CPU", 0))
+    if free >= n or not cfg.ray_address:  # a private instance is made with a CPU per actor
+        return n
+    if free < 1:
+        raise WorkerFailed(f"actors: the cluster at {cfg.ray_address!r} has no free CPU for any of the {n} actors")
+    warnings.warn(f"the cluster has {free} free CPUs for {n} actors: resuming with {free}, the vacant actors' "
+                  f"remaining env steps re-divided among them (actors_placed={free})", RunWarning, stacklevel=2)
+    return free
 
 
 def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
@@ -104,14 +119,15 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         if "losses" in saved:  # absent from checkpoints older than actor replacement
             group.restore(saved["losses"])
     quotas = [worker_stops(run.stops, n, i) for i in range(n)]  # per actor, per parking point (equal)
+    places = n if resumed is None else resume_places(ray, cfg, n)
 
     def room(i: int, k: int) -> int:  # env steps actor i may still be asked for before parking point k
-        if cfg.actor_quotas == "free":  # whoever asks first: fast actors get more requests
+        if cfg.actor_quotas == "free" or places < n:  # whoever asks first (vacant slots' shares re-divided)
             return run.stops[k].env_steps - int(requested.sum())
         return quotas[i][k] - int(requested[i])
 
     try:
-        group.start([worker_fault(i) for i in range(n)], resume)
+        group.start([worker_fault(i) for i in range(n)], resume, places)
         status["pid"] = [pid for pid, _ in group.nodes]
         weights[:] = [learner.version, ray.put(flat(learning.acting.arrays))]
         startup_seconds = time.perf_counter() - started
@@ -199,6 +215,6 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     result = books.result(run, env_steps=global_steps, startup_seconds=startup_seconds)
     result.update(backend="ray", batch_steps=cfg.ray_batch_steps, worker_transitions=status["transitions"].tolist(),
                   worker_transitions_received=received.tolist(),
-                  actor_hosts=[node["hostname"] for _, node in group.nodes], actor_nodes=[node for _, node in group.nodes],
-                  **group.costs())
+                  actor_hosts=[node["hostname"] for node in group.placed_nodes()], actor_nodes=group.placed_nodes(),
+                  actors_placed=places, **group.costs())
     return result
