@@ -48,8 +48,10 @@ def _ip(*args: str) -> subprocess.CompletedProcess:
 
 
 class Hosts:
-    def __init__(self, count: int = 3, cpus: int = 2):
-        self.count, self.cpus = count, cpus
+    def __init__(self, count: int = 3, cpus: int = 2, lined: tuple[int, ...] = ()):
+        """`lined`: hosts linked to the switch through a delay line (`delay`), the others directly."""
+        self.count, self.cpus, self.lined = count, cpus, lined
+        self.lines: dict[int, subprocess.Popen | None] = {}
         self.tag = f"pdqn{os.getpid()}"
         self.switch = f"{self.tag}sw"
         self.names = [f"{self.tag}h{i}" for i in range(1, count + 1)]
@@ -83,6 +85,13 @@ class Hosts:
 
     # ------------------------------------------------------------------ the network
     def build(self) -> "Hosts":
+        try:
+            return self._build()
+        except BaseException:
+            self.close()  # nothing half-built left behind
+            raise
+
+    def _build(self) -> "Hosts":
         for name in [self.switch, *self.names]:
             self._must("netns", "add", name)
             self.made.append(name)
@@ -90,13 +99,54 @@ class Hosts:
         self._must("-n", self.switch, "link", "add", "br0", "type", "bridge")
         self._must("-n", self.switch, "link", "set", "br0", "up")
         for host, name in enumerate(self.names, start=1):
-            self._must("link", "add", "eth0", "netns", name, "type", "veth", "peer", "name", f"port{host}",
-                       "netns", self.switch)
+            if host in self.lined:  # host -- eth0|linea -- delay line -- lineb|port -- switch
+                line = f"{self.tag}d{host}"
+                self._must("netns", "add", line)
+                self.made.append(line)
+                self._must("link", "add", "name", "eth0", "netns", name, "type", "veth", "peer", "name", "linea",
+                           "netns", line)
+                self._must("link", "add", "name", "lineb", "netns", line, "type", "veth", "peer", "name", f"port{host}",
+                           "netns", self.switch)
+                for end in ("linea", "lineb"):
+                    self._must("-n", line, "link", "set", "dev", end, "up")
+                self.delay(host, None)
+            else:
+                self._must("link", "add", "eth0", "netns", name, "type", "veth", "peer", "name", f"port{host}",
+                           "netns", self.switch)
             self._must("-n", self.switch, "link", "set", f"port{host}", "master", "br0")
             self._must("-n", self.switch, "link", "set", f"port{host}", "up")
             self._must("-n", name, "addr", "add", f"{self.address(host)}/24", "dev", "eth0")
             self._must("-n", name, "link", "set", "eth0", "up")
+        if self.lined:  # a packet socket forwards frames as read: no offloaded checksums or segments
+            for name, ends in [(name, ["eth0"]) for name in self.names] + [
+                    (self.switch, [f"port{h}" for h in range(1, self.count + 1)])] + [
+                    (f"{self.tag}d{h}", ["linea", "lineb"]) for h in self.lined]:
+                for end in ends:
+                    subprocess.run(["ip", "netns", "exec", name, "ethtool", "-K", end, "tx", "off", "tso", "off",
+                                    "gso", "off", "gro", "off"], capture_output=True, timeout=30, check=True)
         return self
+
+    def delay(self, host: int, one_way_ms: float | None) -> None:
+        """Put a lined host `one_way_ms` from the switch each way (experiments/delay_line.py), or,
+        with None, join its line's two ends with a kernel bridge (no delay, no forwarding process)."""
+        line = f"{self.tag}d{host}"
+        running = self.lines.pop(host, None)
+        if running is not None:
+            running.kill()
+            running.wait(timeout=30)
+        else:
+            _ip("-n", line, "link", "del", "dev", "join")  # absent the first time
+        if one_way_ms is None:
+            self._must("-n", line, "link", "add", "join", "type", "bridge")
+            for end in ("linea", "lineb"):
+                self._must("-n", line, "link", "set", "dev", end, "master", "join")
+            self._must("-n", line, "link", "set", "dev", "join", "up")
+            return
+        self.lines[host] = subprocess.Popen(
+            ["ip", "netns", "exec", line, sys.executable, "-m", "experiments.delay_line", "linea", "lineb", str(one_way_ms)],
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), stdout=subprocess.PIPE, text=True,
+            start_new_session=True)
+        self.lines[host].stdout.readline()  # its sockets are bound: frames from here on are forwarded
 
     def _must(self, *args: str) -> None:
         done = _ip(*args)
@@ -200,7 +250,7 @@ class Hosts:
     def close(self) -> None:
         for name in self.made:
             self._kill(name)
-        for node in self.nodes:
+        for node in [*self.nodes, *self.lines.values()]:
             if node is not None:
                 node.wait(timeout=30)  # our own children: reaped, no zombie left
         for name in self.made:
