@@ -60,7 +60,7 @@ from architectures.run.worker_rows import (
 from architectures.transport.notifier import Waiter
 from architectures.transport.channels import SharedReplay
 from architectures.transport.shared import DONE, LOCK_BYTES, STATUS_DTYPE, Control, block_bytes
-from architectures.transport.workers import misbehave, warn_if_oversubscribed, worker_fault, worker_pool
+from architectures.transport.workers import inject_fault, warn_if_oversubscribed, worker_fault, worker_pool
 
 ADAM_KEYS = ("exp_avgs", "exp_avg_sqs", "steps")
 
@@ -149,7 +149,7 @@ def _act_and_learn(index: int, arrays: dict, waiter: Waiter, args: WorkerArgs) -
         while loop.steps < stop_at[k]:
             # -------------------------------------------------------------- acting
             if fault and loop.steps >= fault[1]:
-                misbehave(fault[0])
+                inject_fault(fault[0])
             loop.step(0, replay.add)
             if loop.ended:
                 write_episodes(status, loop.stats)

@@ -47,7 +47,7 @@ WEIGHTS_STALE_STEPS = 1_000
 """Env steps an actor may take after a publication without picking it up before the run fails."""
 
 
-def misbehave(kind: str) -> None:
+def inject_fault(kind: str) -> None:
     """Fault injection for the failure-handling tests (see workers.FAULT_ENV)."""
     if kind == "crash":
         raise RuntimeError("injected crash (PDQN_FAULT)")

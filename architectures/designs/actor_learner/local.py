@@ -47,7 +47,7 @@ from architectures.transport.notifier import Notifier, Waiter
 from architectures.transport.channels import TransitionRing, WeightChannel
 from architectures.transport.shared import DONE, LOCK_BYTES, STATUS_DTYPE, Control, block_bytes
 from architectures.transport.workers import (
-    misbehave,
+    inject_fault,
     warn_if_oversubscribed,
     worker_fault,
     worker_pool,
@@ -129,7 +129,7 @@ def _act(index: int, arrays: dict, waiter: Waiter, args: ActorArgs) -> None:
                 wait_s += waiter.until(
                     lambda: limiter.can_insert(int(all_steps.sum()), control[Control.LEARNER_VERSION]), Notifier.RATE)
             if fault and loop.steps >= fault[1]:
-                misbehave(fault[0])
+                inject_fault(fault[0])
             # -------------------------------------------------------------- syncing (pull weights, after any wait)
             t1 = perf()
             if not (fault and fault[0] == "freeze_weights" and loop.steps >= fault[1]):

@@ -28,7 +28,7 @@ from architectures.run.acting import EnvLoop, actor_epsilon
 from architectures.run.worker_rows import write_episodes
 from architectures.transport.ray_support import this_node
 from architectures.transport.shared import RUNNING, STATUS_DTYPE
-from architectures.transport.workers import misbehave
+from architectures.transport.workers import inject_fault
 
 
 # ============================================================================== acting (Ray actor)
@@ -111,7 +111,7 @@ class RayActor:
         count = 0
         for _ in range(steps):
             if self.fault and loop.steps >= self.fault[1] and self.fault[0] != "freeze_weights":
-                misbehave(self.fault[0])
+                inject_fault(self.fault[0])
             transitions = loop.step(int(s["weights_version"]))
             t4 = perf()
             for transition in transitions:
