@@ -8,7 +8,7 @@ registry, and nothing it imports pulls in Sacred.
     core/       config, errors, envs, networks, replay, dqn, evaluation, metrics, limits, diagnostics
     transport/  shared memory, worker processes, the reaper, Ray support
     run/        Run (bookkeeping), ReplayLearning, acting, parking, checkpoints, results, worker rows
-    designs/    one module per design (actor_learner: its local and Ray backends and its books)
+    designs/    one module per design (actor_learner: its local and Ray backends and its actor stats)
 """
 
 import ast

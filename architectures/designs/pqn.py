@@ -81,7 +81,7 @@ def fit_rollout(net: torch.nn.Module, optimizer: torch.optim.Optimizer, shuffle:
     """`rollout_epochs` passes over one rollout's B = T x N samples, each in `rollout_minibatches`
     shuffled minibatches of about B / minibatches, fitting Q(s, a) to the Q(lambda) targets;
     `on_update(loss, q_taken, grad_norm)` after each update, the loss and the gradient's norm
-    before clipping device scalars (the loop's books, divergence check and curves). The
+    before clipping device scalars (the loop's counters, divergence check and curves). The
     components time it alone (experiments/components_alone.py `rollout_costs`), so the cost model
     prices PQN's learning with the code the runs execute. b_obs (B, *obs), b_actions and b_targets (B,)."""
     params = list(net.parameters())
@@ -144,14 +144,14 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
         policy.rng.bit_generator.state, shuffle.bit_generator.state = saved["policy_rng"], saved["shuffle_rng"]
         env_steps, done_rollouts, updates, seconds = (resumed.env_steps, saved["rollouts"], saved["updates"],
                                                       saved["seconds"])
-        envs.resume_books(saved["envs"], [s.steps for s in streams])
+        envs.resume_counters(saved["envs"], [s.steps for s in streams])
         run.resumed_with(dropped=dropped, epsilons=[epsilon(env_steps)] * n)
     held = HeldObs(envs.reset(range(n), [s.episode_seed for s in streams]))  # each env's observation now
     perf = time.perf_counter
 
     device_losses = torch.zeros((), device=device)  # a device learner's losses since the last log
 
-    def on_update(loss: torch.Tensor, q_taken: torch.Tensor, norm: torch.Tensor) -> None:  # the books, the divergence check
+    def on_update(loss: torch.Tensor, q_taken: torch.Tensor, norm: torch.Tensor) -> None:  # the counters, the divergence check
         nonlocal updates, loss_sum, last_q, last_norm
         updates, last_q, last_norm = updates + 1, q_taken, norm
         if not acting.separate:  # on the CPU a read costs nothing: the run stops at the update that diverged
@@ -262,7 +262,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
             run.save(env_steps, {"streams": [s.state() for s in streams], "net": net.state_dict(),
                                  "optimizer": optimizer.state_dict(), "policy_rng": policy.rng.bit_generator.state,
                                  "shuffle_rng": shuffle.bit_generator.state, "rollouts": done_rollouts,
-                                 "updates": updates, "seconds": dict(seconds), "envs": envs.books()})
+                                 "updates": updates, "seconds": dict(seconds), "envs": envs.counters()})
 
     run.end_clock()  # closing the envs is not training
     trip, answered = envs.seconds, max(1, envs.answered)

@@ -78,7 +78,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
         dropped = sum(s.restore(state) for s, state in zip(streams, saved["streams"]))
         policy.rng.bit_generator.state = saved["policy_rng"]
         env_steps, seconds = resumed.env_steps, saved["seconds"]
-        envs.resume_books(saved["envs"], [s.steps for s in streams])
+        envs.resume_counters(saved["envs"], [s.steps for s in streams])
         run.resumed_with(dropped=dropped, epsilons=[epsilon(env_steps)] * n)
     held = HeldObs(envs.reset(range(n), [s.episode_seed for s in streams]))  # each env's observation now
     actions, acted = [0] * n, [0] * n  # each env's action in flight, and the learner version that chose it
@@ -111,7 +111,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
         if not ready and not envs.flying:
             learning.learn_owed(env_steps)  # at the same update count single_env would have
             if run.at_stop(env_steps, lambda: {"streams": [s.state() for s in streams], "seconds": dict(seconds),
-                                               "policy_rng": policy.rng.bit_generator.state, "envs": envs.books()}):
+                                               "policy_rng": policy.rng.bit_generator.state, "envs": envs.counters()}):
                 break
             continue
 

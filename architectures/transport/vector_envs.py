@@ -226,14 +226,14 @@ class VectorEnvs:
         status = self.pool.status
         return {"env_step": float(status["t_env_step"].sum()), "wait": float(status["t_wait"].sum())}
 
-    def books(self) -> dict:
+    def counters(self) -> dict:
         """What a checkpoint keeps of the round trip's timers."""
         return {"seconds": dict(self.seconds), "answered": self.answered}
 
-    def resume_books(self, books: dict, steps: list[int]) -> None:
+    def resume_counters(self, counters: dict, steps: list[int]) -> None:
         """The timers as saved, and each env's steps before this process (`steps`)."""
-        self.seconds.update(books["seconds"])
-        self.answered = books["answered"]
+        self.seconds.update(counters["seconds"])
+        self.answered = counters["answered"]
         self.steps_before[:] = steps
 
     def close(self) -> None:

@@ -37,7 +37,7 @@ from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.networks import GreedyPolicy, build_q_network
 from architectures.core.rate_limiter import RateLimiter
 from architectures.core.replay import make_replay, transition_dtype
-from architectures.designs.actor_learner.books import ActorBooks, initial_priority
+from architectures.designs.actor_learner.actor_stats import ActorStats, initial_priority
 from architectures.run.acting import EnvLoop, actor_epsilon
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
@@ -185,7 +185,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         weight_arrays = WeightChannel.allocate(blocks, shapes)
         ring_locks, weight_lock, claim_lock = [pool.ctx.Lock() for _ in range(n)], pool.ctx.Lock(), pool.ctx.Lock()
         weights = WeightChannel(weight_arrays["weights"], weight_arrays["weights_header"], weight_lock, shapes)
-        books = ActorBooks(cfg, status)  # staleness at hand-off, publications, hand-off tally
+        actor_stats = ActorStats(cfg, status)  # staleness at hand-off, publications, hand-off tally
 
         publish_due = False
 
@@ -203,7 +203,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                     acting.publish(learner.version)
                 if weights.publish(acting.arrays, learner.version, block=False):
                     publish_due = False
-                    books.publications.published(learner.version, time.perf_counter() - began)
+                    actor_stats.publications.published(learner.version, time.perf_counter() - began)
 
         run = Run("actor_learner", cfg, reporter, learner.online)
         learning = ReplayLearning(run, learner, replay, sources=n, after_update=publish)
@@ -211,14 +211,15 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         resumed = run.resume()
         actor_states = [None] * n
         if resumed is not None:  # actors continue their streams; the rings start empty
-            actor_states = [{"actor": state, "next_stop": run.next_stop} for state in books.restore(resumed.extras, run)]
+            actor_states = [{"actor": state, "next_stop": run.next_stop}
+                            for state in actor_stats.restore(resumed.extras, run)]
             control[Control.RELEASED] = run.next_stop
             control[Control.LEARNER_VERSION] = learner.version
             control[Control.CLAIMED] = run.resumed_from_env_steps
         weights.publish(acting.arrays, learner.version)
 
         def insert(rows: np.ndarray, priorities: np.ndarray) -> None:  # a drained ring's rows into the replay
-            books.store(rows, priorities, learner.version, replay)
+            actor_stats.store(rows, priorities, learner.version, replay)
 
         rings = [TransitionRing(**ring_arrays[i], lock=ring_locks[i], status_row=status[i]) for i in range(n)]
         pool.start(_act, lambda i: ActorArgs(cfg, ring_locks[i], weight_lock, claim_lock, pool.state_writers[i], shapes,
@@ -226,7 +227,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         pool.go(max(120.0, cfg.worker_timeout_s))
         startup_seconds = time.perf_counter() - started
         run.start_clock(workers=lambda: status["pid"].tolist())
-        books.watch(run)  # the actors' shares and epsilons, acting weights' age, busy roles: live curves
+        actor_stats.watch(run)  # the actors' shares and epsilons, acting weights' age, busy roles: live curves
         perf = time.perf_counter
         last_check = time.monotonic()
 
@@ -235,7 +236,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             if time.monotonic() - last_check > 0.2:
                 last_check = time.monotonic()
                 pool.check()
-                books.publications.check(weights.latest_version())
+                actor_stats.publications.check(weights.latest_version())
 
         def owed_or_parked() -> bool:  # the rate limiter lets the learner sample, or an actor parked
             return (learning.limiter.can_sample(int(status["env_steps"].sum()), learner.version)
@@ -244,16 +245,16 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         while True:
             # -------------------------------------------------------------- hand-off (drain rings)
             t0 = perf()
-            books.tally.transitions += sum(ring.drain(insert) for ring in rings)
+            actor_stats.tally.transitions += sum(ring.drain(insert) for ring in rings)
             global_steps = sum(ring.env_steps_seen for ring in rings)
-            books.tally.seconds += perf() - t0
+            actor_stats.tally.seconds += perf() - t0
             pool.workers_notifier.notify(Notifier.ROOM)  # actors waiting for room in their rings may go on
             # -------------------------------------------------------------- learning
             if learning.owed(global_steps) > 0 and replay.size > 0:
                 learning.learn_owed(global_steps, limit=8)  # then drain again, so the rings never fill up
             elif all_parked(run, status, global_steps):
                 # ---------------------------------------------------------- evaluation / checkpoint (actors parked)
-                if run.at_stop(global_steps, lambda: books.parts(pool.collect())):
+                if run.at_stop(global_steps, lambda: actor_stats.parts(pool.collect())):
                     break
                 control[Control.RELEASED] = run.next_stop
                 pool.workers_notifier.notify()
@@ -261,8 +262,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 # the learner is ahead of the data: block (no CPU) until an actor brings an owed
                 # update or parks; the actors notify only then, and only while it waits
                 parked_before = int(status["parked"].sum())
-                books.tally.wait_seconds += pool.main_notifier.wait_until(0, owed_or_parked, health)
-                books.tally.waits += 1
+                actor_stats.tally.wait_seconds += pool.main_notifier.wait_until(0, owed_or_parked, health)
+                actor_stats.tally.waits += 1
             # -------------------------------------------------------------- health and logging
             health()
             if run.log_due(global_steps):
@@ -270,5 +271,5 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                         actor_weights_staleness_max=float(learner.version - status["weights_version"].min()))
 
         # ------------------------------------------------------------------ summary
-        books.status = pool.finish()  # a copy: the blocks go next
-    return books.result(run, env_steps=global_steps, startup_seconds=startup_seconds)
+        actor_stats.status = pool.finish()  # a copy: the blocks go next
+    return actor_stats.result(run, env_steps=global_steps, startup_seconds=startup_seconds)

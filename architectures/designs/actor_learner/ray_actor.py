@@ -23,7 +23,7 @@ from architectures.core.envs import rng_seeds, training_episode_seeds
 from architectures.core.errors import RunError
 from architectures.core.networks import GreedyPolicy, build_q_network
 from architectures.core.replay import transition_dtype
-from architectures.designs.actor_learner.books import ACTOR_ROLES, initial_priority
+from architectures.designs.actor_learner.actor_stats import ACTOR_ROLES, initial_priority
 from architectures.run.acting import EnvLoop, actor_epsilon
 from architectures.run.worker_rows import write_episodes
 from architectures.transport.ray_support import this_node

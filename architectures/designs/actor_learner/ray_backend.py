@@ -49,7 +49,7 @@ from architectures.core.errors import RunWarning
 from architectures.core.limits import available_cores
 from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.replay import make_replay
-from architectures.designs.actor_learner.books import ActorBooks
+from architectures.designs.actor_learner.actor_stats import ActorStats
 from architectures.designs.actor_learner.ray_actor import RayActor
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
@@ -98,13 +98,13 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     status = np.zeros(n, STATUS_DTYPE)  # the learner's copy of each actor's counters, as of its last batch
     status["weights_version"] = -1
     received = np.zeros(n, dtype=np.int64)  # transitions fetched from each actor
-    books, weights = ActorBooks(cfg, status), [0, None]  # staleness at hand-off, publications, hand-off tally
+    actor_stats, weights = ActorStats(cfg, status), [0, None]  # staleness at hand-off, publications, hand-off tally
 
     def publish() -> None:  # after every update: weights into the object store on their period
         if learner.version % cfg.weight_sync_period == 0:  # `learning` refreshed a CUDA learner's host copy
             began = time.perf_counter()
             weights[:] = [learner.version, ray.put(flat(learning.acting.arrays))]
-            books.publications.published(learner.version, time.perf_counter() - began)
+            actor_stats.publications.published(learner.version, time.perf_counter() - began)
 
     run = Run("actor_learner", cfg, reporter, learner.online)
     learning = ReplayLearning(run, learner, replay, sources=n, after_update=publish)
@@ -114,7 +114,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     resume = [None] * n
     if resumed is not None:  # actors continue their streams from the saved counters
         saved = resumed.extras
-        resume = [{"actor": state, "row": saved["status"][i]} for i, state in enumerate(books.restore(saved, run))]
+        resume = [{"actor": state, "row": saved["status"][i]}
+                  for i, state in enumerate(actor_stats.restore(saved, run))]
         received[:] = saved["received"]
         if "losses" in saved:  # absent from checkpoints older than actor replacement
             group.restore(saved["losses"])
@@ -139,7 +140,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         after_stop = np.zeros(n, dtype=bool)
         global_steps = int(status["env_steps"].sum())
         run.start_clock()
-        books.watch(run)  # the actors' shares and epsilons, acting weights' age, busy roles: live curves
+        actor_stats.watch(run)  # the actors' shares and epsilons, acting weights' age, busy roles: live curves
         while True:
             # -------------------------------------------------------------- hand-off: request and fetch batches
             t0 = perf()
@@ -154,9 +155,9 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                                                                 int(requested.sum())), steps))
                     requested[i] += steps
                     after_stop[i] = False
-                    books.tally.requests += 1
+                    actor_stats.tally.requests += 1
             t1 = perf()
-            books.tally.request_seconds += t1 - t0
+            actor_stats.tally.request_seconds += t1 - t0
             heads = [q[0][0] for q in pending if q]
             ready = set(ray.wait(heads, num_returns=len(heads), timeout=0)[0]) if heads else set()
             for i in range(n):
@@ -171,19 +172,19 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                         group.replace(lost, status[i], undelivered)
                         break
                     rows, priorities = pickle.loads(payload)
-                    books.store(rows, priorities, learner.version, replay)
+                    actor_stats.store(rows, priorities, learner.version, replay)
                     received[i] += len(rows)
-                    books.tally.transitions += len(rows)
+                    actor_stats.tally.transitions += len(rows)
                     busy_since[i] = time.monotonic()
             global_steps = int(status["env_steps"].sum())
-            books.tally.seconds += perf() - t1
+            actor_stats.tally.seconds += perf() - t1
             # -------------------------------------------------------------- learning
             if learning.owed(global_steps) > 0 and replay.size > 0:
                 learning.learn_owed(global_steps, limit=8)  # then fetch again, so the actors never wait long
             elif (not any(pending) and int(requested.sum()) == global_steps == run.stops[k].env_steps):
                 # ---------------------------------------------------------- evaluation / checkpoint (actors idle)
-                if run.at_stop(global_steps, lambda: {**books.parts(group.states(status)), "received": received.copy(),
-                                                      "losses": group.costs()}):
+                if run.at_stop(global_steps, lambda: {**actor_stats.parts(group.states(status)),
+                                                      "received": received.copy(), "losses": group.costs()}):
                     break
                 after_stop[:] = True
             else:  # the learner is ahead of the data: wait for the next batch
@@ -191,8 +192,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                 heads = [q[0][0] for q in pending if q] + group.starting_refs()
                 if heads:
                     ray.wait(heads, num_returns=1, timeout=0.05)
-                books.tally.wait_seconds += perf() - t7
-                books.tally.waits += 1
+                actor_stats.tally.wait_seconds += perf() - t7
+                actor_stats.tally.waits += 1
             # -------------------------------------------------------------- health and logging
             if time.monotonic() - last_check > 0.2:
                 last_check = time.monotonic()
@@ -203,7 +204,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                     pending[lost.index].clear()
                     requested[lost.index] -= undelivered
                     group.replace(lost, status[lost.index], undelivered)
-                books.publications.check(weights[0])
+                actor_stats.publications.check(weights[0])
             if run.log_due(global_steps):
                 run.log(global_steps, status_episodes(status),
                            actor_weights_staleness_max=float(learner.version - status["weights_version"].min()))
@@ -212,7 +213,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         group.kill()
         if owns_connection:
             ray.shutdown()
-    result = books.result(run, env_steps=global_steps, startup_seconds=startup_seconds)
+    result = actor_stats.result(run, env_steps=global_steps, startup_seconds=startup_seconds)
     result.update(backend="ray", batch_steps=cfg.ray_batch_steps, worker_transitions=status["transitions"].tolist(),
                   worker_transitions_received=received.tolist(),
                   actor_hosts=[node["hostname"] for node in group.placed_nodes()], actor_nodes=group.placed_nodes(),

@@ -1,4 +1,4 @@
-"""actor_learner's books, on either backend: what its learner keeps of its actors.
+"""actor_learner's actor stats, on either backend: what its learner keeps of its actors.
 
 Their counters (one status row per actor), the acting weights' staleness at hand-off, the weight
 publications that the watchdog checks, the hand-off tally, Ape-X's initial priorities, and the
@@ -70,7 +70,7 @@ class Publications:
         self.count, self.seconds = state["count"], state["seconds"]
 
 
-class ActorBooks:
+class ActorStats:
     """What the learner of an actor_learner run keeps of its actors, on either backend: their
     counters (`status`, one row per actor), the acting weights' staleness at hand-off, the weight
     publications and the hand-off tally. `parts` is what a checkpoint saves of them, `restore`
@@ -117,7 +117,7 @@ class ActorBooks:
                 "tally": vars(self.tally).copy()}
 
     def restore(self, saved: dict, run: Run) -> list[dict]:
-        """Put the saved books back; returns each actor's saved stream state."""
+        """Put the saved stats back; returns each actor's saved stream state."""
         restore_status(self.status, saved["status"])
         self.staleness.load_state_dict(saved["staleness"])
         self.worker_staleness[:] = saved["worker_staleness"]
