@@ -7,6 +7,8 @@
 #                        packages, for `make -C paper`
 #   ./setup.sh --browser also installs Chromium and its driver from Debian's packages, for the
 #                        report page's browser test (tests/test_report_page.py)
+#   ./setup.sh --hosts   also installs ethtool from Debian's packages, for the test hosts' delay
+#                        line (tests/test_hosts.py; the hosts themselves need root and iproute2)
 set -euo pipefail
 cd "$(dirname "$0")"
 if [ "${1:-}" = "--paper" ]; then
@@ -25,8 +27,15 @@ elif [ "${1:-}" = "--browser" ]; then
         $SUDO apt-get update -q
         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium chromium-driver
     fi
+elif [ "${1:-}" = "--hosts" ]; then
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+    if ! command -v ethtool >/dev/null 2>&1 && ! [ -x /usr/sbin/ethtool ] && ! [ -x /sbin/ethtool ]; then
+        $SUDO apt-get update -q
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q ethtool
+    fi
 elif [ -n "${1:-}" ]; then
-    echo "setup.sh: unknown option '$1' (valid: --paper, --browser)" >&2
+    echo "setup.sh: unknown option '$1' (valid: --paper, --browser, --hosts)" >&2
     exit 2
 fi
 PYTHON=${PYTHON:-python3}

@@ -213,3 +213,28 @@ def test_a_resume_on_a_smaller_cluster_re_divides_the_remaining_env_steps(hosts,
     assert result["env_steps"] == 24000 and result["actors_placed"] == 2
     assert [c["env_steps"] for c in result["holdout_curve"]] == [8000, 16000, 24000]
     assert {node["address"] for node in result["actor_nodes"]} == {hosts.address(2)}
+
+
+def test_the_delay_line_holds_every_frame_its_time_each_way():
+    """A host behind the delay line answers a round trip later by twice its one-way time, and
+    directly again once the line's ends are bridged (experiments/delay_line.py)."""
+    refused = Hosts.refused()
+    if refused:
+        pytest.skip(refused)
+    if not any(os.path.exists(p) for p in ("/usr/sbin/ethtool", "/sbin/ethtool")):
+        pytest.skip("the delay line needs ethtool (./setup.sh --hosts)")
+    from experiments.bench_round_trip import round_trip_ms
+
+    lined = Hosts(count=2, cpus=1, lined=(2,)).build()
+    try:
+        direct = round_trip_ms(lined)
+        lined.delay(2, 5.0)
+        delayed = round_trip_ms(lined)
+        lined.delay(2, None)
+        bridged = round_trip_ms(lined)
+    finally:
+        lined.close()
+    assert direct < 2.0 and bridged < 2.0, (direct, bridged)
+    assert 10.0 <= delayed < 20.0, delayed
+    assert all(lined.tag not in name for name in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                                                text=True).stdout.split())
