@@ -1,10 +1,10 @@
 """The run's Ray actors, and what losing one costs: a worker group over Ray.
 
-As RLlib does with its env runners (its FaultTolerantActorManager recreates a lost one rather
-than letting Ray restart it in place), a lost actor is replaced by a new Ray actor, up to
-`actor_restarts` times a run: Ray's in-place restart (`max_restarts`) would run the
-constructor again with the arguments of the first start, so the replacement could not carry
-the lost actor's counters on. The replacement starts wherever the cluster has a free CPU while
+RLlib lets Ray restart a lost env runner in place (`max_restarts`) and pushes it the current
+weights; here a lost actor is replaced by a new Ray actor, up to `actor_restarts` times a run,
+because an in-place restart runs the constructor again with the arguments of the first start
+(the replacement could not carry the lost actor's counters and seed stream on) wherever Ray
+chooses, the lost node included while Ray still offers its CPUs (docs/ray.md). The replacement starts wherever the cluster has a free CPU while
 the learner goes on with the survivors; it fetches the newest weights with its first request
 and is asked for its share of the remaining env steps. Past the bound, a loss fails the run in
 one line naming the actor and its host. What the losses cost is counted (`costs`): actors lost
