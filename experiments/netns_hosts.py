@@ -16,6 +16,7 @@ kernel that allows namespaces; `Hosts.refused()` says why not, for a skip.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -25,6 +26,7 @@ import tempfile
 import time
 
 PORT = 6379
+_BUILT = itertools.count()
 ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", "PYTHONWARNINGS": "ignore"}
 
 PLACED = """
@@ -52,7 +54,7 @@ class Hosts:
         """`lined`: hosts linked to the switch through a delay line (`delay`), the others directly."""
         self.count, self.cpus, self.lined = count, cpus, lined
         self.lines: dict[int, subprocess.Popen | None] = {}
-        self.tag = f"pdqn{os.getpid()}"
+        self.tag = f"pdqn{os.getpid()}n{next(_BUILT)}"  # two sets of hosts in one process never collide
         self.switch = f"{self.tag}sw"
         self.names = [f"{self.tag}h{i}" for i in range(1, count + 1)]
         self.root = tempfile.mkdtemp(prefix="pdqn-hosts-", dir="/tmp")  # short: Ray's socket paths must fit
