@@ -73,7 +73,8 @@ class DQNConfig:
     """Target sync weight: 1.0 copies (hard sync), below 1 Polyak-averages at every sync."""
     mlp_fast_grad: bool = True
     """MLPs without LayerNorm on CPU: compute the gradient by the hand-derived backward pass
-    (checked against autograd in the tests, ~28% faster update); false always uses autograd."""
+    (checked against autograd in the tests; faster, docs/design-notes.md#mlp_fast_grad); false always
+    uses autograd."""
     utd: float = 0.25
     """Update-to-data ratio: learner updates per env step (0.25 = one update per 4 steps)."""
 
@@ -102,9 +103,9 @@ class DQNConfig:
     actor_nice: int = 19
     """actor_learner's actors (backend local) run this much below the learner's priority (0..19; Linux also
     marks them SCHED_BATCH, so a waking actor does not preempt the learner). Past the cores,
-    actors that wake on every env step took the learner's core in turns: on the practitioner's shape
-    (a 2 ms waiting env, 2 cores) 16 actors ran 1,181 env steps/s at 0 and 2,609 at 19. On a
-    machine with a core per actor it changes nothing. 0 keeps the learner's priority."""
+    actors that wake on every env step took the learner's core in turns
+    (docs/design-notes.md#actor_nice). On a machine with a core per actor it changes nothing.
+    0 keeps the learner's priority."""
     env_step_cost_us: float = 0.0
     """Busy CPU time added to every env step, in microseconds, to emulate an expensive simulator."""
     env_step_wait_us: float = 0.0
@@ -186,8 +187,8 @@ class DQNConfig:
     cuda_graph: bool = True
     """device=cuda: replay each whole update (sample, forward, loss, backward, clip, Adam) as one
     captured CUDA graph instead of launching its kernels one by one (the replay designs' learner;
-    pqn's updates stay eager). On an H200 the CartPole MLP's update at batch 32 took 0.19 ms as a
-    graph, 2.1 ms eager (launch-bound; docs/gpu.md); false launches each kernel. Ignored on the CPU."""
+    pqn's updates stay eager): a small net's eager update is bound by launching its kernels, not by
+    the GPU's work (docs/design-notes.md#cuda_graph); false launches each kernel. Ignored on the CPU."""
     log_every: int = 1_000
     """Env steps between logged training scalars (keeps metric volume small)."""
 

@@ -1,12 +1,13 @@
 """Where the learner's tensors live, and the few places they cross to the host.
 
 A learner on CUDA keeps its networks, Adam state and replay on the device; acting stays on the
-CPU, where one env's greedy action costs ~6 us through numpy views (`networks.GreedyPolicy`)
-against a launch, a copy and a synchronisation per step on a GPU. So every design with a
-device learner acts with `ActingWeights.net`, a CPU copy of the online network refreshed by
-one device-to-host copy of all its parameters per publication, every `weight_sync_period`
-updates and before every holdout. On the CPU, `ActingWeights.net` IS the learner's network
-and publishing costs nothing, so CPU runs are exactly what they were.
+CPU, where one env's greedy action through numpy views (`networks.GreedyPolicy`) costs a
+fraction of a launch, a copy and a synchronisation per step on a GPU
+(docs/design-notes.md#networks). So every design with a device learner acts with
+`ActingWeights.net`, a CPU copy of the online network refreshed by one device-to-host copy of
+all its parameters per publication, every `weight_sync_period` updates and before every
+holdout. On the CPU, `ActingWeights.net` IS the learner's network and publishing costs nothing,
+so CPU runs are exactly what they were.
 
 Host reads of device statistics (loss, Q, policy lag) go through `host_float` / `host_array`,
 at the log's cadence, never once per update.

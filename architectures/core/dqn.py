@@ -24,8 +24,8 @@ from architectures.core.networks import build_q_network
 class FusedAdam:
     """Adam through the same fused kernel `torch.optim.Adam(fused=True)` calls.
 
-    Why not torch.optim: constructing any torch.optim optimizer imports torch._dynamo (~1.7 s
-    of start-up on this machine) and its step wrapper costs tens of microseconds per update.
+    Why not torch.optim: constructing any torch.optim optimizer imports torch._dynamo (seconds of
+    start-up) and its step wrapper adds a cost to every update (docs/design-notes.md#fusedadam).
     The maths is not reimplemented: `tests/test_dqn.py` checks this matches torch.optim.Adam
     bit for bit. State is created eagerly, at construction, so it exists before any worker
     could share it (lazily created optimizer state is silently unshared).
@@ -93,10 +93,10 @@ class MLPGradient:
     """The TD loss's gradient for a Linear-ReLU MLP, by its hand-derived backward pass.
 
     Why: for CartPole-sized MLPs autograd's bookkeeping costs more than the arithmetic; this
-    path does the same matmuls with ~half the ops and no graph, and made the whole update ~28%
-    faster in the training loop on a 2-core CPU. It is used only for MLPs without LayerNorm on
-    CPU (`mlp_fast_grad`, on by default); `tests/test_dqn.py` checks loss and gradients against
-    autograd for every loss, depth and double/plain DQN.
+    path does the same matmuls with ~half the ops and no graph, and made the whole update faster
+    in the training loop (docs/design-notes.md#mlp_fast_grad). It is used only for MLPs without
+    LayerNorm on CPU (`mlp_fast_grad`, on by default); `tests/test_dqn.py` checks loss and
+    gradients against autograd for every loss, depth and double/plain DQN.
     """
 
     @staticmethod

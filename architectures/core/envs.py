@@ -92,10 +92,11 @@ class WaitCostWrapper(gym.Wrapper):
     as it would be there. What it leaves out: an env whose step burns CPU still needs the cores
     (`env_step_cost_us`, CPUCostWrapper).
 
-    A plain sleep overshoots on Linux (timer slack, wake-up latency: ~60-100 us per sleep, more
-    under load), so the wrapper sets this thread's timer slack to 1 ns where it can and corrects
-    each sleep by the mean overshoot seen so far: the achieved wait per step (`achieved_us`) is
-    held at `wait_us` (tests/test_envs.py::test_a_waiting_step_blocks_for_its_wait_without_cpu).
+    A plain sleep overshoots on Linux (timer slack, wake-up latency; more under load:
+    docs/design-notes.md#waitcostwrapper), so the wrapper sets this thread's timer slack to 1 ns
+    where it can and corrects each sleep by the mean overshoot seen so far: the achieved wait per
+    step (`achieved_us`) is held at `wait_us`
+    (tests/test_envs.py::test_a_waiting_step_blocks_for_its_wait_without_cpu).
     """
 
     def __init__(self, env: gym.Env, wait_us: float):

@@ -24,14 +24,14 @@ import numpy as np
 from architectures.core.errors import EventFilesFailed
 
 HISTOGRAM_BINS = 30
-"""Bins of a histogram: TensorBoard's default ('tensorflow', ~1,500 fixed buckets) took 1.7 ms a
-histogram on the 2-core machine, 30 bins 0.16 ms (docs/watching.md: what the writer costs)."""
+"""Bins of a histogram: few, since TensorBoard's default ('tensorflow', ~1,500 fixed buckets) made
+each histogram far dearer on the main process (docs/design-notes.md#event_files)."""
 FLUSH_S = 10
 """How often pending events reach the file: a watcher sees a point within this many seconds."""
 QUEUE = 256
-"""Events the writer's thread may hold unwritten, so a write never waits for it. At TensorBoard's
-default 10, a log written point by point (25 events) blocked on that thread 2.6-3.1 ms a log
-(tails of 12 ms) with the cores busy; a log is one event now."""
+"""Events the writer's thread may hold unwritten, so a write never waits for it: at TensorBoard's
+default 10 a log blocked on that thread with the cores busy (docs/design-notes.md#event_files);
+a log is one event now."""
 
 GROUPS = {
     "throughput": ("env_steps_per_sec", "learning_env_steps_per_sec", "realised_utd"),
@@ -100,8 +100,9 @@ class TensorBoardReporter:
         from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary
         from torch.utils.tensorboard import SummaryWriter  # tensorboard's own writer, through torch
 
-        # Imported here, before any run's clock starts: imported at the first point, its 77 ms fell
-        # inside the speed measure's window and read as a 2-3% cost on 4-s runs (docs/watching.md).
+        # Imported here, before any run's clock starts: imported at the first point, the import fell
+        # inside the speed measure's window and read as a cost of writing
+        # (docs/design-notes.md#event_files).
         self._summary_writer, self._summary, self._histogram = SummaryWriter, Summary, HistogramProto
         self.log_dir = log_dir
         self._writer = None
@@ -131,9 +132,9 @@ class TensorBoardReporter:
     @_fails_the_run
     def histogram(self, name: str, values, env_steps: int) -> None:
         """Counted here, with no BLAS call: TensorBoard's `add_histogram` takes the sum of squares
-        with `values.dot(values)`, which OpenBLAS spreads over threads past ~10k values (a policy-lag
-        window holds up to 32k); its idle worker then spins ~0.1 s at the learner's priority, which
-        took 1.1 s of CPU from nice-19 actors in a 7-s run (docs/watching.md: what the writer costs)."""
+        with `values.dot(values)`, which OpenBLAS spreads over threads for long arrays (a policy-lag
+        window holds up to 32k values); its idle worker then spins at the learner's priority, taking
+        CPU from nice-19 actors (docs/design-notes.md#event_files)."""
         values = np.asarray(values, dtype=np.float64).ravel()
         values = values[np.isfinite(values)]
         if values.size:

@@ -22,15 +22,12 @@ from architectures.core.replay import transition_dtype
 
 WORKER_PROCESS_BYTES = 150 * 2**20
 """Private memory of one spawned worker process (python, numpy, torch, gymnasium, this package, an
-env and a small net): actor_learner's actors and hogwild's workers. Measured on this 2-core host
-from /proc/<pid>/smaps_rollup of the two actors of a running
-`python -m architectures actor_learner --num_workers 2` (CartPole, hidden [128, 128]): Rss 235 MB,
-of which Pss_Anon 152 MB is the process's own; the other ~83 MB are torch's shared libraries,
-page cache that every process of the run shares, so each extra worker costs its private part."""
+env and a small net): actor_learner's actors and hogwild's workers. It counts a worker's private
+memory only, since torch's shared libraries are page cache that every process of the run shares
+(the measurement behind it: docs/design-notes.md#limits)."""
 ENV_PROCESS_BYTES = 20 * 2**20
-"""vector_env's env process (a worker that steps one env: no torch), measured the same way: Rss
-39 MB, Pss_Anon 21 MB (gymnasium's AsyncVectorEnv worker, which it replaced, measured
-the same)."""
+"""vector_env's env process (a worker that steps one env: no torch), smaller than a worker for
+lacking torch; its private memory, counted the same way (docs/design-notes.md#limits)."""
 WORKERS_PER_CORE = 32
 MIN_WORKER_LIMIT = 64
 SPAWNING = {"actor_learner": ("actor", WORKER_PROCESS_BYTES), "hogwild": ("worker", WORKER_PROCESS_BYTES),

@@ -3,8 +3,9 @@
 - `QNetwork`: an MLP for vector observations, the MinAtar conv net (Young & Tian 2019) for
   (H, W, C) image observations; optional LayerNorm before each hidden ReLU.
 - `GreedyPolicy`: epsilon-greedy acting for one observation. For MLPs it runs the forward pass
-  in numpy over *views* of the torch weights: ~6 us against ~31 us through torch, and it sees
-  every in-place optimizer step (or a weight copy into the same storage) with no sync call.
+  in numpy over *views* of the torch weights: for one observation far cheaper than torch's calls
+  (docs/design-notes.md#networks), and it sees every in-place optimizer step (or a weight copy
+  into the same storage) with no sync call.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ class QNetwork(nn.Module):
         self.head = nn.Sequential(*_dense_stack(flat, hidden_sizes, layer_norm), nn.Linear(
             hidden_sizes[-1], num_actions))
 
-        # The head's layers called functionally: nn.Sequential's per-module dispatch costs
-        # ~30 us per forward pass, a tenth of a whole update for a CartPole-sized MLP.
+        # The head's layers called functionally: nn.Sequential's per-module dispatch is a visible
+        # share of a whole update for a CartPole-sized MLP (docs/design-notes.md#networks).
         self._plan = [(type(m), m) for m in self.head]
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
@@ -99,7 +100,8 @@ class GreedyPolicy:
         self.num_actions = net.num_actions
         self._numpy_layers = None if net.is_image else _numpy_view(net)
         # A plain MLP's layers as (weight, bias, ReLU after): one pass of the loop per layer (the
-        # general loop's per-module steps cost 4 us of a 10 us action; single_env's py-spy profile).
+        # general loop's per-module steps were a large share of an action;
+        # docs/design-notes.md#networks).
         kinds = [kind for kind, _, _ in self._numpy_layers or []]
         self._mlp = None if net.is_image or _LAYER_NORM in kinds else [
             (a, b, i + 1 < len(kinds) and kinds[i + 1] is _RELU)
@@ -161,7 +163,8 @@ class GreedyPolicy:
     def act(self, obs: np.ndarray, epsilon: float) -> int:
         if epsilon > 0.0 and self.rng.random() < epsilon:
             return int(self.rng.integers(self.num_actions))
-        return int(self.q_values(obs).argmax())  # the method: np.argmax's wrapper cost 3 us here
+        # The array's method: np.argmax's wrapper is dearer per action (docs/design-notes.md#networks).
+        return int(self.q_values(obs).argmax())
 
 
 def _numpy_view(net: QNetwork) -> list[tuple[str, np.ndarray | None, np.ndarray | None]]:

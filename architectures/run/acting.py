@@ -68,9 +68,10 @@ class EpisodeStream:
         statistics take the episode and `episode_seed` becomes the next episode's."""
         self.steps += 1
         reward = float(reward)
-        # The finite check costs ~1 us a step (a dot product of the observation with itself; an
-        # overflow to inf is confirmed element-wise before it counts): a NaN or inf never enters
-        # the replay. Integer and boolean observations (MinAtar's) cannot be non-finite.
+        # The finite check is cheap enough for every step (a dot product of the observation with
+        # itself; an overflow to inf is confirmed element-wise before it counts; its cost:
+        # docs/design-notes.md#acting): a NaN or inf never enters the replay. Integer and boolean
+        # observations (MinAtar's) cannot be non-finite.
         if self.float_obs is None:
             self.float_obs = next_obs.dtype.kind == "f"
         if self.float_obs:

@@ -128,9 +128,9 @@ class Run:
         self.clock = Stopwatch(already=self._clock_before, cpu=CpuMeter(workers))
 
     def end_clock(self) -> None:
-        """The run's last env step is learned from: stop the training clock here, so what follows
-        (joining workers, closing envs and shared memory) is not training time; counted, it read
-        as a collapse past 8 actors (tests/test_clock.py::test_the_training_clock_stops_before_teardown)."""
+        """The run's last env step is learned from: stop the training clock here, so teardown (joining
+        workers, closing envs, shared memory) is not training time; counted, it read as a collapse at
+        many actors (docs/design-notes.md; tests/test_clock.py::test_the_training_clock_stops_before_teardown)."""
         if self.clock.running:
             self.clock.pause()
 

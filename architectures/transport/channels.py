@@ -156,9 +156,9 @@ class SharedReplay:
     reserved but never written); redraw the others until the batch is whole. A reader that saw
     any byte of a write saw that write's odd seq or a later one on its second read, and a slot's
     seq only grows (no ABA), so no torn row passes. Why not one lock around everything: a
-    128-row gather (tens of us) would then block every writer's env loop, and vice versa; here
-    writers hold the lock for two integer ops and readers never take it. Cost on the 2-core dev
-    machine, against the local ReplayBuffer: add 3.5 us (1.4-3.1), sample(128) ~87 us (~72).
+    128-row gather would then block every writer's env loop, and vice versa; here writers hold
+    the lock for two integer ops and readers never take it. What it costs against the local
+    ReplayBuffer: docs/design-notes.md#sharedreplay.
 
     The argument needs stores to become visible in program order and loads not to overtake
     older loads, which x86-64 guarantees (TSO); each numpy call is an opaque C call, so neither

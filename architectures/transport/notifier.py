@@ -3,7 +3,7 @@
 A process that waits (an actor for the rate limiter or room in its ring, the learner for data,
 a parked worker for its release) blocks on a semaphore of its own and uses no CPU; whoever
 changes what it waits for notifies it. A waiting process never polls the CPU away from the process
-it waits for (0.2 ms polling sleeps made 16 waiting actors take the learner's core).
+it waits for (polling made waiting actors take the learner's core: docs/design-notes.md#notifier).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ class Notifier:
     notify() posts it or BEAT_S passes; notify() posts (a non-blocking sem_post) only the waiters
     whose flag is set and clears the flag, so nobody waiting costs it one read of the flags.
 
-    Polling in 0.2 ms sleeps made 16 waiting actors take the learner's core (2,078 env
-    steps/s at 8 actors fell to 923 at 16). A shared condition variable was tried first: its
+    Polling in short sleeps made many waiting actors take the learner's core
+    (docs/design-notes.md#notifier). A shared condition variable was tried first: its
     notify waits for every woken process to acknowledge, which stalled the learner on each
     update while the actors it woke were scheduled. A wake-up lost to a stale read costs the
     waiter at most BEAT_S, never a hang, since every wait re-checks its condition after each
@@ -45,8 +45,8 @@ class Notifier:
     ANY, RATE, ROOM = 1, 2, 3
     """What a waiter waits for (its flag's value): anything the notifying side changes (start,
     release, stop), the rate limiter, or room in its ring. A notify that knows which changed posts
-    only those waiters: woken on every update to find the rate limiter still shut, 12 actors took the
-    learner's core in turns."""
+    only those waiters: woken on every update to find the rate limiter still shut, actors took the
+    learner's core in turns (docs/design-notes.md#notifier)."""
 
     def __init__(self, semaphores: list, flags: np.ndarray):
         self.semaphores, self.flags = semaphores, flags  # flags: (waiters,) int64, shared

@@ -3,12 +3,12 @@
 Python's multiprocessing resource tracker unlinks what a killed main process leaves in /dev/shm,
 but it is a child in the same process group: `kill -9 -- -PGID` (a job killed whole, a session
 that ends) kills it too, and every segment and named semaphore of the run stays in /dev/shm
-(measured: 10 segments and 5 semaphores from one actor_learner run, 3 semaphores from
-AsyncVectorEnv). So the main process starts this reaper in a session of its own, which a
-group kill does not reach, and copies every resource-tracker registration to it: a segment or
-semaphore created in the main process (ours, torch's, gymnasium's) is registered, one unlinked
-by its owner is forgotten. When the main process dies, however it dies, the reaper's stdin
-reaches EOF; it unlinks whatever is still registered and exits. A clean run leaves it nothing.
+(what one run left: docs/design-notes.md#reaper). So the main process starts this reaper in a
+session of its own, which a group kill does not reach, and copies every resource-tracker
+registration to it: a segment or semaphore created in the main process (ours, torch's,
+gymnasium's) is registered, one unlinked by its owner is forgotten. When the main process dies,
+however it dies, the reaper's stdin reaches EOF; it unlinks whatever is still registered and
+exits. A clean run leaves it nothing.
 
 `install()` is idempotent and cheap until the first registration: single_env never starts one.
 tests/test_resume.py kills each design's whole process group and finds /dev/shm clean.

@@ -53,8 +53,7 @@ def _serve(index: int, arrays: dict, waiter: Waiter, args: EnvArgs) -> None:
     """An env process: take a command, step (and reset at an episode end) or reset, answer. Unlike
     actor_learner's actors it keeps the main process's priority (actor_nice): the main process waits
     for its answer and it for the main process's command, so its wake-up is on every step's path
-    (niced, on a loaded 2-core machine, 4 envs that wait 2 ms took 1.4-1.7 ms to start a command
-    and ran 889-969 env steps/s, against 93-136 us and 1,464-1,505 at the main's priority)."""
+    (niced under load, envs were slow to start a command: docs/design-notes.md#vector_envs)."""
     env = make_env(args.env_id, args.cost_us, args.wait_us, args.max_episode_steps)
     status = arrays["status"][index]
     kind, action, seed = arrays["env_kind"], arrays["env_action"], arrays["env_seed"]

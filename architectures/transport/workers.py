@@ -257,7 +257,7 @@ def yield_to_learner(niceness: int) -> None:
     """In a worker that feeds a learner: lower this process's priority by `niceness` (cfg.actor_nice)
     and, on Linux, mark it SCHED_BATCH, whose wake-ups do not preempt the running learner. The
     learner is the one process every worker's data waits on; with more workers than cores, equal
-    shares made its update 1.7x dearer at 24 actors on an env that waits. Priorities only order who runs
+    shares made its update dearer (docs/design-notes.md#actor_nice). Priorities only order who runs
     when the cores are short; with a core each, nothing changes."""
     if niceness <= 0:
         return

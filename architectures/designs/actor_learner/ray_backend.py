@@ -10,7 +10,8 @@ update, holdout harness, run bookkeeping, diagnostics); only the transport diffe
 - hand-off: an actor packs a batch's transitions into one record array and serialises it
   itself (so its cost is measured, not hidden in Ray); the bytes travel in the request's reply
   (Ray moves replies over 100 KB through its object store), and the learner extends the replay
-  in one copy. A `ray.put` per batch measured 4x the round trip of an inline reply here;
+  in one copy, since a `ray.put` per batch cost more than an inline reply
+  (docs/design-notes.md#ray_backend);
 - syncing: every `weight_sync_period` updates the learner puts its flat parameters in the
   object store with its version; every request carries the newest (version, reference), and an
   actor fetches the weights only when the version moved;
