@@ -50,8 +50,11 @@ def _ip(*args: str) -> subprocess.CompletedProcess:
 
 
 class Hosts:
-    def __init__(self, count: int = 3, cpus: int = 2, lined: tuple[int, ...] = ()):
-        """`lined`: hosts linked to the switch through a delay line (`delay`), the others directly."""
+    def __init__(self, count: int = 3, cpus: int = 2, lined: tuple[int, ...] = (), auth_token: str | None = None):
+        """`lined`: hosts linked to the switch through a delay line (`delay`), the others directly.
+        `auth_token`: the cluster uses Ray's token authentication with it (every process started
+        here carries it, unless its own `env` says otherwise)."""
+        self.env = {**ENV, **({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": auth_token} if auth_token else {})}
         self.count, self.cpus, self.lined = count, cpus, lined
         self.lines: dict[int, subprocess.Popen | None] = {}
         self.tag = f"pdqn{os.getpid()}n{next(_BUILT)}"  # two sets of hosts in one process never collide
@@ -169,7 +172,7 @@ class Hosts:
         log = open(os.path.join(self.root, f"node{host}.log"), "w")
         self.nodes[host - 1] = subprocess.Popen(
             ["ip", "netns", "exec", self.names[host - 1], "unshare", "--uts", "sh", "-c", script, ray, *args],
-            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **ENV}, start_new_session=True)
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **self.env}, start_new_session=True)
         log.close()
         if wait:
             self.wait_for_cpus(self.cpus * sum(1 for h in range(2, self.count + 1) if self.nodes[h - 1]))
@@ -196,10 +199,10 @@ class Hosts:
             **kwargs) -> subprocess.CompletedProcess:
         """Run `cmd` on host (its network only) to its end."""
         return subprocess.run(["ip", "netns", "exec", self.names[host - 1], *cmd], capture_output=True, text=True,
-                              timeout=timeout, env={**os.environ, **ENV, **(env or {})}, **kwargs)
+                              timeout=timeout, env={**os.environ, **self.env, **(env or {})}, **kwargs)
 
     def popen(self, host: int, cmd: list[str], **kwargs) -> subprocess.Popen:
-        return subprocess.Popen(["ip", "netns", "exec", self.names[host - 1], *cmd], env={**os.environ, **ENV},
+        return subprocess.Popen(["ip", "netns", "exec", self.names[host - 1], *cmd], env={**os.environ, **self.env},
                                 start_new_session=True, **kwargs)
 
     def actor_addresses(self, count: int) -> list[str]:

@@ -118,13 +118,14 @@ class RayRunner:
 
     def __init__(self, address: str):
         from architectures.core.config import ConfigError
-        from architectures.transport.ray_support import check_ray_address, import_ray
+        from architectures.transport.ray_support import check_ray_joinable, import_ray
 
         try:
             self.ray = import_ray()
-            check_ray_address(address)
+            check_ray_joinable(address)
         except ConfigError as err:
-            raise SystemExit(f"error: --ray: {str(err).split(': ', 1)[1]}") from None
+            sys.stderr.write(f"error: --ray: {str(err).split(': ', 1)[1]}\n")  # a refusal: exit 2, as usage errors
+            raise SystemExit(2) from None
         self.address, self.owns = address, False
 
     def start(self) -> None:

@@ -238,3 +238,34 @@ def test_the_delay_line_holds_every_frame_its_time_each_way():
     assert 10.0 <= delayed < 20.0, delayed
     assert all(lined.tag not in name for name in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                                                 text=True).stdout.split())
+
+
+def test_a_cluster_that_refuses_the_token_is_a_refusal_with_rays_cause(tmp_path):
+    """A head with token authentication and a driver with the wrong token: one line with Ray's
+    cause, exit 2 and nothing stored, from experiments.train and from a --ray sweep, where Ray
+    itself retries for ~20 s and says only that it failed to connect."""
+    refused = Hosts.refused()
+    if refused:
+        pytest.skip(refused)
+    guarded = Hosts(count=1, cpus=0, auth_token="a" * 32).build()
+    try:
+        guarded.start(1)
+        wrong = {"RAY_AUTH_TOKEN": "b" * 32, "PYTHONPATH": ROOT}
+        tracked = guarded.run(1, [sys.executable, "-m", "experiments.train", "with", "cartpole", "actor_learner",
+                                  "backend=ray", f"ray_address={guarded.head}", "-F", str(tmp_path / "runs")],
+                              cwd=ROOT, timeout=300, env=wrong)
+        sweep = guarded.run(1, [sys.executable, "-m", "experiments.sweep", "smoke", "--ray", guarded.head,
+                                "--out", str(tmp_path / "sweep")], cwd=ROOT, timeout=300, env=wrong)
+        joined = guarded.run(1, [sys.executable, "-c", "from architectures.transport.ray_support import "
+                                 f"check_ray_joinable; check_ray_joinable({guarded.head!r})"], cwd=ROOT, timeout=300,
+                             env={"PYTHONPATH": ROOT})  # the right token: it joins
+    finally:
+        guarded.close()
+    cause = "InvalidAuthToken: Authentication token is missing or incorrect"
+    errors = [line for line in tracked.stderr.splitlines() if line.startswith("error:")]
+    assert tracked.returncode == 2 and len(errors) == 1 and cause in errors[0], tracked.stderr[-3000:]
+    assert errors[0].startswith(f"error: ray_address: the Ray cluster at '{guarded.head}' refused this driver")
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())  # nothing stored
+    assert sweep.returncode == 2 and cause in sweep.stderr, sweep.stderr[-3000:]
+    assert not any((tmp_path / "sweep").rglob("*"))  # no run, no log
+    assert joined.returncode == 0, joined.stderr[-3000:]

@@ -8,6 +8,8 @@ one-line ConfigError (`import_ray`) rather than an ImportError.
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -40,6 +42,35 @@ def check_ray_address(address: str) -> None:
         socket.create_connection((host, int(port)), timeout=3.0).close()
     except OSError as err:
         raise ConfigError(f"ray_address: no Ray cluster reachable at {address!r}: {err.strerror or err}") from None
+
+
+JOIN_PROBE = "import sys, ray\nray.init(address=sys.argv[1], logging_level='ERROR')\nray.shutdown()\n"
+"""Joins the cluster as a driver would and leaves: run in a process of its own, so the check
+leaves no connection behind in the caller."""
+
+
+def check_ray_joinable(address: str, timeout_s: float = 90.0) -> None:
+    """Raise a one-line ConfigError, with Ray's own cause, if this driver cannot join the cluster
+    at `address` (HOST:PORT): a reachable port is not enough where the cluster wants a token this
+    machine lacks or has wrong, which Ray reports only as warnings beside a plain ConnectionError
+    after ~20 s of retries. Checked in a process of its own (~1 s when it joins)."""
+    check_ray_address(address)
+    if address in ("", "auto", "local") or address.startswith("ray://"):
+        return
+    try:
+        probe = subprocess.run([sys.executable, "-c", JOIN_PROBE, address], capture_output=True, text=True,
+                               timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"ray_address: no answer from the Ray cluster at {address!r} in {timeout_s:.0f} s") from None
+    if probe.returncode == 0:
+        return
+    lines = [line.strip() for line in probe.stderr.splitlines() if line.strip()]
+    refused = [line for line in lines if "Unauthenticated" in line]
+    if refused:
+        cause = refused[-1].split("RPC error: ")[-1]
+        raise ConfigError(f"ray_address: the Ray cluster at {address!r} refused this driver: {cause} (token "
+                          f"authentication: copy the head's ~/.ray/auth_token here, or set RAY_AUTH_TOKEN; docs/ray.md)")
+    raise ConfigError(f"ray_address: cannot join the Ray cluster at {address!r}: {lines[-1] if lines else probe.returncode}")
 
 
 def connect(ray, address: str, num_cpus: int) -> bool:

@@ -57,7 +57,7 @@ from architectures.run.learning import ReplayLearning
 from architectures.run.parking import worker_stops
 from architectures.run.worker_rows import status_episodes
 from architectures.transport.ray_actors import RayActorGroup
-from architectures.transport.ray_support import ActorLost, check_hung, check_ray_address, connect, fetch, flat, import_ray
+from architectures.transport.ray_support import ActorLost, check_hung, check_ray_joinable, connect, fetch, flat, import_ray
 from architectures.transport.shared import DONE, STATUS_DTYPE
 from architectures.transport.workers import WorkerFailed, warn_if_oversubscribed, worker_fault
 
@@ -65,10 +65,10 @@ from architectures.transport.workers import WorkerFailed, warn_if_oversubscribed
 
 # ============================================================================== the learner (driver)
 def preflight(cfg: DQNConfig) -> None:
-    """Ray installed and the cluster at `ray_address` reachable, before anything is recorded: a
-    refusal (exit 2), never a failed run."""
+    """Ray installed and the cluster at `ray_address` reachable and willing to take this driver
+    (its token), before anything is recorded: a refusal (exit 2), never a failed run."""
     import_ray()
-    check_ray_address(cfg.ray_address)
+    check_ray_joinable(cfg.ray_address)
 
 
 def resume_places(ray, cfg: DQNConfig, n: int) -> int:
