@@ -30,7 +30,7 @@ import pandas as pd
 
 from analysis.stores import (MACHINE_FILE, SKIP_FOLDERS, Document, NoRunsError, _file_documents,  # noqa: F401
                              _mongo_documents, _name_runs, find_run_dirs, machine_of, shown)
-from experiments.atomic import atomic_write
+from architectures.core.atomic import atomic_write
 
 KEY_COLUMNS = ["run_id", "sweep", "architecture", "num_workers", "utd", "seed", "env"]
 """Identify a run in every frame."""

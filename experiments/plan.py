@@ -84,7 +84,7 @@ def _figure(path: str, predictions, confirmed: list[dict], title: str) -> None:
     fig.tight_layout()
     import io
 
-    from experiments.atomic import atomic_write
+    from architectures.core.atomic import atomic_write
 
     image = io.BytesIO()
     fig.savefig(image, format="png")
@@ -282,7 +282,7 @@ def _plan(args, cfg, overrides) -> int:
                       "predicted_env_steps_per_sec": runner_up.env_steps_per_sec},
         "confirmed": confirmed, "seconds": time.monotonic() - started,
     }
-    from experiments.atomic import atomic_write
+    from architectures.core.atomic import atomic_write
 
     os.makedirs(args.out, exist_ok=True)  # only now: a plan that fails leaves no folder behind
     atomic_write(os.path.join(args.out, "plan.json"), json.dumps(plan, indent=1).encode())

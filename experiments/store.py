@@ -30,7 +30,7 @@ from sacred.serializer import flatten
 from architectures.core.config import ConfigError, DQNConfig
 from architectures.core.errors import EventFilesFailed
 from architectures.core.event_files import run_folder
-from experiments.atomic import atomic_write  # noqa: F401 - the suite's one writer, re-exported here
+from architectures.core.atomic import atomic_write  # noqa: F401 - the suite's one writer, re-exported here
 
 EVENTS = ("started_event", "heartbeat_event", "completed_event", "interrupted_event", "failed_event",
           "log_metrics", "artifact_event", "resource_event")

@@ -21,7 +21,7 @@ from analysis.report.selection import (DEDICATED_SWEEPS, HEADLINE_SWEEPS, SPEED_
                                        env_first, headline_runs, holdout_auc, made_alone, runs_read,
                                        speeds_only_where_made_alone)
 from architectures.registry import NAMES
-from experiments.atomic import atomic_write
+from architectures.core.atomic import atomic_write
 
 ARCH_ORDER = list(NAMES)  # the registry's order: tables list designs, and figures colour them, by it
 FLOAT_FORMAT = "%.6g"
