@@ -107,7 +107,13 @@ def test_a_non_finite_loss_stops_every_design_as_diverged(design):
     with pytest.raises(RunDiverged) as caught:
         get_train_fn(design)(DQNConfig(lr=1e30, **TINY), None)
     err = caught.value
-    assert err.update >= 1 and err.env_steps >= TINY["learning_starts"] and "non-finite TD loss" in err.reason
+    # hogwild's workers start learning by their own step counts (WorkerShare), so the run's summed
+    # count can trail learning_starts where another worker lags (195 of 200 once in CI); it still
+    # holds the learning worker's own published steps, its share of learning_starts less the step
+    # in hand (published after its updates).
+    workers = TINY["num_workers"]
+    started = TINY["learning_starts"] // workers - 1 if design == "hogwild" else TINY["learning_starts"]
+    assert err.update >= 1 and err.env_steps >= started and "non-finite TD loss" in err.reason
     assert not np.isfinite(err.max_abs_q)  # what it saw, never the 0.0 a max() over NaN gives
     result = err.result()
     assert result["diverged"] is True and result["diverged_at_update"] == err.update
