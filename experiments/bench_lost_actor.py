@@ -45,6 +45,7 @@ import subprocess
 import sys
 import time
 
+from architectures.core.atomic import atomic_write
 from experiments.configs import NAMED_CONFIGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -204,9 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     def write(extra: list[str]) -> None:
         if args.out:
             os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-            with open(args.out + ".tmp", "w") as f:
-                f.write("\n".join(lines + extra) + "\n")
-            os.replace(args.out + ".tmp", args.out)
+            atomic_write(args.out, ("\n".join(lines + extra) + "\n").encode())
 
     pairs: dict[int, dict[bool, dict]] = {}
     for k, seed in enumerate(SEEDS):

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 
+from architectures.core.atomic import atomic_write
 from experiments.netns_hosts import Hosts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -93,9 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"ready after: median {statistics.median(replaced):.2f} s [{min(replaced):.2f}, {max(replaced):.2f}]")
         print(lines[-1])
     if args.out:
-        with open(args.out + ".tmp", "w") as f:
-            f.write("\n".join(lines) + "\n")
-        os.replace(args.out + ".tmp", args.out)
+        atomic_write(args.out, ("\n".join(lines) + "\n").encode())
     return 0
 
 

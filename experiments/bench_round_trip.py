@@ -27,6 +27,7 @@ import sys
 import time
 
 from experiments.configs import NAMED_CONFIGS
+from architectures.core.atomic import atomic_write
 from experiments.netns_hosts import Hosts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -121,9 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"[{min(ratios):.3f}, {max(ratios):.3f}]")
             print(lines[-1])
     if args.out:
-        with open(args.out + ".tmp", "w") as f:
-            f.write("\n".join(lines) + "\n")
-        os.replace(args.out + ".tmp", args.out)
+        atomic_write(args.out, ("\n".join(lines) + "\n").encode())
     return 0
 
 
