@@ -12,6 +12,7 @@ bootstrap noise (rliable's reference values are stored in tests/fixtures/).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from typing import Callable
@@ -261,3 +262,125 @@ def compare(x, y) -> Comparison:
 def with_holm(comparisons: list[Comparison]) -> list[Comparison]:
     """The same comparisons with Holm's p over them all: one call per table's family."""
     return [dataclasses.replace(c, holm=h) for c, h in zip(comparisons, holm([c.p for c in comparisons]))]
+
+
+# ---------------------------------------------------------------------- equivalence
+@functools.lru_cache(maxsize=None)
+def rank_sum_counts(n: int, m: int) -> tuple[int, ...]:
+    """How many of the C(n + m, n) splits of n + m distinct values give each Mann-Whitney U
+    (0..n m): the exact null distribution the shift's interval and the equivalence test invert."""
+    table = {(0, j): [1] for j in range(m + 1)}
+    table.update({(i, 0): [1] for i in range(n + 1)})
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            a, b = table[(i - 1, j)], table[(i, j - 1)]  # the largest value is x's (adds j to U) or y's
+            row = [0] * (i * j + 1)
+            for u, c in enumerate(a):
+                row[u + j] += c
+            for u, c in enumerate(b):
+                row[u] += c
+            table[(i, j)] = row
+    return tuple(table[(n, m)])
+
+
+def _summed_u_cdf(n: int, m: int, tasks: int) -> np.ndarray:
+    """P(S <= s) for s = 0..tasks n m, S the sum of `tasks` independent null U's of n v m."""
+    counts = np.array(rank_sum_counts(n, m), dtype=np.int64)
+    total = counts
+    for _ in range(tasks - 1):
+        total = np.convolve(total, counts)
+    return np.cumsum(total) / total.sum()
+
+
+def _differences(x, y, scales) -> tuple[np.ndarray, int, int, int]:
+    """The sorted within-task pairwise differences x - y, each task's divided by its scale."""
+    xs, ys = _as_scores(x), _as_scores(y)
+    if xs.shape[1] != ys.shape[1]:
+        raise ValueError(f"x and y cover different numbers of tasks ({xs.shape[1]} vs {ys.shape[1]})")
+    if not (np.isfinite(xs).all() and np.isfinite(ys).all()):
+        raise ValueError("the shift needs a finite score for every run of every task")
+    scale = np.ones(xs.shape[1]) if scales is None else np.asarray(scales, dtype=float).ravel()
+    if scale.shape != (xs.shape[1],) or not (scale > 0).all():
+        raise ValueError(f"scales must be one positive number per task ({xs.shape[1]}), got {scales!r}")
+    d = (xs[:, None, :] - ys[None, :, :]) / scale
+    return np.sort(d.ravel()), len(xs), len(ys), xs.shape[1]
+
+
+def _order_statistic_index(cdf: np.ndarray, confidence: float) -> int:
+    """k: the largest with P(S <= k - 1) <= (1 - confidence) / 2 (0 where none is)."""
+    return int(np.sum(cdf <= (1 - confidence) / 2 + 1e-12))
+
+
+@dataclasses.dataclass(frozen=True)
+class Shift:
+    """The Hodges-Lehmann shift of x over y with its exact interval and the coverage that interval
+    achieves (the rank-sum distribution is discrete: at or just above the one asked for)."""
+    estimate: float
+    low: float
+    high: float
+    coverage: float
+
+
+def hodges_lehmann(x, y, *, confidence: float = 0.90, scales=None) -> Shift:
+    """x's shift over y: the median of the pairwise differences, with the exact interval that
+    inverts the rank-sum test (the k-th smallest to the k-th largest difference; Bauer 1972; no-ties
+    distribution). Over several tasks ((runs, tasks) arrays, the same runs a side in each) the
+    differences are taken within a task, divided by its scale, and pooled; the interval inverts the
+    stratified test whose statistic is the summed U, exactly (the tasks' U distributions convolved).
+    (tests/test_stats.py::test_the_shifts_interval_inverts_the_exact_rank_test)"""
+    d, n, m, tasks = _differences(x, y, scales)
+    cdf = _summed_u_cdf(n, m, tasks)
+    k = _order_statistic_index(cdf, confidence)
+    estimate = float(np.median(d))
+    if k == 0:
+        return Shift(estimate, float("-inf"), float("inf"), 1.0)
+    return Shift(estimate, float(d[k - 1]), float(d[len(d) - k]), float(1 - 2 * cdf[k - 1]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Equivalence:
+    """Two one-sided tests of x against y with margin m: p is the larger of the exact one-sided
+    p's that x + m beats y and that x - m falls below it; below a level alpha exactly where the
+    1 - 2 alpha shift interval lies inside (-m, m). `holm` once the family is known; `shown`: the
+    smallest margin the family's first Holm step would have called equivalent."""
+    shift: Shift
+    margin: float
+    p: float
+    holm: float = float("nan")
+    shown: float = float("nan")
+
+
+def equivalence_test(x, y, margin: float, *, scales=None, family: int = 1, alpha: float = 0.05) -> Equivalence:
+    """TOST on the rank-sum test: is x's shift over y inside +-margin? The shift's interval is the
+    1 - 2 alpha one (90% at 0.05); `shown` comes from the 1 - 2 alpha / family one, the family's first
+    Holm step. Over several tasks the margin is in units of the scales
+    (tests/test_stats.py::test_equivalence_on_known_answers)."""
+    if not margin > 0:
+        raise ValueError(f"the equivalence margin must be positive, got {margin!r}")
+    d, n, m, tasks = _differences(x, y, scales)
+    cdf = _summed_u_cdf(n, m, tasks)
+
+    def at_least(count: int) -> float:  # P(S >= count), S the null summed U
+        return 1.0 if count <= 0 else float(1 - cdf[count - 1])
+
+    p_low = at_least(int(np.sum(d > -margin)))   # x + m beats y
+    p_high = at_least(int(np.sum(d < margin)))   # x - m falls below y (S is symmetric)
+    wide = hodges_lehmann(x, y, confidence=1 - 2 * alpha / family, scales=scales)
+    return Equivalence(hodges_lehmann(x, y, confidence=1 - 2 * alpha, scales=scales), float(margin),
+                       max(p_low, p_high), shown=max(-wide.low, wide.high))
+
+
+def equivalence_with_holm(tests: list[Equivalence]) -> list[Equivalence]:
+    """The same tests with Holm's p over their TOST p's: one call per family."""
+    return [dataclasses.replace(t, holm=h) for t, h in zip(tests, holm([t.p for t in tests]))]
+
+
+def equivalence_verdict(rank: Comparison, equivalence: Equivalence, *, alpha: float = 0.05) -> str:
+    """The four words, in the pre-registered order (docs/learning-at-scale.md): 'better' or 'worse'
+    where the rank test's Holm p is below alpha; else 'as well' where the TOST's Holm p is; else
+    'not settled'."""
+    if rank.holm < alpha:
+        return "better" if rank.probability > 0.5 else "worse"
+    if equivalence.holm < alpha:
+        return "as well"
+    return "not settled"

@@ -228,3 +228,99 @@ def test_a_performance_profile_falls_from_one_to_zero():
     assert share.tolist() == [1.0, 4 / 6, 2 / 6, 0.0]
     assert np.all(low <= share + 1e-12) and np.all(share <= high + 1e-12)
     assert np.all(np.isnan(stats.performance_profile(scores[:1], [0.5])[1]))
+
+
+# ---------------------------------------------------------------------- equivalence (docs/learning-at-scale.md)
+def test_rank_sum_counts_are_the_exact_null_distribution():
+    """Against enumerating every split of 5 + 4 distinct values."""
+    import itertools
+    values = np.arange(9.0)
+    us = []
+    for chosen in itertools.combinations(range(9), 5):
+        mask = np.isin(np.arange(9), chosen)
+        us.append(int(sum(a > b for a in values[mask] for b in values[~mask])))
+    assert stats.rank_sum_counts(5, 4) == tuple(np.bincount(us, minlength=21))
+
+
+def test_the_shifts_interval_inverts_the_exact_rank_test():
+    """Just outside the interval scipy's exact one-sided test rejects at (1 - coverage) / 2, just
+    inside it does not; the 5 v 5 interval is the 5th to the 21st of 25 differences (coverage 0.905)."""
+    rng = np.random.default_rng(7)
+    x, y = rng.normal(3.0, 2.0, 5), rng.normal(0.0, 2.0, 5)
+    shift = stats.hodges_lehmann(x, y)
+    d = np.sort((x[:, None] - y[None, :]).ravel())
+    assert (shift.low, shift.high) == (d[4], d[20]) and shift.coverage == pytest.approx(1 - 2 * 12 / 252)
+    assert shift.estimate == np.median(d)
+    tail = (1 - shift.coverage) / 2
+    eps = 1e-9
+    def p_greater(delta):
+        return scipy_stats.mannwhitneyu(x - delta, y, alternative="greater", method="exact").pvalue
+    def p_less(delta):
+        return scipy_stats.mannwhitneyu(x - delta, y, alternative="less", method="exact").pvalue
+    assert p_greater(shift.low - eps) <= tail + 1e-12 < p_greater(shift.low + eps)
+    assert p_less(shift.high + eps) <= tail + 1e-12 < p_less(shift.high - eps)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tost_is_below_alpha_exactly_where_the_interval_lies_inside_the_margin(seed):
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(0.3, 1.0, 10), rng.normal(0.0, 1.0, 10)
+    for margin in np.linspace(0.05, 3.0, 60):
+        test = stats.equivalence_test(x, y, margin)
+        inside = -margin < test.shift.low and test.shift.high < margin
+        assert (test.p <= 0.05) == inside, (margin, test)
+
+
+def test_equivalence_on_known_answers():
+    y = np.array([370.0, 390.0, 395.0, 400.0, 405.0, 410.0, 412.0, 415.0, 420.0, 425.0])
+    same = stats.equivalence_test(y, y, 50.0)            # identical samples: no shift, inside +-50
+    assert same.shift.estimate == 0.0 and same.shift.low == -same.shift.high and same.p < 0.05
+    shifted = stats.equivalence_test(y - 100.0, y, 50.0)  # a copy 100 lower: the shift is exact, outside +-50
+    assert shifted.shift.estimate == -100.0 and shifted.shift.high < -50.0 and shifted.p > 0.99
+    assert stats.equivalence_test(y - 60.0, y, 50.0).p > 0.5  # 60 lower: its interval reaches past -50
+    assert stats.equivalence_test(y - 10.0, y, 50.0).p < 0.05  # 10 lower, well inside +-50
+    wide = np.array([100.0, 200.0, 300.0, 400.0, 500.0, 150.0, 250.0, 350.0, 450.0, 480.0])
+    spread = stats.equivalence_test(wide, y, 50.0, family=4)   # a wide spread settles nothing at +-50
+    assert spread.p > 0.05 and spread.shown > 50.0
+    assert spread.shown == max(-stats.hodges_lehmann(wide, y, confidence=1 - 2 * 0.05 / 4).low,
+                               stats.hodges_lehmann(wide, y, confidence=1 - 2 * 0.05 / 4).high)
+    with pytest.raises(ValueError, match="margin must be positive"):
+        stats.equivalence_test(y, y, 0.0)
+
+
+def test_the_stratified_shift_pools_differences_within_tasks_in_units_of_their_scales():
+    """Across tasks: one task gives the single-task answer; scaling a task's scores and passing its
+    scale changes nothing; a shift of 10% of each task's scale is found as 0.10 in every task."""
+    rng = np.random.default_rng(3)
+    base = rng.normal(0.0, 0.05, (5, 3))
+    scales = np.array([15.4, 55.0, 34.3])
+    y = base * scales + scales
+    x = (base[::-1] + 0.10) * scales + scales  # the same runs, 10% of each task's scale higher
+    one = stats.hodges_lehmann(x[:, :1], y[:, :1], scales=scales[:1])
+    assert np.allclose(astuple(one), astuple(stats.hodges_lehmann(x[:, 0] / scales[0], y[:, 0] / scales[0])))
+    pooled = stats.hodges_lehmann(x, y, scales=scales)
+    assert np.allclose(astuple(pooled), astuple(stats.hodges_lehmann(x / scales, y / scales)))
+    assert pooled.estimate == pytest.approx(0.10) and pooled.low < 0.10 < pooled.high and pooled.coverage >= 0.90
+    assert pooled.high - pooled.low < one.high - one.low  # 75 differences pin it better than 25
+    assert stats.equivalence_test(x, y, 0.05, scales=scales).p > 0.05     # 0.10 is not within +-0.05
+    assert stats.equivalence_test(x, y, 0.30, scales=scales).p < 0.05     # but is within +-0.30
+
+
+def test_the_four_verdicts_in_their_order():
+    worse = stats.Comparison(0.1, 0.0, 0.2, 0.001, holm=0.004)
+    apart = stats.Comparison(0.45, 0.2, 0.7, 0.6, holm=1.0)
+    inside = stats.Equivalence(stats.Shift(0.0, -1.0, 1.0, 0.9), 5.0, 0.001, holm=0.004, shown=2.0)
+    outside = stats.Equivalence(stats.Shift(0.0, -9.0, 9.0, 0.9), 5.0, 0.4, holm=1.0, shown=12.0)
+    assert stats.equivalence_verdict(worse, inside) == "worse"     # a found difference keeps its direction
+    assert stats.equivalence_verdict(dataclasses_replace(worse, probability=0.9), outside) == "better"
+    assert stats.equivalence_verdict(apart, inside) == "as well"
+    assert stats.equivalence_verdict(apart, outside) == "not settled"
+
+
+def dataclasses_replace(obj, **changes):
+    import dataclasses
+    return dataclasses.replace(obj, **changes)
+
+
+def astuple(shift):
+    return (shift.estimate, shift.low, shift.high, shift.coverage)
