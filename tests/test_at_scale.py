@@ -77,3 +77,25 @@ def test_detectable_effect_is_the_exact_tests_threshold():
         assert detectable(n, m, level) == min(called)
     assert detectable(10, 10, 0.0125) == 0.83 and detectable(10, 10, 0.05) == 0.77
     assert detectable(5, 5, 0.05 / 12) != detectable(5, 5, 0.05 / 12)  # nan: 5 v 5 cannot reach it
+
+
+def test_the_equivalence_scales_are_the_earlier_sweeps_single_env_medians():
+    """SCALES, fixed in docs/learning-at-scale.md before the remaining MinAtar runs were read, are
+    single_env's median final holdout return at 500k env steps in the committed `minatar` (Breakout)
+    and `minatar_suite` sweeps, and CartPole's cap, which every scale_cartpole single_env run ends at."""
+    import numpy as np
+
+    from analysis.load import load_runs
+    from analysis.report import at_scale
+    from analysis.report.common import committed
+
+    rs = load_runs([committed("results", "reference", s) for s in ("minatar", "minatar_suite", "scale_cartpole")])
+    single = rs.runs[rs.runs["architecture"] == "single_env"]
+    for game, sweep in (("Breakout", "minatar"), ("Freeway", "minatar_suite"), ("SpaceInvaders", "minatar_suite")):
+        finals = single[(single["env"] == game) & (single["sweep"] == sweep)]
+        assert sorted(finals["seed"]) == [101, 102, 103, 104, 105]
+        assert set(finals["total_env_steps"]) == {500_000}
+        assert round(float(np.median(finals["final_holdout_return"])), 1) == at_scale.SCALES[game]
+    cartpole = single[single["sweep"] == "scale_cartpole"]
+    assert len(cartpole) == 10 and set(cartpole["final_holdout_return"]) == {at_scale.SCALES["CartPole"]}
+    assert at_scale.THRESHOLDS["CartPole"] == 475.0  # gymnasium's reward_threshold for CartPole-v1

@@ -11,7 +11,6 @@ the 16-core runs' (sixteen_cores stores)."""
 
 from __future__ import annotations
 
-import functools
 from math import comb
 
 import numpy as np
@@ -31,30 +30,21 @@ FAMILIES = (("CartPole, 8 workers", "CartPole", 8), ("CartPole, 16 workers", "Ca
             ("MinAtar, 16 workers, across games", "MinAtar", 16))
 """The pre-registered families (docs/learning-at-scale.md), each Holm-corrected apart; the per-game
 MinAtar family (12 comparisons) is the secondary, descriptive one."""
-
-
-@functools.lru_cache(maxsize=None)
-def _u_counts(n: int, m: int) -> tuple[int, ...]:
-    """How many of the C(n+m, n) splits give each Mann-Whitney U (0..n*m), no ties."""
-    table = {(0, j): [1] for j in range(m + 1)}
-    table.update({(i, 0): [1] for i in range(n + 1)})
-    for i in range(1, n + 1):
-        for j in range(1, m + 1):
-            a, b = table[(i - 1, j)], table[(i, j - 1)]  # the largest value is x's (adds j to U) or y's
-            size = i * j + 1
-            row = [0] * size
-            for u, c in enumerate(a):
-                row[u + j] += c
-            for u, c in enumerate(b):
-                row[u] += c
-            table[(i, j)] = row
-    return tuple(table[(n, m)])
+SCALES = {"CartPole": 500.0, "Breakout": 15.4, "Freeway": 55.0, "SpaceInvaders": 34.3}
+"""Each env's return scale, fixed before the remaining MinAtar runs were read (docs/learning-at-scale.md,
+"Equivalence"): CartPole's episode cap; on MinAtar single_env's median final holdout return at 500k env
+steps in the earlier `minatar` (Breakout) and `minatar_suite` sweeps (tests/test_at_scale.py recomputes
+them from those stored runs)."""
+MARGIN = 0.10
+"""The equivalence margin, a share of the scale: +-50 on CartPole, +-0.10 of each game's scale across games."""
+THRESHOLDS = {"CartPole": 475.0, "Breakout": 0.8 * 15.4, "Freeway": 0.8 * 55.0, "SpaceInvaders": 0.8 * 34.3}
+"""Time to a threshold: gymnasium's reward_threshold where the env has one (CartPole-v1), else 80% of the scale."""
 
 
 def detectable(n: int, m: int, level: float) -> float:
     """The smallest P(X > Y) that the exact two-sided rank-sum test of n against m runs (no ties) can
     call significant at `level`: what a 'not told apart' could have missed. nan where none can."""
-    counts, total = _u_counts(n, m), comb(n + m, n)
+    counts, total = stats.rank_sum_counts(n, m), comb(n + m, n)
     tail = 0
     for u in range(n * m, -1, -1):
         tail += counts[u]
@@ -95,9 +85,12 @@ def _family_rows(runs: pd.DataFrame, family: str, env: str, workers: int) -> lis
         for design in DESIGNS:
             mine = part[(part["architecture"] == design) & (part["num_workers"] == workers)]
             if len(mine) and len(base):
+                x, y = mine[PRIMARY].to_numpy(float), base[PRIMARY].to_numpy(float)
                 rows.append({"family": family, "design": design, "workers": workers, "games": "CartPole",
-                             "seeds": len(mine), "baseline_seeds": len(base),
-                             "vs": stats.compare(mine[PRIMARY].to_numpy(float), base[PRIMARY].to_numpy(float)),
+                             "seeds": len(mine), "baseline_seeds": len(base), "vs": stats.compare(x, y),
+                             "eq": stats.equivalence_test(x, y, MARGIN * SCALES["CartPole"], family=len(DESIGNS),
+                                                          alpha=ALPHA),
+                             "margin": MARGIN * SCALES["CartPole"], "unit": "",
                              "detectable": detectable(len(mine), len(base), ALPHA / len(DESIGNS))})
     else:
         for design in DESIGNS:
@@ -108,13 +101,20 @@ def _family_rows(runs: pd.DataFrame, family: str, env: str, workers: int) -> lis
                      and set(seeds) <= set(base.loc[base["env"] == g, "seed"])]
             if not games or len(seeds) < 2:
                 continue
+            x, y = matrix(mine, design, games, seeds, PRIMARY), matrix(base, "single_env", games, seeds, PRIMARY)
             rows.append({"family": family, "design": design, "workers": workers, "games": ", ".join(games),
-                         "seeds": len(seeds), "baseline_seeds": len(seeds),
-                         "vs": stats.compare(matrix(mine, design, games, seeds, PRIMARY),
-                                             matrix(base, "single_env", games, seeds, PRIMARY)),
-                         "detectable": float("nan")})
-    for row, corrected in zip(rows, stats.with_holm([r["vs"] for r in rows])):
-        row["vs"] = corrected
+                         "seeds": len(seeds), "baseline_seeds": len(seeds), "vs": stats.compare(x, y),
+                         "eq": stats.equivalence_test(x, y, MARGIN, scales=[SCALES[g] for g in games],
+                                                      family=len(DESIGNS), alpha=ALPHA),
+                         "margin": MARGIN, "unit": " of the scale", "detectable": float("nan")})
+    return _corrected(rows)
+
+
+def _corrected(rows: list[dict]) -> list[dict]:
+    """Holm within one family, for the rank tests and, apart, for the equivalence tests."""
+    for row, vs, eq in zip(rows, stats.with_holm([r["vs"] for r in rows]),
+                           stats.equivalence_with_holm([r["eq"] for r in rows])):
+        row["vs"], row["eq"] = vs, eq
     return rows
 
 
@@ -127,14 +127,15 @@ def _per_game_rows(runs: pd.DataFrame) -> list[dict]:
         for design in DESIGNS:
             mine = part[(part["env"] == game) & (part["architecture"] == design)]
             if len(mine) and len(base):
+                x, y = mine[PRIMARY].to_numpy(float), base[PRIMARY].to_numpy(float)
+                k = len(GAMES) * len(DESIGNS)
                 rows.append({"family": "MinAtar, 16 workers, per game (secondary)", "design": design,
                              "workers": int(mine["num_workers"].iloc[0]), "games": game, "seeds": len(mine),
-                             "baseline_seeds": len(base),
-                             "vs": stats.compare(mine[PRIMARY].to_numpy(float), base[PRIMARY].to_numpy(float)),
-                             "detectable": detectable(len(mine), len(base), ALPHA / (len(GAMES) * len(DESIGNS)))})
-    for row, corrected in zip(rows, stats.with_holm([r["vs"] for r in rows])):
-        row["vs"] = corrected
-    return rows
+                             "baseline_seeds": len(base), "vs": stats.compare(x, y),
+                             "eq": stats.equivalence_test(x, y, MARGIN * SCALES[game], family=k, alpha=ALPHA),
+                             "margin": MARGIN * SCALES[game], "unit": "",
+                             "detectable": detectable(len(mine), len(base), ALPHA / k)})
+    return _corrected(rows)
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
@@ -148,9 +149,13 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     if not rows:
         note("learning at scale: runs, but no design beside single_env yet")
         return None
-    frame = pd.DataFrame([{k: v for k, v in r.items() if k != "vs"} | {
+    frame = pd.DataFrame([{k: v for k, v in r.items() if k not in ("vs", "eq")} | {
         "probability": r["vs"].probability, "low": r["vs"].low, "high": r["vs"].high, "p": r["vs"].p,
-        "holm": r["vs"].holm, "verdict": verdict(r["vs"].probability, r["vs"].holm)} for r in rows])
+        "holm": r["vs"].holm, "rank_verdict": verdict(r["vs"].probability, r["vs"].holm),
+        "shift": r["eq"].shift.estimate, "shift_low": r["eq"].shift.low, "shift_high": r["eq"].shift.high,
+        "coverage": r["eq"].shift.coverage, "tost_p": r["eq"].p, "tost_holm": r["eq"].holm, "shown": r["eq"].shown,
+        "word": stats.equivalence_verdict(r["vs"], r["eq"], alpha=ALPHA)} for r in rows])
+    frame["verdict"] = [verdict_text(r) for r in frame.itertuples()]
     made = FigureData(frame)
     descriptive = runs.groupby(["env", "architecture", "num_workers"])
     table = []
@@ -159,20 +164,30 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                       "seeds (design / single_env)": f"{r.seeds} / {r.baseline_seeds}",
                       "P(> single_env) on the mean holdout return [95% CI]": _ci(r.probability, r.low, r.high,
                                                                                   fmt="{:.2f}"),
-                      "rank p": f"{r.p:.3f}", "Holm p": f"{r.holm:.3f}", "verdict": r.verdict,
+                      "rank p": f"{r.p:.3f}", "Holm p": f"{r.holm:.3f}",
+                      "shift [90% CI]": f"{_amount(r.shift, r.unit)} [{_amount(r.shift_low, r.unit)}, "
+                                        f"{_amount(r.shift_high, r.unit)}]",
+                      "margin": f"+-{_amount(r.margin, r.unit)}", "TOST Holm p": f"{r.tost_holm:.3f}",
+                      "verdict": r.verdict,
                       "detectable P": "-" if not np.isfinite(r.detectable) else f">= {r.detectable:.2f}"})
         family = r.family.split(",")[0] + (" game" if "per game" in r.family else "")
         where = r.games if "per game" in r.family else ""
         for suffix, value, fmt in (("poi", r.probability, "{:.2f}"), ("low", r.low, "{:.2f}"), ("high", r.high, "{:.2f}"),
-                                   ("holm", r.holm, "{:.3f}"), ("verdict", r.verdict, "{}")):
+                                   ("holm", r.holm, "{:.3f}"), ("verdict", r.verdict, "{}"), ("word", r.word, "{}"),
+                                   ("shift", _amount(r.shift, r.unit), "{}"), ("shift low", _amount(r.shift_low, r.unit), "{}"),
+                                   ("shift high", _amount(r.shift_high, r.unit), "{}"), ("tost holm", r.tost_holm, "{:.3f}"),
+                                   ("margin", _amount(r.margin, r.unit), "{}"), ("shown", _amount(r.shown, r.unit), "{}")):
             made.number(macro_name("scale", family, where, r.design, r.workers, suffix), value, fmt)
     made.table("at_scale_learning", pd.DataFrame(table),
                f"Learning per env step at 8 and 16 workers against single_env ({runs_read(runs)}; evaluation seeds "
                "from 101, two runs at a time, every parallel design's env step waiting 2.2 ms): P(design's mean holdout "
                "return over checkpoints > single_env's) with its 95% interval, the exact rank-sum test (stratified over "
-               "games across MinAtar), Holm within each family fixed before the runs (docs/learning-at-scale.md); "
-               f"'told apart' only below {ALPHA}; 'detectable P': the smallest P(X > Y) the family's first Holm step "
-               "could have told apart at these seeds")
+               "games across MinAtar), Holm within each family fixed before the runs (docs/learning-at-scale.md); the "
+               "Hodges-Lehmann shift (design minus single_env; across games in shares of each game's scale) with its "
+               "exact 90% interval, and two one-sided tests against the margin (10% of the scale), Holm within the "
+               f"family. Verdict: 'better'/'worse' where the rank test's Holm p is below {ALPHA}, else 'as well' where "
+               "the TOST's is, else 'not settled' with the smallest margin the family's first Holm step could have "
+               "shown; 'detectable P': the smallest P(X > Y) that step could have told apart at these seeds")
     summary = []
     for (env, arch, n), group in descriptive:
         summary.append({"env": env, "design (workers)": f"{arch} ({int(n)})", "seeds": len(group),
@@ -194,6 +209,22 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                    "16-core runs are the practitioner's shape (batch 32, 12k env steps, busy step); the emulation's "
                    "are the cartpole config (batch 128, 100k env steps, waiting step) on 2 cores")
     return made
+
+
+def _amount(value: float, unit: str) -> str:
+    """A return difference, or a share of the scale ("of the scale" units) as a percentage."""
+    if not np.isfinite(value):
+        return "unbounded"
+    return f"{100 * value:.1f}%" if unit else f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}"
+
+
+def verdict_text(row) -> str:
+    """The verdict as the answer prints it: 'as well (within +-m)', 'not settled (+-m shown)', 'worse', 'better'."""
+    if row.word == "as well":
+        return f"as well (within +-{_amount(row.margin, row.unit)})"
+    if row.word == "not settled":
+        return f"not settled (could show +-{_amount(row.shown, row.unit)})"
+    return row.word
 
 
 def _share_range(results: list[dict], kind: str) -> str:
