@@ -9,6 +9,7 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
+from analysis.report import at_scale
 from analysis.report.claims import ALPHA, P_FORMAT, verdict
 from analysis.report.common import ARCH_ORDER, FigureData, Note, macro_name, runs_read
 from analysis.report.learning import _headline_rows, _slug, measured_speeds
@@ -22,7 +23,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     if runs.empty or "single_env" not in set(runs["architecture"]):
         note("probability of improvement: needs `architectures` sweep runs including single_env")
         return None
-    rows = []
+    rows, samples = [], {}
     for env, part in runs.groupby("env", sort=True):
         base = part[part["architecture"] == "single_env"]
         for arch in ARCH_ORDER[1:]:
@@ -37,6 +38,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                 if not (len(mine) and len(theirs)):  # a design with no speed measured alone
                     continue
                 vs = stats.compare(mine, theirs)
+                samples[len(rows)] = (mine, theirs)
                 rows.append({"env": env, "architecture": arch, "metric": metric, "seeds": len(mine),
                              "baseline_seeds": len(theirs), "probability": vs.probability, "low": vs.low,
                              "high": vs.high, "rank_p": vs.p})
@@ -52,6 +54,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     for _, part in data.groupby(["env", "family"]):
         data.loc[part.index, "holm_p"] = stats.holm(part["rank_p"].to_numpy())
     data["verdict"] = [verdict(r.probability, r.holm_p) for r in data.itertuples()]
+    _equivalence(data, samples)
     made = FigureData(data)
     for r in data.itertuples():
         made.number(macro_name("poi", r.env, r.architecture, r.metric), r.probability, "{:.2f}")
@@ -86,6 +89,27 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                    f"is 'told apart' only where the corrected p is below {ALPHA}")
     made.parts["read"] = f"{runs_read(runs)}; speeds from runs made alone, as speed_quality's"
     return made
+
+
+def _equivalence(data: pd.DataFrame, samples: dict) -> None:
+    """On the mean holdout return of an env with a fixed return scale (at_scale.SCALES: CartPole's cap),
+    the equivalence test of docs/learning-at-scale.md (margin 10% of the scale, Holm over the env's
+    designs) and the four-word verdict; applied to these 2-worker runs after they were seen."""
+    for column in ("shift", "shift_low", "shift_high", "margin", "tost_p", "tost_holm", "shown"):
+        data[column] = np.nan
+    data["word"] = ""
+    for env, part in data[data["metric"] == "holdout_auc"].groupby("env"):
+        if env not in at_scale.SCALES:
+            continue
+        margin = at_scale.MARGIN * at_scale.SCALES[env]
+        tests = stats.equivalence_with_holm([stats.equivalence_test(*samples[i], margin, family=len(part), alpha=ALPHA)
+                                             for i in part.index])
+        for i, eq in zip(part.index, tests):
+            rank = stats.Comparison(data.at[i, "probability"], data.at[i, "low"], data.at[i, "high"],
+                                    data.at[i, "rank_p"], data.at[i, "holm_p"])
+            data.loc[i, ["shift", "shift_low", "shift_high", "margin", "tost_p", "tost_holm", "shown"]] = [
+                eq.shift.estimate, eq.shift.low, eq.shift.high, margin, eq.p, eq.holm, eq.shown]
+            data.at[i, "word"] = stats.equivalence_verdict(rank, eq, alpha=ALPHA)
 
 
 def _probability(r) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.load import RunSet
+from analysis.load import LEARNING_RATE, RunSet
 from analysis.report.claims import CPU_FULL, cpu_bound
 from analysis.report.common import FigureData, Note, _sweep, macro_name
 from analysis.report.shape import PRACTITIONER, PRACTITIONER_CORES
@@ -23,6 +23,8 @@ from analysis.report.shape import PRACTITIONER, PRACTITIONER_CORES
 SWEEP = "sixteen_cores/seed_shape"
 EMULATION = "shape_confirm"
 DESIGNS = ("single_env", "actor_learner", "vector_env", "hogwild")
+SPEED = LEARNING_RATE
+"""The one speed measure: env steps/s once learning starts (the practitioner's own curve is theirs as reported)."""
 
 
 SHORT = {"actors": "A", "learner": "L", "envs": "E", "workers": "W", "CPU": "C", "process": "P"}
@@ -49,11 +51,12 @@ _bound = bound
 def _points(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (arch, n), cell in runs.groupby(["architecture", "num_workers"]):
-        speeds = cell["env_steps_per_sec"].to_numpy(float)
+        speeds = cell[SPEED].to_numpy(float)
         bounds = sorted({bound(arch, int(n), r) for r in cell["result"]})
         busy = [(r.get("cpu") or {}).get("cores_busy", np.nan) for r in cell["result"]]
         rows.append({"architecture": arch, "num_workers": int(n), "runs": len(cell),
-                     "env_steps_per_sec": float(np.median(speeds)), "low": float(speeds.min()),
+                     SPEED: float(np.median(speeds)), "low": float(speeds.min()),
+                     "seconds": float(cell["train_seconds"].median()),
                      "high": float(speeds.max()), "bound": " / ".join(bounds),
                      "cores_busy": float(np.nanmedian(busy)) if np.isfinite(busy).any() else np.nan})
     frame = pd.DataFrame(rows)
@@ -74,12 +77,12 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     frame = points if emulated is None else pd.concat([points, emulated.assign(machine="2 cores, waiting env")],
                                                       ignore_index=True)
     made = FigureData(frame, parts={"points": points, "emulated": emulated})
-    single = float(points.loc[points["architecture"] == "single_env", "env_steps_per_sec"].iloc[0])
-    table = points.assign(speedup=points["env_steps_per_sec"] / single)
+    single = float(points.loc[points["architecture"] == "single_env", SPEED].iloc[0])
+    table = points.assign(speedup=points[SPEED] / single)
     made.table("sixteen_cores_shape", pd.DataFrame({
         "design": table["architecture"], "workers": table["num_workers"], "runs": table["runs"],
-        "env steps/s, median [min, max]": [f"{m:,.0f} [{lo:,.0f}, {hi:,.0f}]" for m, lo, hi in
-                                           zip(table["env_steps_per_sec"], table["low"], table["high"])],
+        "env steps/s once learning, median [min, max]": [f"{m:,.0f} [{lo:,.0f}, {hi:,.0f}]" for m, lo, hi in
+                                           zip(table[SPEED], table["low"], table["high"])],
         "x single_env": table["speedup"].map("{:.1f}".format),
         "cores busy (median)": table["cores_busy"].map("{:.1f}".format),
         "bound (its runs' breakdown)": table["bound"]}),
@@ -109,9 +112,9 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     made.number("SixteenCpuFull", 100 * CPU_FULL, "{:.0f}")
     for _, row in table.iterrows():
         key = macro_name("sixteen", row["architecture"], int(row["num_workers"]))
-        made.number(key, row["env_steps_per_sec"])
+        made.number(key, row[SPEED])
         made.number(key + "Gain", row["speedup"], "{:.1f}")
-    made.number("SixteenPractitionerGain", float(PRACTITIONER["env_steps_per_sec"].iloc[-1] /
+    made.number("SixteenPractitionerGain", float(PRACTITIONER["env_steps_per_sec"].iloc[-1] /  # as they reported it
                                                  PRACTITIONER["env_steps_per_sec"].iloc[0]), "{:.1f}")
     return made
 
@@ -127,24 +130,24 @@ def plot(report, made: FigureData) -> None:
         sub = points[points["architecture"] == arch]
         if sub.empty:
             continue
-        ax.errorbar(sub["num_workers"], sub["env_steps_per_sec"],
-                    yerr=[sub["env_steps_per_sec"] - sub["low"], sub["high"] - sub["env_steps_per_sec"]],
+        ax.errorbar(sub["num_workers"], sub[SPEED],
+                    yerr=[sub[SPEED] - sub["low"], sub["high"] - sub[SPEED]],
                     marker=MARKERS[arch], ms=4, capsize=2, color=PALETTE[arch], label=f"{arch}, 16 cores")
         for _, row in sub.iterrows():
             letters = "/".join(SHORT.get(b, b) for b in row["bound"].split(" / "))
-            ax.annotate(letters, (row["num_workers"], row["env_steps_per_sec"]), textcoords="offset points",
+            ax.annotate(letters, (row["num_workers"], row[SPEED]), textcoords="offset points",
                         xytext=(-4, 6 if arch == "actor_learner" else -11), fontsize=7, color=PALETTE[arch],
                         ha="right")
         if emulated is not None:
             em = emulated[emulated["architecture"] == arch]
             if not em.empty:
-                ax.plot(em["num_workers"], em["env_steps_per_sec"], ":", marker=MARKERS[arch], ms=3, mfc="none",
+                ax.plot(em["num_workers"], em[SPEED], ":", marker=MARKERS[arch], ms=3, mfc="none",
                         color=PALETTE[arch], lw=1, label=f"{arch}, 2 cores, env waiting")
     single = points[points["architecture"] == "single_env"]
-    ax.axhline(float(single["env_steps_per_sec"].iloc[0]), color=PALETTE["single_env"], lw=1,
+    ax.axhline(float(single[SPEED].iloc[0]), color=PALETTE["single_env"], lw=1,
                label="single_env, 16 cores")
     if emulated is not None and (emulated["architecture"] == "single_env").any():
-        ax.axhline(float(emulated.loc[emulated["architecture"] == "single_env", "env_steps_per_sec"].iloc[0]),
+        ax.axhline(float(emulated.loc[emulated["architecture"] == "single_env", SPEED].iloc[0]),
                    color=PALETTE["single_env"], lw=1, ls=":", label="single_env, 2 cores, env waiting")
     ax.errorbar(PRACTITIONER["workers"], PRACTITIONER["env_steps_per_sec"],
                 yerr=[PRACTITIONER["env_steps_per_sec"] - PRACTITIONER["low"],

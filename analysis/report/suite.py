@@ -37,6 +37,8 @@ ANCHOR = {"Breakout": 10.0, "Asterix": 17.0, "Freeway": 50.0, "SpaceInvaders": 4
 """Young & Tian (2019) DQN's final return at 5M frames, read by eye from their curves (30 runs;
 Freeway's by ~1.5M frames; Seaquest's before MinAtar v1.0.10's oxygen fix): ../shared/reference-numbers.md."""
 ANCHOR_FRAMES = 5_000_000
+EQUIVALENCE_MARGIN = 0.10
+"""The equivalence margin across games, a share of each game's anchor (docs/learning-at-scale.md's 10%)."""
 MEASURES = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout return"}
 PROFILE_POINTS = 41
 """Thresholds of the performance profile, from 0 to the largest normalised score."""
@@ -158,6 +160,18 @@ def _aggregate(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: li
     tested = [r for r in rows if "vs" in r]
     for r, corrected in zip(tested, stats.with_holm([r["vs"] for r in tested])):
         r["vs"] = corrected
+    # The equivalence test of docs/learning-at-scale.md on the primary measure, in shares of each game's
+    # anchor (margin 10%), Holm over the designs; applied to these 2-worker runs after they were seen.
+    primary = [r for r in tested if r["measure"] == "normalised_auc"]
+    for r, eq in zip(primary, stats.equivalence_with_holm([
+            stats.equivalence_test(scores[r["design"], "normalised_auc"], scores["single_env", "normalised_auc"],
+                                   EQUIVALENCE_MARGIN, family=len(primary)) for r in primary])):
+        r["eq"] = eq
+        word = stats.equivalence_verdict(r["vs"], eq)
+        for suffix, value, fmt in (("word", word, "{}"), ("shift", eq.shift.estimate, "{:.3f}"),
+                                   ("shift low", eq.shift.low, "{:.3f}"), ("shift high", eq.shift.high, "{:.3f}"),
+                                   ("tost holm", eq.holm, "{:.3f}"), ("shown", eq.shown, "{:.3f}")):
+            made.number(macro_name("minatar agg", r["design"], "auc", suffix), value, fmt)
 
     table = []
     for r in rows:
