@@ -64,7 +64,8 @@ def sweeps() -> str:
     for name, sweep in SWEEPS.items():
         runs = len(expand(sweep, "small", seeds=sweep.seeds["small"]))
         lines.append(f"| `{name}` | {_cell(sweep.description)} | {sweep.seeds['small']}, {sweep.seeds['paper']} "
-                     f"({sweep.seed_set}) | {runs} | {sweep.minutes['small']:g} |")
+                     f"({sweep.seed_set}{f', after its first {sweep.seed_skip}' if sweep.seed_skip else ''}) | {runs} | "
+                     f"{sweep.minutes['small']:g} |")
     return "\n".join(lines) + "\n"
 
 

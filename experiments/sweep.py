@@ -97,9 +97,10 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Overrides]:
         usage_error(f"unknown sweep {args.name!r}; valid sweeps: {', '.join(SWEEPS)}")
     if args.seeds is not None and args.seeds < 1:
         usage_error(f"--seeds must be >= 1 (got {args.seeds})")
-    if args.seeds is not None and args.seeds > len(SEED_SETS[SWEEPS[args.name].seed_set]):
+    available = len(SEED_SETS[SWEEPS[args.name].seed_set]) - SWEEPS[args.name].seed_skip
+    if args.seeds is not None and args.seeds > available:
         seed_set = SWEEPS[args.name].seed_set
-        usage_error(f"--seeds: the {seed_set} seed set has {len(SEED_SETS[seed_set])} seeds "
+        usage_error(f"--seeds: the {seed_set} seed set has {available} seeds for this sweep "
                     f"(got {args.seeds}); add seeds to SEED_SETS in experiments/sweeps.py")
     if args.jobs < 1:
         usage_error(f"--jobs must be >= 1 (got {args.jobs})")

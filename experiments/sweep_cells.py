@@ -66,6 +66,25 @@ def _speed(busy_steps: int, waiting_steps: int) -> list[Cell]:
     return cells
 
 
+WALLCLOCK_STEPS = {"single_env": 250_000, "vector_env": 350_000, "actor_learner": 450_000, "hogwild": 500_000}
+"""The composition's check (docs/learning-at-scale.md): each design's env steps for at least 5 minutes of
+training at its `speed` rate on the 1 ms busy step at 2 workers (single_env 714, vector_env 991,
+actor_learner 1,277, hogwild 1,414 env steps/s there, whole-run medians of 7 runs), rounded up."""
+
+
+def _wallclock() -> list[Cell]:
+    """The composition's check at 2 workers on CartPole whose step burns 1 ms of CPU: each design's
+    budget from WALLCLOCK_STEPS, holdout at every tenth (each checkpoint's training seconds recorded
+    off the clock), the cartpole config otherwise; the same cells serve the learning curves (two at a
+    time) and the measured runs (one at a time)."""
+    cells = []
+    for arch, steps in WALLCLOCK_STEPS.items():
+        extra = {} if arch == "single_env" else {"num_workers": 2}
+        cells.append(Cell(("cartpole", arch), dict(extra, env_step_cost_us=1_000.0, total_env_steps=steps,
+                                                   eval_every=steps // 10, worker_timeout_s=120.0)))
+    return cells
+
+
 def _tensorboard_cost(busy_steps: int, waiting_steps: int) -> list[Cell]:
     """Every `speed` cell twice, its event files on and off (docs/watching.md: they must cost no more than
     the runs' own spread), logging every 1,000 env steps as the named configs do (the speed cells

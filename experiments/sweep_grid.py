@@ -122,7 +122,7 @@ def expand(sweep: Sweep, scale: str, seeds: int | None, overrides: Overrides | N
             architecture = next((n for n in cell.named if n in ARCHITECTURE_CONFIGS),
                                 cell.updates.get("architecture", "single_env"))
         named, updates = (*cell.named, *overrides.named), {**cell.updates, **overrides.updates}
-        for seed in SEED_SETS[sweep.seed_set][:seeds or sweep.seeds[scale]]:
+        for seed in SEED_SETS[sweep.seed_set][sweep.seed_skip:][:seeds or sweep.seeds[scale]]:
             resolved = {"named": named, "updates": updates, "seed": seed}
             if cell.experiment:  # a cell of its own experiment is another run, whatever its config
                 resolved["experiment"] = cell.experiment

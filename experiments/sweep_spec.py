@@ -40,6 +40,9 @@ class Sweep:
     """Seeds per cell, per scale (`--seeds` overrides): the first N of `seed_set`."""
     seed_set: str = "evaluation"
     """Which of SEED_SETS the seeds come from: `calibration` for tuning sweeps, else `evaluation`."""
+    seed_skip: int = 0
+    """Seeds start after the set's first `seed_skip`: for a sweep whose runs must not share seeds with a
+    sibling's (wallclock_curves' 104-108 beside wallclock_check's 101-103)."""
     interleave: bool = False
     """Run seed by seed (every cell's first seed, then every cell's second, ...) instead of cell by
     cell: for throughput sweeps, so a slow spell of the machine (+-30% over minutes here) falls on

@@ -13,7 +13,7 @@ from experiments.sweep_cells import (_ARCHS, _CORES, _NETWORKS, _SLOW, _TINY, CH
                                      HEADLINE_HIGH_UTD, MINATAR_HEADLINE_STEPS, MINATAR_HIGH_UTD,
                                      OWN_WAIT_WORKERS, _calibration, _headline, _minatar_suite, _per_hour,
                                      _scale_minatar, _at_scale, _scaling, _shape, _speed, _tensorboard_cost,
-                                     _timing_grid, _utd_grid, _utd_long, _vector_check)
+                                     _timing_grid, _utd_grid, _utd_long, _vector_check, _wallclock)
 from experiments.sweep_cells import (MINATAR_GAMES, PER_HOUR, SHAPE_WORKERS, SPEED_WORKERS,  # noqa: F401
                                      UTD_LONG_STEPS)
 from experiments.sweep_spec import RUNS_AT_ONCE_ENV, SCALES, Cell, Sweep  # noqa: F401
@@ -150,6 +150,18 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           minutes={"small": 600, "paper": 1200},
           cells={"small": _scale_minatar(MINATAR_HEADLINE_STEPS), "paper": _scale_minatar(MINATAR_HEADLINE_STEPS, (8, 16))},
           seeds={"small": 5, "paper": 5}, interleave=True),
+    Sweep("wallclock_check", "the per-wall-clock composition's check (docs/learning-at-scale.md): single_env, and "
+          "actor_learner, hogwild and vector_env at 2 workers, on CartPole whose step burns 1 ms of CPU, each for at "
+          "least 5 minutes of training (250k-500k env steps), holdout at every tenth with its training seconds; one "
+          "run at a time on an idle machine, seed by seed (the seconds are the measurement); seeds 101-103",
+          minutes={"small": 80, "paper": 80},
+          cells={scale: _wallclock() for scale in SCALES},
+          seeds={"small": 3, "paper": 3}, interleave=True),
+    Sweep("wallclock_curves", "the per-env-step curves the composition reads beside wallclock_check: its cells at "
+          "seeds 104-108, learning only (two at a time: --jobs 2 --nice)",
+          minutes={"small": 110, "paper": 110},
+          cells={scale: _wallclock() for scale in SCALES},
+          seeds={"small": 5, "paper": 5}, seed_skip=3, interleave=True),
     Sweep("utd", "high_utd: utd 1, 4, 16 x mitigations none, LayerNorm, resets, both on CartPole at 50k; and at "
           "100k single_env, utd 4 with LayerNorm, and that with last-layer or full-network resets",
           # small: the grid took ~4 h two at a time; its long cells ~1 h more (three utd 4 cells of ~12 min a run)

@@ -52,6 +52,7 @@ from analysis.report import (
     uneven,
     utd,
     vector_check,
+    wall_clock,
 )
 from analysis.report.common import (
     ARCH_ORDER,
@@ -98,9 +99,11 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("table_vector_check", vector_check.data, None),
            ("table_provenance", provenance.data, None),
            ("table_at_scale", at_scale.data, None),
-           ("table_tensorboard_cost", tensorboard_cost.data, None)]
+           ("table_tensorboard_cost", tensorboard_cost.data, None),
+           ("table_wall_clock", wall_clock.data, None)]
 """(name in a failure's note, data function, plotting function), in the order they are built."""
-ALL_MACHINES = {"figure_sixteen_cores_shape", "table_gpu", "table_answer", "table_provenance", "table_at_scale"}
+ALL_MACHINES = {"figure_sixteen_cores_shape", "table_gpu", "table_answer", "table_provenance", "table_at_scale",
+                "table_wall_clock"}
 """The families that read stores made on other machines (analysis/load.py MACHINE_FILE); every other
 family reads this suite's own machine's runs only."""
 
