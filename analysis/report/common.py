@@ -16,10 +16,11 @@ import pandas as pd
 
 from analysis.report.formatting import (HEADER_WIDTH, _cell, _ci, _header, _latex, _markdown,  # noqa: F401
                                         _tex_escape, _top_level_parts, macro_name)
-from analysis.report.selection import (DEDICATED_SWEEPS, HEADLINE_SWEEPS, SPEED_COLUMNS, Note,  # noqa: F401
-                                       _arch_label, _headline, _regular_curves, _sweep, diverged, diverged_line,
-                                       env_first, headline_runs, holdout_auc, made_alone, runs_read,
-                                       speeds_only_where_made_alone)
+from analysis.report.selection import (DEDICATED_SWEEPS, HEADLINE_SWEEPS, PREDICTED, PREDICTION_KEY,  # noqa: F401
+                                       SPEED, SPEED_COLUMNS, Note, _arch_label, _headline, _regular_curves, _sweep,
+                                       diverged, diverged_line, env_first, headline_runs, holdout_auc, made_alone,
+                                       predicted_speed, runs_read, speed_missing, speeds_only_where_made_alone,
+                                       with_speed)
 from architectures.registry import NAMES
 from architectures.core.atomic import atomic_write
 

@@ -32,8 +32,40 @@ def made_alone(runs: pd.DataFrame) -> pd.Series:
     return pd.to_numeric(runs["runs_at_once"], errors="coerce").fillna(1) <= 1
 
 
+SPEED = LEARNING_RATE
+"""The one speed the report quotes, tabulates and draws of a stored run: env steps/s once learning
+starts (analysis.load.learning_rate). A run's own `env_steps_per_sec` averages its warm-up (no
+updates, so fast) in, which overstates a short run's speed; it is quoted only where it is itself
+the subject (scaling._once_learning)."""
 SPEED_COLUMNS = ("env_steps_per_sec", LEARNING_RATE)
 """A run's speeds: over the whole run, and once learning (analysis.load.learning_rate)."""
+PREDICTED = f"predicted_{SPEED}"
+"""A frame's column holding the cost model's prediction of SPEED (PREDICTION_KEY)."""
+PREDICTION_KEY = "predicted_steady_env_steps_per_sec"
+"""The key of `experiments.predict`'s committed predictions that predicts SPEED: the model's rate at
+the run's utd (cost_model.predict), the rate once learning. Their `predicted_env_steps_per_sec` is
+over a whole run, warm-up in (cost_model.over_a_run): the whole-run rate's prediction."""
+
+
+def predicted_speed(prediction: dict | None) -> float:
+    """A committed prediction's SPEED (PREDICTION_KEY); NaN where there is none (no prediction, or a
+    file from before that key: its whole-run number is never set against SPEED)."""
+    return float((prediction or {}).get(PREDICTION_KEY, np.nan))
+
+
+def speed_missing(runs: pd.DataFrame, note: Note, figure: str, fate: str = "left out of its speeds") -> pd.Series:
+    """Whether each run has no SPEED (NaN: no log at or after learning_starts; analysis.load.learning_rate);
+    each such run made alone is named in a note (`<figure>: run <id> ...; <fate>`). A run made several
+    at a time has no speed by rule (speeds_only_where_made_alone) and is not named."""
+    missing = runs[SPEED].isna()
+    for run_id in sorted(runs.loc[missing & made_alone(runs), "run_id"]):
+        note(f"{figure}: run {run_id} has no env steps/s once learning (no log at or after learning_starts); {fate}")
+    return missing
+
+
+def with_speed(runs: pd.DataFrame, note: Note, figure: str) -> pd.DataFrame:
+    """`runs` less those with no SPEED, the ones made alone named in a note (speed_missing)."""
+    return runs[~speed_missing(runs, note, figure, "left out")]
 
 
 def speeds_only_where_made_alone(runs: pd.DataFrame) -> pd.DataFrame:
