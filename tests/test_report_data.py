@@ -28,7 +28,7 @@ from analysis.report import (
     uneven,
     utd,
 )
-from analysis.report.common import _markdown
+from analysis.report.common import PREDICTED, SPEED, _markdown
 from tests.synthetic_runs import headline_specs, make_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -154,17 +154,17 @@ def test_scaling_sets_measured_rates_beside_the_cost_model(rs):
     assert points[["env_step_cost_us", "architecture", "num_workers"]].values.tolist() == [
         [0.0, "actor_learner", 2], [0.0, "hogwild", 2], [0.0, "single_env", 1],
         [100.0, "actor_learner", 2], [100.0, "single_env", 1]]
-    assert points["env_steps_per_sec"].tolist() == pytest.approx([4040, 9090, 5050, 3030, 2020])
+    assert points[SPEED].tolist() == pytest.approx([4040, 9090, 5050, 3030, 2020])
     assert points["parallel_efficiency"].tolist() == pytest.approx([0.4, 0.9, 1.0, 0.75, 1.0])
-    expected = {design: cost_model.over_a_run(design, n, COSTS, utd=0.25, cores=2, total_env_steps=3_000,
-                                              learning_starts=0)
+    # the model's rate at the runs' utd: the rate once learning, as SPEED is
+    expected = {design: cost_model.predict(design, n, COSTS, utd=0.25, cores=2).env_steps_per_sec
                 for design, n in (("actor_learner", 2), ("hogwild", 2), ("single_env", 1))}
-    assert points["predicted_env_steps_per_sec"].tolist()[:3] == pytest.approx(list(expected.values()))
-    assert points["predicted_env_steps_per_sec"].iloc[3:].isna().all()
+    assert points[PREDICTED].tolist()[:3] == pytest.approx(list(expected.values()))
+    assert points[PREDICTED].iloc[3:].isna().all()
     assert points["predicted_bottleneck"].tolist()[0] == "learner"
     assert points["prediction_error"].tolist()[:3] == pytest.approx(
         [4040 / expected["actor_learner"] - 1, 9090 / expected["hogwild"] - 1, 5050 / expected["single_env"] - 1])
-    assert made.data["env_steps_per_sec"].tolist() == [4040.0, 9090.0, 5050.0, 3030.0, 2020.0]   # the CSV, rounded
+    assert made.data[SPEED].tolist() == [4040.0, 9090.0, 5050.0, 3030.0, 2020.0]   # the CSV, rounded
     columns = made.parts["columns"]
     assert [c["cost"] for c in columns] == [0.0, 100.0] and [c["base"] for c in columns] == pytest.approx([5050, 2020])
     assert [list(c["workers"]) for c in columns] == [[2], [2]]
@@ -176,7 +176,7 @@ def test_scaling_sets_measured_rates_beside_the_cost_model(rs):
     assert numbers["ModelWorstErrorWithinCores"] == "{:.0f}".format(100 * points["prediction_error"].abs().max())
     [(name, table, _)] = made.tables
     assert name == "scaling_model" and table["design"].tolist() == ["actor_learner", "hogwild", "single_env"]
-    assert table["measured env steps/s"].tolist() == ["4,040", "9,090", "5,050"]
+    assert table["measured env steps/s once learning"].tolist() == ["4,040", "9,090", "5,050"]
     assert table["error"].tolist()[0] == f"{100 * (4040 / expected['actor_learner'] - 1):+.0f}%"
 
 
@@ -302,7 +302,7 @@ def test_the_headline_says_which_runs_it_read_and_no_nan_reaches_a_table(tmp_pat
 def test_headline_speeds_leave_the_warm_up_out(tmp_path):
     """A short scaling run spends much of itself warming up (no updates, so fast): MinAtar's 5k of a
     6,666-step high_utd run. The headline quotes env steps/s once learning, the rate its long runs
-    see; the scaling figure keeps each run's whole-run rate, which the cost model predicts as such."""
+    see, and so does the scaling figure (its model predicts that rate)."""
     make_runs(FileStorageObserver(str(tmp_path / "architectures")), [
         {**spec, "runs_at_once": 2} for spec in headline_specs() if "single" in spec["run_id"]])
     make_runs(FileStorageObserver(str(tmp_path / "scaling")), [
@@ -316,7 +316,7 @@ def test_headline_speeds_leave_the_warm_up_out(tmp_path):
     curves = learning.curves_data(rs, [].append).data
     assert curves["train_seconds_median"].tolist() == pytest.approx([1000 / 1015, 2000 / 1015, 3000 / 1015])
     points = scaling.data(_only(rs, "scaling"), [].append).parts["points"]
-    assert points["env_steps_per_sec"].tolist() == pytest.approx([3_000 / 1.2 * 1.015])
+    assert points[SPEED].tolist() == pytest.approx([1_015])  # not the whole run's 3,000 / 1.2 * 1.015
 
 
 def test_probability_of_improvement_over_single_env(rs):

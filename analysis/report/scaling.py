@@ -1,10 +1,10 @@
-"""2. scaling: env steps/s and parallel efficiency against workers, per env step cost, from the
-`scaling` sweep, beside ideal linear scaling and the cost model's prediction from the components
-the same sweep measured alone (tables/scaling_model sets measured against predicted per cell)."""
+"""2. scaling: env steps/s once learning starts (SPEED) and parallel efficiency against workers, per
+env step cost, from the `scaling` sweep, beside ideal linear scaling and the cost model's prediction
+of that rate from the components the same sweep measured alone (tables/scaling_model sets measured
+against predicted per cell)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from datetime import datetime
@@ -13,18 +13,20 @@ import numpy as np
 import pandas as pd
 
 from analysis import cost_model, stats
-from analysis.load import LEARNING_RATE, TRAINING_EXPERIMENTS, RunSet
-from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, env_first, macro_name
+from analysis.load import TRAINING_EXPERIMENTS, RunSet
+from analysis.report.common import (ARCH_ORDER, PREDICTED, SPEED, FigureData, Note, _sweep, env_first, macro_name,
+                                    with_speed)
 
-ROUNDING = {"env_steps_per_sec": 1, "parallel_efficiency": 4, "predicted_env_steps_per_sec": 1, "prediction_error": 4}
+ROUNDING = {SPEED: 1, "parallel_efficiency": 4, PREDICTED: 1, "prediction_error": 4}
 """Digits kept in scaling.csv: the medians move by more than this between sweeps."""
 
 
 def _model(note: Note, components: pd.DataFrame, config: pd.Series, env: str, cost: float,
            workers: np.ndarray) -> dict:
-    """The cost model's prediction per (design, workers) for one env at one env step cost, its env
-    steps/s averaged over a whole run as the runs' are; empty, and said, where no components were
-    measured."""
+    """The cost model's prediction per (design, workers) for one env at one env step cost: its env
+    steps/s at the runs' utd (cost_model.predict), the rate once learning, as the runs' SPEED is (not
+    cost_model.over_a_run, the whole-run rate's prediction); empty, and said, where no components
+    were measured."""
     if components.empty:
         note(f"scaling: no `components` run for {env} at env step cost {cost:g} us, so the cost model's prediction "
              "is not drawn; run the `scaling` sweep again (it measures them)")
@@ -32,25 +34,17 @@ def _model(note: Note, components: pd.DataFrame, config: pd.Series, env: str, co
     # Several seeds' components: the median of each cost over them.
     measured_costs = cost_model.combine([cost_model.medians(r["costs_us"]) for r in components["result"]])
     cores = int(components.iloc[0]["result"]["cores"])
-    model = {}
-    for p in cost_model.predict_all(measured_costs, utd=float(config["utd"]), cores=cores,
-                                    weight_sync_period=int(config["weight_sync_period"] or 10),
-                                    workers=[int(w) for w in workers]):
-        # A run's env steps/s averages its first learning_starts steps (no updates) in.
-        over_run = cost_model.over_a_run(
-            p.design, p.workers, measured_costs, utd=float(config["utd"]), cores=cores,
-            total_env_steps=int(config["total_env_steps"]),
-            learning_starts=int(config["learning_starts"] or 0),
-            weight_sync_period=int(config["weight_sync_period"] or 10))
-        model[(p.design, p.workers)] = dataclasses.replace(p, env_steps_per_sec=over_run)
-    return model
+    return {(p.design, p.workers): p
+            for p in cost_model.predict_all(measured_costs, utd=float(config["utd"]), cores=cores,
+                                            weight_sync_period=int(config["weight_sync_period"] or 10),
+                                            workers=[int(w) for w in workers])}
 
 
 def _row(env: str, cost: float, arch: str, n: int, value: float, efficiency: float, p) -> dict:
     """One cell of scaling.csv; p is the model's prediction for it (None where none was made)."""
     return {"env": env, "env_step_cost_us": cost, "architecture": arch, "num_workers": n,
-            "env_steps_per_sec": value, "parallel_efficiency": efficiency,
-            "predicted_env_steps_per_sec": p.env_steps_per_sec if p else np.nan,
+            SPEED: value, "parallel_efficiency": efficiency,
+            PREDICTED: p.env_steps_per_sec if p else np.nan,
             "predicted_bottleneck": p.bottleneck if p else "",
             "prediction_error": value / p.env_steps_per_sec - 1 if p else np.nan}
 
@@ -86,18 +80,21 @@ def _cells(rs: RunSet, note: Note) -> FigureData | None:
     if runs.empty:
         note("scaling: no runs of the `scaling` sweep; run `python -m experiments.sweep scaling`")
         return None
+    runs = with_speed(runs, note, "scaling")
+    if runs.empty:
+        return None
     measured = scaling[scaling["experiment"] == "components"]
     rows, columns, singles, spread = [], [], [], {}
     for env, cost in sorted(set(zip(runs["env"], runs["env_step_cost_us"])), key=lambda k: (env_first(k[0]), k[1])):
         part = runs[(runs["env"] == env) & (runs["env_step_cost_us"] == cost)]
         tag = () if env == "CartPole" else (env,)  # CartPole's macros keep their names
         single = part[part["architecture"] == "single_env"]
-        base = float(single["env_steps_per_sec"].median()) if not single.empty else float("nan")
+        base = float(single[SPEED].median()) if not single.empty else float("nan")
         workers = np.array(sorted(part.loc[part["architecture"] != "single_env", "num_workers"].unique()))
         model = _model(note, measured[(measured["env"] == env) & (measured["env_step_cost_us"] == cost)], part.iloc[0],
                        env, cost, workers)
         for arch in ARCH_ORDER[1:4]:
-            cells = part[part["architecture"] == arch].groupby("num_workers")["env_steps_per_sec"]
+            cells = part[part["architecture"] == arch].groupby("num_workers")[SPEED]
             sub = cells.median()
             for n, values in cells:  # the seeds' range, drawn as the figure's bars
                 spread[(env, cost, arch, int(n))] = (float(values.min()), float(values.max()))
@@ -117,11 +114,11 @@ def _cells(rs: RunSet, note: Note) -> FigureData | None:
         arch, n, cost = row["architecture"], int(row["num_workers"]), int(row["env_step_cost_us"])
         tag = () if row["env"] == "CartPole" else (row["env"],)
         if arch != "single_env":
-            made.number(macro_name("scaling", *tag, arch, n, "cost", cost), row["env_steps_per_sec"])
+            made.number(macro_name("scaling", *tag, arch, n, "cost", cost), row[SPEED])
             made.number(macro_name("speedup", *tag, arch, n, "cost", cost), row["parallel_efficiency"] * n,
                         "{:.2f}")
-        if np.isfinite(row["predicted_env_steps_per_sec"]):
-            made.number(macro_name("model", *tag, arch, n, "cost", cost), row["predicted_env_steps_per_sec"])
+        if np.isfinite(row[PREDICTED]):
+            made.number(macro_name("model", *tag, arch, n, "cost", cost), row[PREDICTED])
             made.number(macro_name("model", "error", *tag, arch, n, "cost", cost), 100 * row["prediction_error"],
                         "{:+.0f}")
     fitted = points[np.isfinite(points["prediction_error"])]
@@ -138,13 +135,13 @@ def _cells(rs: RunSet, note: Note) -> FigureData | None:
         table = pd.DataFrame({
             "env": fitted["env"], "env step cost (us)": fitted["env_step_cost_us"].map("{:g}".format),
             "design": fitted["architecture"],
-            "workers": fitted["num_workers"], "measured env steps/s": fitted["env_steps_per_sec"].map("{:,.0f}".format),
-            "predicted": fitted["predicted_env_steps_per_sec"].map("{:,.0f}".format),
+            "workers": fitted["num_workers"], "measured env steps/s once learning": fitted[SPEED].map("{:,.0f}".format),
+            "predicted": fitted[PREDICTED].map("{:,.0f}".format),
             "error": fitted["prediction_error"].map(lambda e: f"{100 * e:+.0f}%"),
             "predicted bottleneck": fitted["predicted_bottleneck"]})
         made.table("scaling_model", table,
-                   "Scaling sweep: measured env steps/s against the cost model's prediction from the components "
-                   "measured alone in the same sweep")
+                   "Scaling sweep: measured env steps/s once learning starts against the cost model's prediction "
+                   "of that rate (at the runs' utd) from the components measured alone in the same sweep")
     return made
 
 
@@ -215,20 +212,20 @@ def _window_minutes(made: FigureData, runs: pd.DataFrame) -> None:
 
 
 def _once_learning(made: FigureData, runs: pd.DataFrame, cores: int) -> None:
-    """How far each cell's rate once learning (analysis.load.learning_rate) falls below its
-    whole-run rate, the one the figure and the model use, over the cells the text quotes
-    (single_env, and each design at as many workers as cores, at every env step cost): its range
-    as Scaling[<Env>]OnceLearningBelowLow/High, and the whole-run rate's excess over it as
-    ...WholeRunAboveLow/High (percent)."""
+    """How far each cell's rate once learning (SPEED, the one the figure and the model use) falls below
+    its whole-run rate, over the cells the text quotes (single_env, and each design at as many
+    workers as cores, at every env step cost): its range as Scaling[<Env>]OnceLearningBelowLow/High,
+    and the whole-run rate's excess over it as ...WholeRunAboveLow/High (percent)."""
     quoted = runs[(runs["architecture"].isin(ARCH_ORDER[1:4]) & (runs["num_workers"] == cores))
                   | (runs["architecture"] == "single_env")]
     for env, part in quoted.groupby("env"):
+        # the whole-run rate is itself the subject here: how much its warm-up would overstate SPEED
         cells = part.groupby(["architecture", "num_workers", "env_step_cost_us"])[
-            ["env_steps_per_sec", LEARNING_RATE]].median().dropna()
+            ["env_steps_per_sec", SPEED]].median().dropna()
         if cells.empty:
             continue
-        below = 100 * (1 - cells[LEARNING_RATE] / cells["env_steps_per_sec"])
-        above = 100 * (cells["env_steps_per_sec"] / cells[LEARNING_RATE] - 1)
+        below = 100 * (1 - cells[SPEED] / cells["env_steps_per_sec"])
+        above = 100 * (cells["env_steps_per_sec"] / cells[SPEED] - 1)
         for name, values in (("once learning below", below), ("whole run above", above)):
             made.number(macro_name("scaling", *_tag(env), name, "low"), values.min(), "{:.0f}")
             made.number(macro_name("scaling", *_tag(env), name, "high"), values.max(), "{:.0f}")

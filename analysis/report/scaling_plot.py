@@ -1,11 +1,12 @@
-"""The scaling figure: env steps/s against workers (median, min-max over seeds) beside n x single_env
-and the cost model's prediction, and parallel efficiency below, one column a setting."""
+"""The scaling figure: env steps/s once learning starts against workers (median, min-max over seeds)
+beside n x single_env and the cost model's prediction, and parallel efficiency below, one column a
+setting."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from analysis.report.common import ARCH_ORDER, FigureData
+from analysis.report.common import ARCH_ORDER, SPEED, FigureData
 
 
 def plot(report, made: FigureData) -> None:
@@ -24,7 +25,7 @@ def plot(report, made: FigureData) -> None:
                          & (points["architecture"] == arch)]
             if sub.empty:
                 continue
-            x, y = sub["num_workers"].to_numpy(), sub["env_steps_per_sec"].to_numpy()
+            x, y = sub["num_workers"].to_numpy(), sub[SPEED].to_numpy()
             ranges = np.array([spread.get((env, cost, arch, int(n)), (v, v)) for n, v in zip(x, y)])
             ax.errorbar(x, y, yerr=[y - ranges[:, 0], ranges[:, 1] - y], marker=MARKERS[arch], ms=3, capsize=2,
                         color=PALETTE[arch], label=arch)
@@ -40,7 +41,7 @@ def plot(report, made: FigureData) -> None:
             ax.plot([], [], "--", color="grey", lw=1, label="cost model")
         _log_axis(ax, "y")
         if col == 0:
-            ax.set_ylabel("env steps/s (median, min-max)")
+            ax.set_ylabel("env steps/s once learning\n(median, min-max)")
         ax.set_title(f"{env}, env step {'free' if not cost else f'{cost / 1000:g} ms busy'}")
         if col == 0:
             ax.legend(ncol=2, loc="upper left")

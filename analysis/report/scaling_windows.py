@@ -11,7 +11,7 @@ import numpy as np
 
 from analysis import cost_model
 from analysis.load import NoRunsError, load_runs
-from analysis.report.common import FigureData, Note, committed, macro_name
+from analysis.report.common import SPEED, FigureData, Note, committed, macro_name
 
 PREVIOUS_WINDOW = committed("results", "benchmarks", "scaling_window_v5")
 """The same CartPole cells and components as the reference `scaling` set, measured in the window
@@ -47,10 +47,9 @@ def _previous_window(made: FigureData, cells) -> None:
     if measured.empty or 1 not in free.index:
         return
     cores = int(measured.iloc[0]["result"]["cores"])
-    made.number("ScalingPreviousHogwildOne", free.loc[1, "env_steps_per_sec"])
+    made.number("ScalingPreviousHogwildOne", free.loc[1, SPEED])
     if cores in free.index:
-        made.number("ScalingPreviousHogwildPerWorker",
-                    cores * free.loc[1, "env_steps_per_sec"] / free.loc[cores, "env_steps_per_sec"], "{:.2f}")
+        made.number("ScalingPreviousHogwildPerWorker", cores * free.loc[1, SPEED] / free.loc[cores, SPEED], "{:.2f}")
         made.number("ScalingPreviousHogwildError", 100 * free.loc[cores, "prediction_error"], "{:+.0f}")
     made.number("ScalingPreviousContention", float(np.median(
         [cost_model.medians(r["costs_us"])["contention"] for r in measured["result"]])), "{:.2f}")
@@ -63,7 +62,9 @@ RECOMMENDED = re.compile(r"^recommended:\s+(\w+) with (\d+) worker")
 def _plan_confirmed(made: FigureData, note: Note) -> None:
     """Each plan's recommendation in PLAN_TEXT and how its confirming run missed the model's
     prediction of it (measured / predicted - 1, from the printed rates) and what it measured:
-    PlanCartPoleRecommended, PlanCartPoleMissFirst, ...Second, PlanCartPoleMeasuredFirst, ...Second."""
+    PlanCartPoleRecommended, PlanCartPoleMissFirst, ...Second, PlanCartPoleMeasuredFirst, ...Second.
+    These rates are whole-run ones, as plan printed them (its run's env steps over its training
+    seconds, against cost_model.over_a_run): a printed text, no stored run whose log could give SPEED."""
     if not os.path.exists(PLAN_TEXT):
         return
     with open(PLAN_TEXT) as f:
