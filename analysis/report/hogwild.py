@@ -1,9 +1,10 @@
 """8. hogwild: lock-free against locked shared-weight updates (the `hogwild` sweep): how often
 optimizer steps overlapped another worker's write and how many of the shared Adam state's step
 increments a race lost, against the return reached (final and mean over checkpoints) and
-throughput; and the lock question itself, as the probability that the lock-free runs learn
-better than the locked ones, with its 95% stratified-bootstrap interval, the exact rank test's p,
-Holm's over the learning measures and the verdict word it carries (`hogwild_lock` table)."""
+throughput (env steps/s once learning starts, SPEED); and the lock question itself, as the
+probability that the lock-free runs learn better than the locked ones, with its 95%
+stratified-bootstrap interval, the exact rank test's p, Holm's over the learning measures and the
+verdict word it carries (`hogwild_lock` table)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
-from analysis.report.claims import ALPHA, SOLVED_AT, compare_measures, verdict
-from analysis.report.common import (FigureData, Note, _arch_label, _ci, _sweep, holdout_auc, macro_name,
-                                    speeds_only_where_made_alone)
+from analysis.report.claims import ALPHA, SOLVED_AT, compare_measures, macro_measure, verdict
+from analysis.report.common import (SPEED, FigureData, Note, _arch_label, _ci, _sweep, holdout_auc, macro_name,
+                                    speed_missing, speeds_only_where_made_alone)
 
 LOCK_METRICS = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout over checkpoints",
-                "env_steps_per_sec": "env steps/s"}
+                SPEED: "env steps/s once learning"}
 """What the lock question compares, lock-free against locked, seed by seed pooled."""
 
 
@@ -30,15 +31,16 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                                 if r["architecture"] == "hogwild" else _arch_label(r), axis=1)
     runs["holdout_auc"] = holdout_auc(rs.holdout, runs["run_id"])
     runs = speeds_only_where_made_alone(runs)
+    speed_missing(runs, note, "hogwild")  # named; its learning is still compared
     adam = runs["shared_adam_steps"] if "shared_adam_steps" in runs else pd.Series(np.nan, index=runs.index)
     # increments of the shared step count that a race overwrote (a read-modify-write of another worker)
     runs["lost_adam_steps"] = 1.0 - pd.to_numeric(adam, errors="coerce") / runs["updates"].where(runs["updates"] > 0)
-    data = runs[["run_id", "config", "seed", "env_steps_per_sec", "final_holdout_return", "holdout_auc",
+    data = runs[["run_id", "config", "seed", SPEED, "final_holdout_return", "holdout_auc",
                  "overlap_fraction", "updates", "lost_adam_steps", "mean_version_gap"]].sort_values(["config", "seed"],
                                                                                         ignore_index=True)
     made = FigureData(data)
     for config, group in data.groupby("config"):
-        speed = group["env_steps_per_sec"].median()
+        speed = group[SPEED].median()
         made.number(macro_name("hog", config.replace("(", "").replace(")", ""), "steps"),
                     speed if np.isfinite(speed) else "not measured")
         made.number(macro_name("hog", config.replace("(", "").replace(")", ""), "final"),
@@ -70,7 +72,7 @@ def _lock_question(made: FigureData, data: pd.DataFrame) -> None:
     rows = []
     for metric, vs in compare_measures(free, locked, LOCK_METRICS).items():
         x, y = free[metric].dropna().to_numpy(), locked[metric].dropna().to_numpy()
-        fmt = "{:,.0f}" if metric == "env_steps_per_sec" else "{:.1f}"
+        fmt = "{:,.0f}" if metric == SPEED else "{:.1f}"
         word = verdict(vs.probability, vs.holm)
         rows.append({"metric": LOCK_METRICS[metric], "seeds (no lock, lock)": f"{len(x)}, {len(y)}",
                      "no lock IQM [95% CI]": _ci(*stats.interval(x, "iqm"), fmt),
@@ -78,10 +80,11 @@ def _lock_question(made: FigureData, data: pd.DataFrame) -> None:
                      "P(no lock > lock) [95% CI]": _ci(vs.probability, vs.low, vs.high, "{:.2f}"),
                      "rank test p (Holm)": f"{vs.p:.3f} ({vs.holm:.3f})", "verdict": word})
         for suffix, value in (("", vs.probability), ("low", vs.low), ("high", vs.high)):
-            made.number(macro_name("hog", "lock", "poi", metric, *[suffix][:bool(suffix)]), value, "{:.2f}")
-        made.number(macro_name("hog", "lock", "p", metric), vs.p, "{:.3f}")
-        made.number(macro_name("hog", "lock", "holm", metric), vs.holm, "{:.3f}")
-        made.number(macro_name("hog", "lock", "verdict", metric), word)
+            made.number(macro_name("hog", "lock", "poi", macro_measure(metric), *[suffix][:bool(suffix)]), value,
+                        "{:.2f}")
+        made.number(macro_name("hog", "lock", "p", macro_measure(metric)), vs.p, "{:.3f}")
+        made.number(macro_name("hog", "lock", "holm", macro_measure(metric)), vs.holm, "{:.3f}")
+        made.number(macro_name("hog", "lock", "verdict", macro_measure(metric)), word)
     lost = free["lost_adam_steps"].dropna()
     if not lost.empty:  # the worst run's lost increments, as a count of Adam steps and a share of them
         worst = lost.idxmax()
@@ -104,9 +107,9 @@ def plot(report, made: FigureData) -> None:
     axes[0].set_xlabel("overlapping optimizer steps (share)")
     axes[0].set_ylabel("final holdout return")
     axes[0].set_title("overlaps against final return")
-    if data["env_steps_per_sec"].notna().any():
-        sns.stripplot(data=data, x="config", y="env_steps_per_sec", ax=axes[1])
-        axes[1].set_ylabel("env steps/s")
+    if data[SPEED].notna().any():
+        sns.stripplot(data=data, x="config", y=SPEED, ax=axes[1])
+        axes[1].set_ylabel("env steps/s once learning")
         axes[1].set_title("throughput, runs made alone")
     else:  # runs made several at once: no speed to show, the early learning instead
         sns.stripplot(data=data, x="config", y="holdout_auc", ax=axes[1])

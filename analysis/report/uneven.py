@@ -1,11 +1,12 @@
 """10. uneven workers (the `uneven` sweep): one slow worker (worker 0, `slow_worker_cost_us` more
 per env step) among two, the reporting user's worry that "processes with short episodes finish
-first and rush to update, while long-episode experience gets ignored". Per design: throughput,
-the slow worker's share of the env steps, of the replay and of the sampled batches, how old the
-acting weights were when each actor's transitions reached the learner, and learning at equal env
-steps; for actor_learner, equal per-checkpoint quotas against free-running actors as in Ape-X,
-with P(free > equal), its interval, the exact rank test's p, Holm's and the verdict (macros
-UnevenFree*: the text quotes them; the table `uneven` compares each design with single_env)."""
+first and rush to update, while long-episode experience gets ignored". Per design: throughput
+(env steps/s once learning starts, SPEED), the slow worker's share of the env steps, of the replay
+and of the sampled batches, how old the acting weights were when each actor's transitions reached
+the learner, and learning at equal env steps; for actor_learner, equal per-checkpoint quotas
+against free-running actors as in Ape-X, with P(free > equal), its interval, the exact rank
+test's p, Holm's and the verdict (macros UnevenFree*: the text quotes them; the table `uneven`
+compares each design with single_env)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
-from analysis.report.claims import compare_measures, verdict
-from analysis.report.common import (FigureData, Note, _arch_label, _ci, _regular_curves, _sweep, holdout_auc,
-                                    macro_name, speeds_only_where_made_alone)
+from analysis.report.claims import compare_measures, macro_measure, verdict
+from analysis.report.common import (SPEED, FigureData, Note, _arch_label, _ci, _regular_curves, _sweep, holdout_auc,
+                                    macro_name, speed_missing, speeds_only_where_made_alone)
 
 SHARE_KINDS = ("env_steps", "replay", "sampled")
 """Worker 0's share of each, times the worker count (1 = an equal share)."""
-QUOTA_METRICS = {"env_steps_per_sec": "env steps/s", "final_holdout_return": "final holdout return",
+QUOTA_METRICS = {SPEED: "env steps/s once learning", "final_holdout_return": "final holdout return",
                  "holdout_auc": "mean holdout over checkpoints"}
 TARGET_HALF_WIDTH = 0.2
 """An interval on P(free > equal) this narrow (+-) would tell a modest difference: the seeds it would
@@ -57,11 +58,12 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     runs["config"] = runs.apply(config_label, axis=1)
     runs["holdout_auc"] = holdout_auc(rs.holdout, runs["run_id"])
     runs = speeds_only_where_made_alone(runs)
+    speed_missing(runs, note, "uneven workers")  # named; its learning is still compared
     for kind in SHARE_KINDS:
         runs[f"slow_share_{kind}"] = runs["result"].apply(_slow_share, kind=kind)
     for which in ("slow", "fast"):
         runs[f"staleness_{which}"] = runs["result"].apply(_staleness, which=which)
-    columns = ["run_id", "config", "architecture", "seed", "env_steps_per_sec", "final_holdout_return", "holdout_auc",
+    columns = ["run_id", "config", "architecture", "seed", SPEED, "final_holdout_return", "holdout_auc",
                *[f"slow_share_{k}" for k in SHARE_KINDS], "staleness_slow", "staleness_fast"]
     table = runs[columns].sort_values(["config", "seed"], ignore_index=True)
     curves = _curves(note, rs, runs)
@@ -97,13 +99,13 @@ def _table(made: FigureData, data: pd.DataFrame) -> None:
     against = dict(zip(against, stats.with_holm(list(against.values()))))  # Holm over the table's comparisons
     rows = []
     for config, group in data.groupby("config", sort=True):
-        speeds = group["env_steps_per_sec"].dropna().to_numpy()
+        speeds = group[SPEED].dropna().to_numpy()
         speed = stats.interval(speeds, "median") if len(speeds) else (np.nan,) * 3
         final = stats.interval(group["final_holdout_return"].to_numpy(), "iqm")
         area = stats.interval(group["holdout_auc"].dropna().to_numpy(), "iqm")
         shares = {k: group[f"slow_share_{k}"].median() for k in SHARE_KINDS}
         row = {"design": config, "seeds": len(group),
-               "env steps/s [95% CI]": _ci(*speed) if len(speeds) else "not measured",
+               "env steps/s once learning [95% CI]": _ci(*speed) if len(speeds) else "not measured",
                **{f"slow share, {k.replace('_', ' ')}": f"{v:.2f}" if np.isfinite(v) else "-"
                   for k, v in shares.items()},
                "weight age, slow / fast": (
@@ -132,10 +134,11 @@ def _table(made: FigureData, data: pd.DataFrame) -> None:
                 made.number(name + macro_name("staleness", which), value, "{:.1f}")
     made.table("uneven", pd.DataFrame(rows),
                "One slow worker among two (the uneven sweep, CartPole, worker 0 +1 ms per env step, runs one at a "
-               "time): throughput (median), the slow worker's share of the env steps, the replay and the sampled "
-               "batches (times two: 1 is an equal share), the acting weights' age in learner updates "
-               "at hand-off, and holdout return at equal env steps; intervals are stratified-bootstrap 95% CIs; "
-               "against single_env, the exact rank test's p after Holm's correction over the table's comparisons.")
+               "time): throughput (env steps/s once learning starts, median), the slow worker's share of the env "
+               "steps, the replay and the sampled batches (times two: 1 is an equal share), the acting weights' age "
+               "in learner updates at hand-off, and holdout return at equal env steps; intervals are "
+               "stratified-bootstrap 95% CIs; against single_env, the exact rank test's p after Holm's correction "
+               "over the table's comparisons.")
     _quota_question(made, data)
 
 
@@ -148,10 +151,10 @@ def _quota_question(made: FigureData, data: pd.DataFrame) -> None:
         return
     for metric, vs in compare_measures(free, equal, QUOTA_METRICS).items():
         for suffix, value in (("", vs.probability), ("Low", vs.low), ("High", vs.high)):
-            made.number(macro_name("uneven", "free", "poi", metric) + suffix, value, "{:.2f}")
-        made.number(macro_name("uneven", "free", "p", metric), vs.p, "{:.3f}")
-        made.number(macro_name("uneven", "free", "holm", metric), vs.holm, "{:.3f}")
-        made.number(macro_name("uneven", "free", "verdict", metric), verdict(vs.probability, vs.holm))
+            made.number(macro_name("uneven", "free", "poi", macro_measure(metric)) + suffix, value, "{:.2f}")
+        made.number(macro_name("uneven", "free", "p", macro_measure(metric)), vs.p, "{:.3f}")
+        made.number(macro_name("uneven", "free", "holm", macro_measure(metric)), vs.holm, "{:.3f}")
+        made.number(macro_name("uneven", "free", "verdict", macro_measure(metric)), verdict(vs.probability, vs.holm))
         if metric == "holdout_auc" and vs.high > vs.low:  # seeds a side for +-TARGET_HALF_WIDTH, as 1 / sqrt(n)
             x, y = free[metric].dropna(), equal[metric].dropna()
             made.number("UnevenTargetHalfWidth", TARGET_HALF_WIDTH, "{:g}")
@@ -168,10 +171,10 @@ def plot(report, made: FigureData) -> None:
     fig, grid = plt.subplots(2, 2, figsize=(TEXT_WIDTH_IN, 5.4))
     axes = grid.ravel()
     ax = axes[0]
-    sns.stripplot(data=data, x="config", y="env_steps_per_sec", order=order, hue="config", palette=colors,
+    sns.stripplot(data=data, x="config", y=SPEED, order=order, hue="config", palette=colors,
                   legend=False, ax=ax, size=4)
     ax.set_title("throughput (one run at a time)")
-    ax.set_ylabel("env steps/s")
+    ax.set_ylabel("env steps/s once learning")
     ax = axes[1]
     shares = data.melt(id_vars=["config"], value_vars=[f"slow_share_{k}" for k in SHARE_KINDS],
                        var_name="kind", value_name="share").dropna()
