@@ -104,10 +104,11 @@ def headline_specs(seeds: int = 3) -> list[dict]:
 
 
 def write_run(folder: str, run_id: str, config: dict | None = None, result: dict | None = None,
-              status: str = "COMPLETED", run_json: str | None = None) -> str:
+              status: str = "COMPLETED", run_json: str | None = None, metrics: dict | None = None) -> str:
     """One run written by hand as a FileStorageObserver stores it (`<folder>/<run_id>/run.json`,
     config.json, metrics.json), without running Sacred: `run_json` replaces the run.json text (a
-    file cut mid-way), a `result` of None stores none. Returns the run's folder."""
+    file cut mid-way), a `result` of None stores none, `metrics` is metrics.json's content (none
+    logged by default; steady_log logs a rate). Returns the run's folder."""
     path = os.path.join(folder, run_id)
     os.makedirs(path, exist_ok=True)
     config = {"architecture": "single_env", "seed": 1, "env_id": "CartPole-v1", **(config or {})}
@@ -120,5 +121,12 @@ def write_run(folder: str, run_id: str, config: dict | None = None, result: dict
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump(config, f)
     with open(os.path.join(path, "metrics.json"), "w") as f:
-        json.dump({}, f)
+        json.dump(metrics or {}, f)
     return path
+
+
+def steady_log(rate: float) -> dict:
+    """metrics.json logging `rate` env steps/s at env step 0, as the loop logs it: with no warm-up
+    (learning_starts 0) a run's rate once learning (analysis.load.learning_rate) is then its
+    env_steps over its train_seconds, which its result must hold."""
+    return {"env_steps_per_sec": {"steps": [0], "values": [rate], "timestamps": ["2024-01-01T00:00:00"]}}

@@ -7,7 +7,15 @@ import numpy as np
 
 from analysis.load import load_runs
 from analysis.report import shape
-from tests.synthetic_runs import write_run
+from analysis.report.common import SPEED
+from tests.synthetic_runs import steady_log, write_run
+
+
+def _predicted(design: str, workers: int, rate: float, bound: str) -> dict:
+    """One cell of a committed predicted.json: its rate once learning (the one set against the runs'),
+    and over the whole run (the same here: these runs have no warm-up)."""
+    return {"design": design, "workers": workers, "predicted_env_steps_per_sec": rate,
+            "predicted_steady_env_steps_per_sec": rate, "bottleneck": bound}
 
 
 def _result(speed: float, role: str, learner_busy: float) -> dict:
@@ -29,17 +37,17 @@ def test_each_cell_is_read_against_its_prediction_and_names_its_bound(tmp_path, 
             role = "learner" if n == 8 else "actors"
             write_run(str(store), f"seed_shape-{arch}{n}s{seed}",
                       config={"architecture": arch, "num_workers": n, "seed": seed, "env_step_wait_us": 2200.0},
-                      result=_result(speed, role, 0.98 if n == 8 else 0.4))
+                      result=_result(speed, role, 0.98 if n == 8 else 0.4), metrics=steady_log(speed))
     predicted = tmp_path / "predicted.json"
     predicted.write_text(json.dumps({"predictions": [
-        {"design": "actor_learner", "workers": 1, "predicted_env_steps_per_sec": 400.0, "bottleneck": "actors"},
-        {"design": "actor_learner", "workers": 8, "predicted_env_steps_per_sec": 2_600.0, "bottleneck": "learner"},
-        {"design": "single_env", "workers": 1, "predicted_env_steps_per_sec": 395.0, "bottleneck": "process"}]}))
+        _predicted("actor_learner", 1, 400.0, "actors"),
+        _predicted("actor_learner", 8, 2_600.0, "learner"),
+        _predicted("single_env", 1, 395.0, "process")]}))
     monkeypatch.setattr(shape, "PREDICTIONS", str(predicted))
     notes: list[str] = []
     made = shape.data(load_runs([str(store)]), notes.append)
     points = made.parts["points"].set_index(["architecture", "num_workers"])
-    assert points.loc[("actor_learner", 8), "env_steps_per_sec"] == 2_000.0  # the median over seeds
+    assert points.loc[("actor_learner", 8), SPEED] == 2_000.0  # the median over seeds
     assert np.isclose(points.loc[("actor_learner", 8), "error"], 2_000 / 2_600 - 1)  # a miss stays a miss
     assert points.loc[("actor_learner", 8), "measured_bound"] == "learner"
     assert points.loc[("actor_learner", 8), "learner_shares"] == "60% / 10% / 5% / 20%"
@@ -57,10 +65,10 @@ def test_the_second_prediction_is_read_against_its_own_sweep_and_leaves_the_firs
     for seed, speed in zip((101, 102), (2_400.0, 2_500.0)):
         write_run(str(store), f"shape_check-actor_learner24s{seed}",
                   config={"architecture": "actor_learner", "num_workers": 24, "seed": seed, "env_step_wait_us": 2200.0},
-                  result=_result(speed, "learner", 0.98))
+                  result=_result(speed, "learner", 0.98), metrics=steady_log(speed))
     predicted = tmp_path / "check.json"
     predicted.write_text(json.dumps({"predictions": [
-        {"design": "actor_learner", "workers": 24, "predicted_env_steps_per_sec": 2_300.0, "bottleneck": "learner"}]}))
+        _predicted("actor_learner", 24, 2_300.0, "learner")]}))
     monkeypatch.setattr(shape, "CHECK_PREDICTIONS", str(predicted))
     runs = load_runs([str(store)])
     notes: list[str] = []
@@ -80,10 +88,10 @@ def test_the_third_prediction_reads_its_own_sweep_and_quotes_the_cores_the_runs_
         result = {**_result(speed, "learner", 0.9), "cpu": {"cores_busy": busy}}
         write_run(str(store), f"shape_confirm-actor_learner12s{seed}",
                   config={"architecture": "actor_learner", "num_workers": 12, "seed": seed, "env_step_wait_us": 2200.0},
-                  result=result)
+                  result=result, metrics=steady_log(speed))
     predicted = tmp_path / "confirm.json"
     predicted.write_text(json.dumps({"predictions": [
-        {"design": "actor_learner", "workers": 12, "predicted_env_steps_per_sec": 4_500.0, "bottleneck": "cores"}]}))
+        _predicted("actor_learner", 12, 4_500.0, "cores")]}))
     monkeypatch.setattr(shape, "CONFIRM_PREDICTIONS", str(predicted))
     runs = load_runs([str(store)])
     notes: list[str] = []

@@ -3,9 +3,11 @@ cost model's predictions written before the runs, beside the practitioner's own 
 
 Reads the `seed_shape` sweep's runs (CartPole whose step waits 2.2 ms without CPU, the cartpole
 learner at utd 0.25; throughput only, one at a time) and the predictions
-`experiments.predict` wrote for every cell before those runs existed (PREDICTIONS). Nothing is
-refitted here: a cell the model misses is reported as missed (tables/seed_shape_model), with the
-role each run's own time breakdown names as its bound beside the role the model named.
+`experiments.predict` wrote for every cell before those runs existed (PREDICTIONS). Each cell's
+speed is its runs' env steps/s once learning starts (SPEED), set against the prediction of that
+rate the same file holds (PREDICTION_KEY, the model at the runs' utd), not its whole-run one.
+Nothing is refitted here: a cell the model misses is reported as missed (tables/seed_shape_model),
+with the role each run's own time breakdown names as its bound beside the role the model named.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import pandas as pd
 
 from analysis.load import TRAINING_EXPERIMENTS, RunSet
 from analysis.report.claims import cpu_bound
-from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, committed, macro_name
+from analysis.report.common import (ARCH_ORDER, PREDICTED, PREDICTION_KEY, SPEED, FigureData, Note, _sweep, committed,
+                                    macro_name, predicted_speed, with_speed)
 
 PREDICTIONS = committed("results", "reference", "seed_shape", "predicted.json")
 """Written by `python -m experiments.predict seed_shape ...` and committed before the sweep ran."""
@@ -30,10 +33,12 @@ CONFIRM_PREDICTIONS = committed("results", "reference", "shape_confirm", "predic
 the `shape_confirm` sweep, committed before its runs."""
 FIGURES = {"seed_shape": "practitioner_shape", "shape_check": "practitioner_shape_check",
            "shape_confirm": "practitioner_shape_confirm"}
+# not our stored runs: the practitioner's own numbers as they reported them (no log to take SPEED from)
 PRACTITIONER = pd.DataFrame({"workers": [1, 2, 4, 12], "env_steps_per_sec": [424.0, 642.0, 975.0, 1409.0],
                              "low": [424.0, 642.0, 900.0, 1409.0], "high": [424.0, 642.0, 1050.0, 1409.0]})
 """The practitioner's report (shared/seeds/000_491a81bcabd90492.txt): env steps/s at one update per
-4 env steps on 24 logical cores, worker processes stepping their envs (4 workers: 900-1,050)."""
+4 env steps on 24 logical cores, worker processes stepping their envs (4 workers: 900-1,050), as
+they reported them."""
 PRACTITIONER_CORES = 24
 """The logical cores of the practitioner's machine, from the same report (the figure's label and
 ShapePractitionerCores)."""
@@ -46,6 +51,9 @@ def _predictions(note: Note, path: str = PREDICTIONS, sweep: str = "seed_shape")
         return {}
     with open(path) as f:
         record = json.load(f)
+    if any(PREDICTION_KEY not in p for p in record["predictions"]):
+        note(f"shape: {path} predicts no env steps/s once learning ({PREDICTION_KEY}) for some cells; they are "
+             "shown without a prediction (its whole-run one is not set against the runs' rate once learning)")
     return {(p["design"], int(p["workers"])): p for p in record["predictions"]}
 
 
@@ -93,7 +101,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         return None
     one = PRACTITIONER[PRACTITIONER["workers"] == 1]
     if not one.empty:
-        made.number("ShapePractitionerSingle", float(one["env_steps_per_sec"].iloc[0]))
+        made.number("ShapePractitionerSingle", float(one["env_steps_per_sec"].iloc[0]))  # theirs, as reported
     spread = PRACTITIONER[PRACTITIONER["low"] < PRACTITIONER["high"]]
     if len(spread) == 1:
         made.number("ShapePractitionerSpreadWorkers", int(spread["workers"].iloc[0]), "{:d}")
@@ -133,8 +141,8 @@ def confirm_data(rs: RunSet, note: Note) -> FigureData | None:
         row = points.loc[(best["design"], int(best["workers"]))]
         made.number("ShapeConfirmRecommended", f"{best['design']} ({best['workers']})")
         made.number("ShapeConfirmRecommendedWorkers", int(best["workers"]), "{:d}")
-        made.number("ShapeConfirmRecommendedPredicted", row["predicted_env_steps_per_sec"])
-        made.number("ShapeConfirmRecommendedMeasured", row["env_steps_per_sec"])
+        made.number("ShapeConfirmRecommendedPredicted", row[PREDICTED])
+        made.number("ShapeConfirmRecommendedMeasured", row[SPEED])
         made.number("ShapeConfirmRecommendedError", 100 * row["error"], "{:+.0f}")
     costs = plan["component_costs_us"]
     made.number("ShapeConfirmBusyLoopUpdate", costs["in_loop"]["update"]["us"])
@@ -164,24 +172,28 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
     if runs.empty:
         note(f"shape: no runs of the `{sweep}` sweep; run `python -m experiments.sweep {sweep}`")
         return None
+    runs = with_speed(runs, note, f"shape, {sweep}")
+    if runs.empty:
+        return None
     predicted = _predictions(note, predictions, sweep)
     rows = []
     for (arch, n), group in runs.groupby(["architecture", "num_workers"]):
         n = 1 if arch == "single_env" else int(n)
-        speeds = group["env_steps_per_sec"].to_numpy(dtype=float)
+        speeds = group[SPEED].to_numpy(dtype=float)
         middle = group.iloc[int(np.argsort(speeds)[len(speeds) // 2])]  # the median run, whose breakdown is quoted
         role, learner_busy, shares = _bound(middle["result"])
         role = "CPU" if arch != "single_env" and cpu_bound(n, middle["result"]) else role  # claims.CPU_FULL
         update_us = float((middle["result"].get("time_breakdown") or {}).get("update", {}).get("us_per_call", np.nan))
         p = predicted.get((arch, n))
+        forecast = predicted_speed(p)
         rows.append({"architecture": arch, "num_workers": n, "seeds": len(group),
-                     "env_steps_per_sec": float(np.median(speeds)), "low": float(speeds.min()),
+                     SPEED: float(np.median(speeds)), "low": float(speeds.min()),
                      "high": float(speeds.max()), "measured_bound": role, "learner_busy": learner_busy,
                      "learner_shares": shares, "update_us": update_us,
                      "cores_busy": _cores_busy(middle["result"]),
-                     "predicted_env_steps_per_sec": p["predicted_env_steps_per_sec"] if p else np.nan,
+                     PREDICTED: forecast,
                      "predicted_bound": ("CPU" if p["bottleneck"] == "cores" else p["bottleneck"]) if p else "",
-                     "error": float(np.median(speeds)) / p["predicted_env_steps_per_sec"] - 1 if p else np.nan})
+                     "error": float(np.median(speeds)) / forecast - 1})
     points = pd.DataFrame(rows)
     points["order"] = points["architecture"].map(ARCH_ORDER.index)
     points = points.sort_values(["order", "num_workers"], ignore_index=True).drop(columns="order")
@@ -191,8 +203,8 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
     table = pd.DataFrame({
         "design": points["architecture"], "workers": points["num_workers"],
         "measured (median [min, max])": [f"{m:,.0f} [{lo:,.0f}, {hi:,.0f}]" for m, lo, hi in
-                                         zip(points["env_steps_per_sec"], points["low"], points["high"])],
-        "predicted": points["predicted_env_steps_per_sec"].map(lambda v: "-" if not np.isfinite(v) else f"{v:,.0f}"),
+                                         zip(points[SPEED], points["low"], points["high"])],
+        "predicted": points[PREDICTED].map(lambda v: "-" if not np.isfinite(v) else f"{v:,.0f}"),
         "error": points["error"].map(lambda e: "-" if not np.isfinite(e) else f"{100 * e:+.0f}%"),
         "bound (runs)": points["measured_bound"],
         "learner: update / sample / drain / wait": points["learner_shares"].replace("", "-"),
@@ -203,12 +215,12 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
     seeds = ", ".join(str(n) for n in sorted(set(points["seeds"])))
     made.table(table_name, table,
                "The practitioner's shape (CartPole whose step waits 2.2 ms, the cartpole learner at batch 32, utd "
-               f"0.25), {seeds} seeds a cell: measured env steps/s against {prediction} committed before "
-               "the runs, no refit; the bound is the role the median run's own time breakdown names, the learner's "
-               "shares are of its training time" + (", the update is what that run paid per update, and the cores busy "
-                                                    "are its processes' CPU over its training time (of 2)"
-                                                    if measured_cpu else
-                                                    ", and the update is what that run paid per update"))
+               f"0.25), {seeds} seeds a cell: measured env steps/s once learning starts against {prediction} "
+               "of that rate, committed before the runs, no refit; the bound is the role the median run's own time "
+               "breakdown names, the learner's shares are of its training time"
+               + (", the update is what that run paid per update, and the cores busy "
+                  "are its processes' CPU over its training time (of 2)"
+                  if measured_cpu else ", and the update is what that run paid per update"))
     fitted = points[np.isfinite(points["error"])]
     if not fitted.empty:
         made.number(f"{prefix}Cells", len(fitted), "{:d}")
@@ -239,13 +251,13 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
     for arch in ("actor_learner", "vector_env", "hogwild"):
         sub = points[points["architecture"] == arch]
         if not sub.empty:
-            best = sub.loc[sub["env_steps_per_sec"].idxmax()]
+            best = sub.loc[sub[SPEED].idxmax()]
             name = f"{prefix}{arch.title().replace('_', '')}"
-            made.number(f"{name}Best", best["env_steps_per_sec"])
+            made.number(f"{name}Best", best[SPEED])
             made.number(f"{name}BestWorkers", int(best["num_workers"]), "{:d}")
             last = sub.loc[sub["num_workers"].idxmax()]
-            made.number(f"{name}LastShareOfBest", 100 * last["env_steps_per_sec"] / best["env_steps_per_sec"], "{:.0f}")
-            made.number(f"{name}Last", last["env_steps_per_sec"])
+            made.number(f"{name}LastShareOfBest", 100 * last[SPEED] / best[SPEED], "{:.0f}")
+            made.number(f"{name}Last", last[SPEED])
             made.number(f"{name}LastWorkers", int(last["num_workers"]), "{:d}")
             made.number(f"{name}Workers", _and(sub["num_workers"]))
             made.number(f"{name}UpdateAtBest", best["update_us"])
@@ -261,7 +273,7 @@ def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str
                 made.number(f"{name}LearnerBoundFrom", bound_from, "{:d}")
     single = points[points["architecture"] == "single_env"]
     if not single.empty:
-        made.number(f"{prefix}SingleEnv", float(single["env_steps_per_sec"].iloc[0]))
+        made.number(f"{prefix}SingleEnv", float(single[SPEED].iloc[0]))
     return made
 
 
@@ -275,14 +287,14 @@ def plot(report, made: FigureData) -> None:
         if sub.empty:
             continue
         x = sub["num_workers"].to_numpy()
-        ax.errorbar(x, sub["env_steps_per_sec"], yerr=[sub["env_steps_per_sec"] - sub["low"],
-                                                       sub["high"] - sub["env_steps_per_sec"]],
+        ax.errorbar(x, sub[SPEED], yerr=[sub[SPEED] - sub["low"], sub["high"] - sub[SPEED]],
                     marker="o", ms=4, capsize=2, color=PALETTE[arch], label=f"{arch} (median, min-max over seeds)")
-        if np.isfinite(sub["predicted_env_steps_per_sec"]).any():
-            ax.plot(x, sub["predicted_env_steps_per_sec"], "--", lw=1, color=PALETTE[arch], alpha=0.8)
+        if np.isfinite(sub[PREDICTED]).any():
+            ax.plot(x, sub[PREDICTED], "--", lw=1, color=PALETTE[arch], alpha=0.8)
     single = points[points["architecture"] == "single_env"]
     if not single.empty:
-        ax.axhline(float(single["env_steps_per_sec"].iloc[0]), color=PALETTE["single_env"], lw=1, label="single_env")
+        ax.axhline(float(single[SPEED].iloc[0]), color=PALETTE["single_env"], lw=1, label="single_env")
+    # the practitioner's curve: their numbers as they reported them, not our stored runs
     ax.errorbar(PRACTITIONER["workers"], PRACTITIONER["env_steps_per_sec"],
                 yerr=[PRACTITIONER["env_steps_per_sec"] - PRACTITIONER["low"],
                       PRACTITIONER["high"] - PRACTITIONER["env_steps_per_sec"]],
@@ -290,7 +302,7 @@ def plot(report, made: FigureData) -> None:
                 label=f"the practitioner ({PRACTITIONER_CORES} cores, their env)")
     ax.plot([], [], "--", color="grey", lw=1, label="cost model, predicted before the runs")
     ax.set_xlabel("workers (actor processes, envs or hogwild workers)")
-    ax.set_ylabel("env steps/s")
+    ax.set_ylabel("env steps/s once learning starts\n(the practitioner's: as reported)")
     ax.set_xticks(sorted(set(points["num_workers"]) | set(PRACTITIONER["workers"])))
     sweep = made.parts["sweep"]
     ax.set_title("2 cores, an env step that waits 2.2 ms, the learner at utd 0.25")
