@@ -57,7 +57,8 @@ def test_the_speed_check_sets_the_committed_prediction_beside_the_runs_made_alon
     costs = {"vector_round_trip": {"1": {"us": 100.0}, "4": {"us": 400.0}}, "rollout_learn": {"4": {"us": 40.0}}}
     path = tmp_path / "predicted.json"
     path.write_text(json.dumps({"predictions": [{"design": "pqn", "workers": 4, "predicted_env_steps_per_sec": 4_000.0,
-                                                 "bottleneck": "envs"}], "component_costs_us": costs}))
+                                                 "predicted_steady_env_steps_per_sec": 4_000.0, "bottleneck": "envs"}],
+                                "component_costs_us": costs}))
     notes = []
     made = pqn.speed_check_data(load_runs([str(tmp_path)]), notes.append,
                                 paths={"CartPole": str(path), "Breakout": str(tmp_path / "none.json")})

@@ -7,16 +7,18 @@ import pytest
 
 from analysis.load import load_runs
 from analysis.report import vector_check
-from tests.synthetic_runs import write_run
+from tests.synthetic_runs import steady_log, write_run
 
 BUSY = {"env_step_cost_us": 1000.0}
 WAIT = {"env_step_wait_us": 2000.0}
 
 
 def _run(store, name, seed, arch, workers, config, speed, at_once=1):
+    """A run of `speed` env steps/s, no warm-up: its rate once learning (the report's speed) is the same."""
     write_run(str(store), f"vector_check-{name}s{seed}", {"architecture": arch, "seed": seed, "num_workers": workers,
                                                          **config},
-              {"env_steps_per_sec": speed, "runs_at_once": at_once, "holdout_curve": []})
+              {"env_steps": speed * 10, "train_seconds": 10.0, "env_steps_per_sec": speed, "runs_at_once": at_once,
+               "holdout_curve": []}, metrics=steady_log(speed))
 
 
 def test_predictions_meet_their_runs_and_ratios_are_taken_within_a_seed(tmp_path):
@@ -32,7 +34,8 @@ def test_predictions_meet_their_runs_and_ratios_are_taken_within_a_seed(tmp_path
                        ("wait", [("vector_env", 4, 1_800.0), ("actor_learner", 4, 2_000.0)])):
         paths[name] = tmp_path / f"{name}.json"
         paths[name].write_text(json.dumps({"predictions": [
-            {"design": d, "workers": n, "predicted_env_steps_per_sec": v, "bottleneck": "main"} for d, n, v in rows]}))
+            {"design": d, "workers": n, "predicted_env_steps_per_sec": v, "predicted_steady_env_steps_per_sec": v,
+             "bottleneck": "main"} for d, n, v in rows]}))
     notes = []
     made = vector_check.data(load_runs([str(tmp_path)]), notes.append, {k: str(v) for k, v in paths.items()})
     rows = made.data.set_index(["setting", "design", "workers"])

@@ -1,7 +1,8 @@
 """The learner on CUDA, measured on a lent 16-core machine with one H200 (results/reference/
 sixteen_cores_gpu): one update per network, batch and path (the CPU's; CUDA's host-batch update,
 its device update eager, and that as a CUDA graph), and actor_learner on the busy 2.2 ms shape with
-its learner on the CPU against on CUDA, each run's bound as its own breakdown names it."""
+its learner on the CPU against on CUDA (env steps/s once learning starts, SPEED), each run's bound as
+its own breakdown names it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import RunSet
-from analysis.report.common import FigureData, Note, _sweep, macro_name
+from analysis.report.common import SPEED, FigureData, Note, _sweep, macro_name, with_speed
 
 MACHINE = "sixteen_cores_gpu"
 TARGETS = {"GpuUpdateTarget": 150, "GpuLearnerTarget": 6_000}
@@ -26,7 +27,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         note(f"gpu: no runs of the lent GPU machine ({MACHINE}); experiments.on_device makes them")
         return None
     made = FigureData(pd.concat([timing, shape], ignore_index=True)[["run_id", "sweep", "architecture", "num_workers",
-                                                                      "device", "env_steps_per_sec",
+                                                                      "device", SPEED,
                                                                       "update_us_median"]])
     for name, value in TARGETS.items():
         made.number(name, value)
@@ -49,19 +50,20 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                "graph; the device paths timed in blocks of 20 with one synchronisation (results/reference/"
                "sixteen_cores_gpu).")
     learner = []
+    shape = with_speed(shape, note, "gpu")
     shape = shape.assign(learner=[d if d == "cpu" else f"{d} ({'graph' if c.get('cuda_graph') else 'eager'})"
                                   for d, c in zip(shape["device"], shape["config"])])
     for (design, workers, device), cell in shape.groupby(["architecture", "num_workers", "learner"]):
-        speeds = cell["env_steps_per_sec"].to_numpy(float)
+        speeds = cell[SPEED].to_numpy(float)
         bounds = sorted({(r.get("bottleneck") or {}).get("summary", "").split(" (")[0] for r in cell["result"]} - {""})
         learner.append({"design": design, "workers": int(workers), "learner on": device, "runs": len(speeds),
-                        "env steps/s (each run)": ", ".join(f"{v:,.0f}" for v in speeds),
+                        "env steps/s once learning (each run)": ", ".join(f"{v:,.0f}" for v in speeds),
                         "bound": " / ".join(bounds) or "-"})
         made.number(macro_name("gpu", design, int(workers), device.split(" ")[0], *device.split(" ")[1:]),
                     float(np.median(speeds)))
     if learner:
         made.table("gpu_learner", pd.DataFrame(learner),
-                   "The busy 2.2 ms shape (12,000 env steps, one run at a time) on the same machine, the learner on the "
-                   "CPU, on CUDA eagerly (the first call) or as a CUDA graph (the second); each run's own bound. 1-2 "
-                   "runs a cell: no test.")
+                   "The busy 2.2 ms shape (12,000 env steps, one run at a time) on the same machine, env steps/s once "
+                   "learning starts with the learner on the CPU, on CUDA eagerly (the first call) or as a CUDA graph "
+                   "(the second); each run's own bound. 1-2 runs a cell: no test.")
     return made

@@ -6,6 +6,8 @@ pqn_cartpole), the headline's designs 100k, so the table compares what each reac
 first reached the solved threshold, not returns at one budget. Per second, each design's env
 steps/s is the side-by-side bench's (SIDE_BY_SIDE: each design as the sweeps run it, alternating
 within rounds, one run at a time, free env step): pqn at its 4 envs, actor_learner at its 2 actors.
+The bench's records hold each run's whole-run rate only (no log to take the rate once learning
+from), so these speeds, unlike the stored runs' elsewhere, are over the whole run, and say so.
 Seconds to solve are env steps to solve over that speed: a synthetic clock, no run measured them
 (the learning runs went two at a time)."""
 
@@ -20,7 +22,8 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.claims import SOLVED_AT
-from analysis.report.common import FigureData, Note, _ci, _sweep, committed, macro_name
+from analysis.report.common import (SPEED, FigureData, Note, _ci, _sweep, committed, macro_name, predicted_speed,
+                                    with_speed)
 from analysis.report.learning import solo_runs
 
 COMPARED = ("single_env", "actor_learner")
@@ -57,6 +60,7 @@ def data(rs: RunSet, note: Note, bench: str | None = None) -> FigureData | None:
     side = _bench(SIDE_BY_SIDE["CartPole"] if bench is None else bench)
     if side is None:
         note("pqn: no side-by-side bench of CartPole; its speeds are left out (see SIDE_BY_SIDE)")
+    # the bench's whole-run rates: not stored runs, and it logs no rate once learning (the caption says so)
     speeds = {} if side is None else {a: g["env_steps_per_sec"].to_numpy() for a, g in side.groupby("arch")}
     rows, made_rows = [], []
     for design, group in groups.items():
@@ -89,8 +93,9 @@ def data(rs: RunSet, note: Note, bench: str | None = None) -> FigureData | None:
                f"pqn on CartPole at 500k env steps (the pqn sweep, evaluation seeds) beside the headline's single_env "
                f"and actor_learner at 100k: the runs whose final holdout return was at least {threshold:.0f}, the "
                f"runs that reached it at some checkpoint and the median env step of the first such checkpoint, the "
-               f"final return's IQM, the median env steps/s of the side-by-side bench (each design as the sweeps run "
-               f"it, alternating within rounds, one at a time, free env step; its rounds in brackets) and the "
+               f"final return's IQM, the median env steps/s over the whole run of the side-by-side bench (each design "
+               f"as the sweeps run it, alternating within rounds, one at a time, free env step; its rounds in "
+               f"brackets; the bench logs no rate once learning) and the "
                f"median env steps to solve over that speed (a synthetic clock)")
     if "eval_every" in pqn:
         made.number("PqnEvalEvery", int(pqn["eval_every"].iloc[0]))
@@ -123,8 +128,9 @@ def _macro_prefix(game: str) -> tuple[str, ...]:
 
 
 def speed_check_data(rs: RunSet, note: Note, paths: dict[str, str] | None = None) -> FigureData | None:
-    """pqn's predicted env steps/s (whole run) against the scaling sweep's runs of it, one at a time,
-    free env step, per game: each prediction is out of sample, and a miss is reported as it is
+    """pqn's predicted env steps/s once learning (the committed file's PREDICTION_KEY) against the
+    scaling sweep's runs of it, one at a time, free env step, their SPEED, per game: each prediction is
+    out of sample, and a miss is reported as it is
     (tests/test_report_pqn.py::test_the_speed_check_sets_the_committed_prediction_beside_the_runs_made_alone)."""
     rows = []
     for game, path in (SPEED_PREDICTIONS if paths is None else paths).items():
@@ -135,7 +141,7 @@ def speed_check_data(rs: RunSet, note: Note, paths: dict[str, str] | None = None
             record = json.load(f)
         predicted = {int(r["workers"]): r for r in record["predictions"] if r["design"] == "pqn"}
         costs = record["component_costs_us"]
-        runs = solo_runs(rs, game, "pqn")
+        runs = with_speed(solo_runs(rs, game, "pqn"), note, f"pqn speed check, {game}")
         if runs.empty:
             note(f"pqn speed check, {game}: no scaling runs of pqn yet; run `python -m experiments.sweep scaling "
                  f"--cells <{game}'s named config>/pqn/env_step_cost_us=0 --seeds 3`")
@@ -143,14 +149,19 @@ def speed_check_data(rs: RunSet, note: Note, paths: dict[str, str] | None = None
         for n, group in runs.groupby("num_workers"):
             if int(n) not in predicted:
                 continue
-            measured = float(group["env_steps_per_sec"].median())
+            measured = float(group[SPEED].median())
             p = predicted[int(n)]
+            forecast = predicted_speed(p)
+            if not np.isfinite(forecast):
+                note(f"pqn speed check, {game}: {path} predicts no env steps/s once learning for {int(n)} envs; "
+                     "that cell is left out")
+                continue
             loop = _in_loop(group)
             rows.append({"game": game, "envs": int(n), "runs": len(group),
-                         "predicted": p["predicted_env_steps_per_sec"], "measured": measured,
-                         "measured_low": float(group["env_steps_per_sec"].min()),
-                         "measured_high": float(group["env_steps_per_sec"].max()),
-                         "miss": measured / p["predicted_env_steps_per_sec"] - 1,
+                         "predicted": forecast, "measured": measured,
+                         "measured_low": float(group[SPEED].min()),
+                         "measured_high": float(group[SPEED].max()),
+                         "miss": measured / forecast - 1,
                          "bound by (predicted)": p["bottleneck"],
                          "trip_loop": loop["trip"], "trip_alone": _alone(costs, "vector_round_trip", int(n)),
                          "learn_loop": loop["learn"], "learn_alone": _alone(costs, "rollout_learn", int(n))})
@@ -160,7 +171,7 @@ def speed_check_data(rs: RunSet, note: Note, paths: dict[str, str] | None = None
     made = FigureData(data)
     made.table("pqn_speed_check", pd.DataFrame({
         "game": data["game"], "envs": data["envs"], "runs": data["runs"],
-        "predicted env steps/s": data["predicted"].map("{:,.0f}".format),
+        "predicted env steps/s once learning": data["predicted"].map("{:,.0f}".format),
         "measured, median (range)": [f"{m:,.0f} ({lo:,.0f}-{hi:,.0f})" for m, lo, hi in
                                      zip(data["measured"], data["measured_low"], data["measured_high"])],
         "measured / predicted - 1": data["miss"].map(lambda v: f"{100 * v:+.0f}%"),
@@ -169,7 +180,8 @@ def speed_check_data(rs: RunSet, note: Note, paths: dict[str, str] | None = None
                                                                                       data["trip_alone"])],
         "learning per env step, us: in the loop / alone": [f"{a:,.0f} / {b:,.0f}" for a, b in
                                                            zip(data["learn_loop"], data["learn_alone"])]}),
-        "pqn's env steps/s (free env step, 2 cores), predicted per game by its cost-model entry from components "
+        "pqn's env steps/s once learning starts (free env step, 2 cores), predicted per game by its cost-model "
+        "entry from components "
         "measured alone and committed before the runs, against the scaling sweep's runs of it made one at a time "
         "(the median over seeds, their range in brackets); and two of the model's inputs as the runs' own timers "
         "paid them against their cost alone: a vector step's round trip (the envs' step included) and the learning "
@@ -225,6 +237,7 @@ def side_by_side_data(rs: RunSet, note: Note, paths: dict[str, str] | None = Non
             note(f"pqn side by side, {game}: no bench at {path}; run `python -m experiments.bench_parallel --named "
                  f"<{game}'s config> --costs 0 --archs single_env actor_learner pqn --json {path}`")
             continue
+        # the bench's whole-run rates: not stored runs, no log to take the rate once learning from
         speed = runs.pivot_table(index="round", columns="arch", values="env_steps_per_sec")
         for arch in speed.columns:
             ratio = (speed[arch] / speed["single_env"]).to_numpy()

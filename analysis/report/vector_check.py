@@ -1,8 +1,9 @@
 """Speed checks: vector_env and pqn stepping their envs as each is ready, against the
 cost model's predictions committed before the `vector_check` sweep ran.
 
-Reads the sweep's runs made one at a time and the predictions `experiments.predict vector_check
---cells <setting>` wrote per setting (PREDICTIONS), from each setting's own components. Nothing
+Reads the sweep's runs made one at a time, their env steps/s once learning starts (SPEED), and the
+predictions of that rate `experiments.predict vector_check --cells <setting>` wrote per setting
+(PREDICTIONS, their PREDICTION_KEY), from each setting's own components. Nothing
 is refitted: a miss is reported as it is (tables/vector_check_model), and beside it the
 acceptance ratios, taken within each seed (the sweep runs seed by seed, so a seed's cells ran back
 to back): vector_env (2) over single_env where the step is busy for 1 ms, vector_env over
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import RunSet
-from analysis.report.common import FigureData, Note, made_alone, macro_name
+from analysis.report.common import SPEED, FigureData, Note, made_alone, macro_name, predicted_speed, with_speed
 
 FOLDER = os.path.join("results", "reference", "vector_check", "predicted")
 PREDICTIONS = {"busy": os.path.join(FOLDER, "cartpole_busy.json"), "wait": os.path.join(FOLDER, "cartpole_wait.json"),
@@ -48,6 +49,9 @@ def data(rs: RunSet, note: Note, paths: dict[str, str] | None = None) -> FigureD
         note("vector_check: no runs yet; `python -m experiments.sweep vector_check --out "
              "results/reference/vector_check` makes them, after their predictions are committed")
         return None
+    runs = with_speed(runs, note, "vector_check")
+    if runs.empty:
+        return None
     runs = runs.assign(setting=[setting(c, a, e) for c, a, e in zip(runs["config"], runs["architecture"], runs["env"])])
     rows = []
     for name, path in (PREDICTIONS if paths is None else paths).items():
@@ -60,11 +64,16 @@ def data(rs: RunSet, note: Note, paths: dict[str, str] | None = None) -> FigureD
             p = predicted.get((design, int(workers)))
             if p is None:
                 continue
-            speeds = group["env_steps_per_sec"].astype(float)
+            forecast = predicted_speed(p)
+            if not np.isfinite(forecast):
+                note(f"vector_check, {SETTINGS[name]}: {path} predicts no env steps/s once learning for {design} "
+                     f"({int(workers)}); that cell is left out")
+                continue
+            speeds = group[SPEED].astype(float)
             rows.append({"setting": name, "design": design, "workers": int(workers), "runs": len(group),
-                         "predicted": p["predicted_env_steps_per_sec"], "bound": p["bottleneck"],
+                         "predicted": forecast, "bound": p["bottleneck"],
                          "measured": float(speeds.median()), "low": float(speeds.min()), "high": float(speeds.max()),
-                         "miss": float(speeds.median()) / p["predicted_env_steps_per_sec"] - 1})
+                         "miss": float(speeds.median()) / forecast - 1})
     if not rows:
         note("vector_check: runs, but none with a committed prediction")
         return None
@@ -72,12 +81,13 @@ def data(rs: RunSet, note: Note, paths: dict[str, str] | None = None) -> FigureD
     table = made.data
     made.table("vector_check_model", pd.DataFrame({
         "setting": table["setting"].map(SETTINGS), "design": table["design"], "workers": table["workers"],
-        "runs": table["runs"], "predicted env steps/s": table["predicted"].map("{:,.0f}".format),
+        "runs": table["runs"], "predicted env steps/s once learning": table["predicted"].map("{:,.0f}".format),
         "measured, median (range)": [f"{m:,.0f} ({lo:,.0f}-{hi:,.0f})" for m, lo, hi in
                                      zip(table["measured"], table["low"], table["high"])],
         "measured / predicted - 1": table["miss"].map(lambda v: f"{100 * v:+.0f}%"),
         "bound by (predicted)": table["bound"]}),
-        "vector_env and pqn stepping their envs as each is ready: env steps/s predicted per setting by "
+        "vector_env and pqn stepping their envs as each is ready: env steps/s once learning starts predicted per "
+        "setting by "
         "the cost model from that setting's components, committed before the runs, against the vector_check "
         "sweep's runs made one at a time (the median over seeds, their range in brackets)")
     for row in rows:
@@ -97,8 +107,7 @@ def data(rs: RunSet, note: Note, paths: dict[str, str] | None = None) -> FigureD
         seeds = sorted(set(top.index) & set(base.index))
         if not seeds:
             continue
-        per_seed = np.array([float(top.loc[s, "env_steps_per_sec"]) / float(base.loc[s, "env_steps_per_sec"])
-                             for s in seeds])
+        per_seed = np.array([float(top.loc[s, SPEED]) / float(base.loc[s, SPEED]) for s in seeds])
         ratios.append({"setting": SETTINGS[name], "ratio": f"{design} ({workers}) / {over} ({over_workers})",
                        "seeds": len(seeds), "median": float(np.median(per_seed)), "low": float(per_seed.min()),
                        "high": float(per_seed.max())})
@@ -110,7 +119,8 @@ def data(rs: RunSet, note: Note, paths: dict[str, str] | None = None) -> FigureD
             "setting": frame["setting"], "ratio": frame["ratio"], "seeds": frame["seeds"],
             "median (range)": [f"{m:.2f} ({lo:.2f}-{hi:.2f})" for m, lo, hi in
                                zip(frame["median"], frame["low"], frame["high"])]}),
-            "the speed ratios the asynchronous vector path was built to reach (vector_env (2) against single_env at a "
+            "the speed ratios (env steps/s once learning starts) the asynchronous vector path was built to reach "
+            "(vector_env (2) against single_env at a "
             "1 ms busy step, vector_env against actor_learner where the step waits), from the vector_check runs, "
             "each taken within a seed (its cells ran "
             "back to back): their median over seeds and their range")
