@@ -219,7 +219,7 @@ def test_the_first_screen_labels_the_reference_answer_and_this_machines_smoke_sp
     answer = page._answer_section()
     assert "reference study" in answer and "actor_learner" in answer
     runs = pd.DataFrame({"sweep": ["smoke", "smoke", "architectures"], "architecture": ["single_env", "hogwild", "x"],
-                         "env_steps_per_sec": [1_000.0, 1_500.0, 9.0]})
+                         "learning_env_steps_per_sec": [1_000.0, 1_500.0, 9.0]})  # the page's speed: once learning
     smoke = page._smoke_section(RunSet(runs, pd.DataFrame(), pd.DataFrame()))
     assert "smoke check" in smoke and "nothing about learning" in smoke
     assert "1,000" in smoke and "1,500" in smoke and ">x<" not in smoke

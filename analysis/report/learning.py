@@ -91,7 +91,8 @@ def curves_data(rs: RunSet, note: Note) -> FigureData | None:
     runs = rs.runs.set_index("run_id")
     missing_time = holdout["train_seconds"].isna()
     if missing_time.any():
-        # Older runs did not record training seconds per checkpoint: assume a steady rate.
+        # Older runs did not record training seconds per checkpoint: assume a steady rate. The whole-run
+        # rate is the subject here, not a speed quoted: env steps over it give back the run's training seconds.
         rate = holdout.loc[missing_time, "run_id"].map(runs["env_steps_per_sec"])
         holdout.loc[missing_time, "train_seconds"] = holdout.loc[missing_time, "env_step"] / rate
         note(f"learning curves: {holdout.loc[missing_time, 'run_id'].nunique()} runs lack training seconds "

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from analysis.report.common import committed
+from analysis.report.common import SPEED, committed
 from analysis.report.page_text import FIGURE_TEXT
 
 PAGE = "index.html"
@@ -132,9 +132,11 @@ def _answer_section() -> str:
 
 
 def _smoke_section(runset) -> str:
-    """This machine's smoke speeds beside the reference machine's: a check that the designs run and
-    how fast here, labelled as saying nothing about learning."""
+    """This machine's smoke speeds (env steps/s once learning starts, SPEED) beside the reference
+    machine's: a check that the designs run and how fast here, labelled as saying nothing about
+    learning. A run with no such rate (no log at or after learning_starts) is left out."""
     here = runset.runs[runset.runs["sweep"] == "smoke"]
+    here = here[here[SPEED].notna()] if not here.empty else here
     if here.empty:
         return ""
     ref = pd.DataFrame()
@@ -144,9 +146,9 @@ def _smoke_section(runset) -> str:
         ref = load_runs([REFERENCE_SMOKE]).runs
     rows = []
     for arch, group in here.groupby("architecture", sort=False):
-        mine = float(group["env_steps_per_sec"].median())
-        theirs = ref.loc[ref["architecture"] == arch, "env_steps_per_sec"] if len(ref) else pd.Series(dtype=float)
-        rows.append({"design": arch, "env steps/s here": f"{mine:,.0f}",
+        mine = float(group[SPEED].median())
+        theirs = ref.loc[ref["architecture"] == arch, SPEED].dropna() if len(ref) else pd.Series(dtype=float)
+        rows.append({"design": arch, "env steps/s once learning, here": f"{mine:,.0f}",
                      "on the reference machine": f"{theirs.median():,.0f}" if len(theirs) else "-",
                      "here / reference": f"{mine / theirs.median():.2f}" if len(theirs) else "-"})
     return ('<section id="smoke"><h2>This machine, just now: the smoke runs (a smoke check)</h2>'

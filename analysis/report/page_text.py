@@ -9,14 +9,15 @@ FIGURE_TEXT = {
         "The CartPole MLP at batch 32 took {ThreadsCartpoleMlpBatchThreeTwoOneUs} µs a step on one thread "
         "and {ThreadsCartpoleMlpBatchThreeTwoMostUs} µs on {ThreadsMost} threads."),
     "scaling": (
-        "Env steps per second against workers (top) and parallel efficiency (bottom), at a free and a "
-        "1 ms env step (median over seeds per cell), with ideal linear scaling and the cost model's "
-        "prediction (dashed) from the components the same sweep measured.",
+        "Env steps per second once learning starts against workers (top) and parallel efficiency (bottom), at a "
+        "free and a 1 ms env step (median over seeds per cell), with ideal linear scaling and the cost model's "
+        "prediction of that rate (dashed) from the components the same sweep measured.",
         "How far does moving work into worker processes scale on 2 cores? A design above single_env's line "
         "made more env steps/s at that worker count (medians of 3 runs: not tested; the answer table's "
         "speeds carry the test), and the dashed lines show how well the cost model predicted each cell. At a "
-        "free env step single_env made {ScalingSingleCostZero} env steps/s, and with 2 workers hogwild's "
-        "median was {SpeedupHogwildTwoCostZero}x and actor_learner's {SpeedupActorLearnerTwoCostZero}x its."),
+        "free env step single_env made {ScalingSingleCostZero} env steps/s once learning, and with 2 workers "
+        "hogwild's median was {SpeedupHogwildTwoCostZero}x and actor_learner's {SpeedupActorLearnerTwoCostZero}x "
+        "its."),
     "learning_curves": (
         "Holdout return against env steps, one panel an env, IQM over seeds with 95% stratified-bootstrap "
         "bands.",
@@ -61,17 +62,17 @@ FIGURE_TEXT = {
         "full-network resets {UtdLongAllFell} of {UtdLongAllReached}."),
     "hogwild": (
         "Hogwild with and without the lock: left, each run's share of optimizer steps that overlapped "
-        "another worker's write against its final return; middle, the mean holdout return over "
-        "checkpoints; right, the final return.",
+        "another worker's write against its final return; middle, env steps/s once learning starts of the "
+        "runs made alone (where none was, the mean holdout return over checkpoints); right, the final return.",
         "Do hogwild's lock-free workers overwrite each other's updates, and does that cost learning? The "
         "left panel shows how often writes overlapped, the others whether the lock-free runs learned "
         "worse than the locked ones or single_env. Without the lock "
         "{HogHogwildNoLockOverlapMin}-{HogHogwildNoLockOverlapMax}% of optimizer steps overlapped "
         "another worker's write."),
     "uneven": (
-        "One slow worker (+1 ms per env step) among two: throughput, the slow worker's share of env "
-        "steps, replay and sampled batches (times 2: 1 is an equal share), the age of each actor's acting "
-        "weights at hand-off, and holdout return at equal env steps (IQM, 95% CI).",
+        "One slow worker (+1 ms per env step) among two: throughput (env steps/s once learning starts), the "
+        "slow worker's share of env steps, replay and sampled batches (times 2: 1 is an equal share), the age "
+        "of each actor's acting weights at hand-off, and holdout return at equal env steps (IQM, 95% CI).",
         "When one worker is slower, does the fast one crowd out its data, and does that cost learning? "
         "Compare actor_learner with equal quotas and with free-running actors: a share below 1 is the "
         "slow worker's data crowded out. Running free, the slow actor gave "
@@ -85,35 +86,37 @@ FIGURE_TEXT = {
         "run beat a single_env run on the mean holdout return with probability "
         "{PoiCartPoleActorLearnerHoldoutAuc}."),
     "practitioner_shape": (
-        "The practitioner's shape (an env step that waits): env steps/s against workers (median over "
-        "seeds, min-max bars), the cost model's prediction written before the runs (dashed), and the "
-        "practitioner's reported curve (black).",
+        "The practitioner's shape (an env step that waits): env steps/s once learning starts against workers "
+        "(median over seeds, min-max bars), the cost model's prediction of that rate written before the runs "
+        "(dashed), and the practitioner's reported curve (black, their numbers as they reported them).",
         "With an env that waits, how many actors pay, and does the learner or the hand-off become the "
         "bottleneck? A curve rises while its workers bound the run and flattens or falls where the "
-        "learner or the cores do. single_env made {ShapeSingleEnv} env steps/s and actor_learner peaked "
-        "at {ShapeActorLearnerBest} with {ShapeActorLearnerBestWorkers} actors."),
+        "learner or the cores do. single_env made {ShapeSingleEnv} env steps/s once learning and actor_learner "
+        "peaked at {ShapeActorLearnerBest} with {ShapeActorLearnerBestWorkers} actors."),
     "practitioner_shape_check": (
-        "The second check of the practitioner's shape: env steps/s against workers, with the mended cost "
-        "model's prediction written before the runs (dashed).",
+        "The second check of the practitioner's shape: env steps/s once learning starts against workers, with "
+        "the mended cost model's prediction written before the runs (dashed).",
         "Does the mended cost model predict a new sweep of the same shape without refitting? Where the "
         "dashed line meets the measured points, it did. {ShapeCheckCellsWithinTwenty} of "
         "{ShapeCheckCells} cells came within 20% of the prediction."),
     "practitioner_shape_confirm": (
         "The third check of the practitioner's shape: plan's recommendation, its runner-up and new worker "
-        "counts, against the prediction written before the runs (dashed).",
+        "counts, env steps/s once learning starts against the prediction written before the runs (dashed).",
         "Does pricing each role's CPU past the cores predict the point plan recommends? Compare the "
         "recommended point's measured speed with its dashed prediction. {ShapeConfirmRecommended} "
-        "measured {ShapeConfirmRecommendedMeasured} env steps/s against {ShapeConfirmRecommendedPredicted} "
-        "predicted; {ShapeConfirmCellsWithinTwenty} of {ShapeConfirmCells} cells came within 20%."),
+        "measured {ShapeConfirmRecommendedMeasured} env steps/s once learning against "
+        "{ShapeConfirmRecommendedPredicted} predicted; {ShapeConfirmCellsWithinTwenty} of {ShapeConfirmCells} "
+        "cells came within 20%."),
     "sixteen_cores_shape": (
         "The practitioner's shape on 16 real cores (an env step burning 2.2 ms of CPU, one run at a time): env "
-        "steps/s against workers (median, min-max bars over 1-3 runs), each point labelled with the bound its "
-        "runs' own breakdown names (A actors, L learner, E envs, W workers), beside the practitioner's reported "
-        "curve (black) and the 2-core emulation with an env that waits (dotted); no test stands behind these.",
+        "steps/s once learning starts against workers (median, min-max bars over 1-3 runs), each point labelled "
+        "with the bound its runs' own breakdown names (A actors, L learner, E envs, W workers), beside the "
+        "practitioner's reported curve (black) and the 2-core emulation with an env that waits (dotted); no test "
+        "stands behind these.",
         "Does moving env stepping into workers pay on a machine with many cores, and what bounds it? A curve "
         "rises while its workers bound it and flattens where the learner does. single_env made "
-        "{SixteenSingleEnv} env steps/s; actor_learner made {SixteenActorLearnerOneTwo} at 12 actors "
-        "({SixteenActorLearnerOneTwoGain}x, where the practitioner got {SixteenPractitionerGain}x) and "
+        "{SixteenSingleEnv} env steps/s once learning; actor_learner made {SixteenActorLearnerOneTwo} at 12 "
+        "actors ({SixteenActorLearnerOneTwoGain}x, where the practitioner got {SixteenPractitionerGain}x) and "
         "{SixteenActorLearnerSixteen} at 16, where its learner bounds it."),
     "per_hour": (
         "Learning per second of training on an env whose step waits: holdout return at the last "
