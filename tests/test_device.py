@@ -22,6 +22,7 @@ from architectures.core.device_step import DeviceStep
 from architectures.core.dqn import DQNLearner
 from architectures.core.networks import build_q_network
 from architectures.core.replay import ReplayBuffer, Transition
+from architectures.transport.variables import WeightPublisher
 
 SHAPES = {"mlp": ((4,), 2, (16, 16), False), "mlp_layer_norm": ((4,), 2, (16, 16), True),
           "conv": ((10, 10, 4), 3, (32,), False)}
@@ -129,9 +130,10 @@ def test_acting_weights_cross_in_one_copy_per_publication():
         for p in online.parameters():
             p.add_(1.0)
     assert not any(torch.equal(a, b) for a, b in zip(online.parameters(), acting.net.parameters()))
-    acting.maybe_publish(7, period=10)  # not on the period: nothing crosses
+    publisher = WeightPublisher(acting, period=10)  # the one publication rule
+    publisher.after_update(7)  # not on the period: nothing crosses
     assert acting.version == 0
-    acting.maybe_publish(10, period=10)
+    publisher.after_update(10)
     assert acting.version == 10
     assert all(torch.equal(a, b) for a, b in zip(online.parameters(), acting.net.parameters()))
     assert ActingWeights(online).net is online  # a host learner's weights are acted with directly

@@ -413,3 +413,53 @@ def test_the_next_run_unlinks_blocks_a_dead_run_left_and_keeps_a_live_ones(monke
         live.close()
         if os.path.exists(orphan):
             os.unlink(orphan)
+
+
+def test_the_publication_rule_publishes_on_the_period_and_retries_a_busy_source():
+    """WeightPublisher (transport/variables.py): on the period, never waiting on an actor that holds the
+    channel's lock (the next update tries again), and one tally per publication that went through;
+    a client copies a newer version in place and only then."""
+    import torch
+
+    from architectures.core.device import ActingWeights
+    from architectures.core.networks import FlatLayout, build_q_network
+    from architectures.transport.variables import ChannelClient, NullLock, WeightPublisher
+
+    class BusyOnce:  # a lock an actor holds at the first try
+        def __init__(self):
+            self.tries = 0
+
+        def acquire(self, block=True):
+            self.tries += 1
+            return block or self.tries > 1
+
+        def release(self):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+    online = build_q_network((4,), 2, (8,), False, seed=1)
+    shapes = [tuple(p.shape) for p in online.parameters()]
+    layout = FlatLayout(shapes)
+    channel = WeightChannel(np.zeros(layout.size, np.float32), np.full(8, -1, np.int64), BusyOnce(), shapes)
+    tallied = []
+    publisher = WeightPublisher(ActingWeights(online), 5, channel, lambda v, s: tallied.append(v))
+    publisher.after_update(4)
+    assert channel.latest_version() == -1 and not tallied          # off the period
+    publisher.after_update(5)
+    assert channel.latest_version() == -1 and publisher.due        # the lock was busy: not waited for
+    publisher.after_update(6)
+    assert channel.latest_version() == 6 and tallied == [6]        # retried at the next update
+    params = [np.zeros(s, np.float32) for s in shapes]
+    client = ChannelClient(WeightChannel(channel.flat, channel.header, NullLock(), shapes), params)
+    assert client.update() == 6 and client.update() is None
+    assert all(np.array_equal(a, p.detach().numpy()) for a, p in zip(params, online.parameters()))
+    flat = layout.flatten([p.detach().numpy() for p in online.parameters()])
+    copies = [np.zeros(s, np.float32) for s in shapes]
+    layout.unflatten_into(flat, copies)
+    assert all(np.array_equal(a, b) for a, b in zip(copies, params))
+    assert torch.equal(torch.cat([p.reshape(-1) for p in online.parameters()]), torch.from_numpy(flat))

@@ -26,6 +26,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from architectures.core.networks import FlatLayout
+
 HOST = torch.device("cpu")
 
 
@@ -62,7 +64,8 @@ class ActingWeights:
     (what actor_learner publishes to its actors). For a learner on the host both are the
     learner's own and `publish` does nothing; otherwise `net`'s parameters are views into one
     flat host buffer (pinned on CUDA) and `publish` gathers the device parameters into one flat
-    device buffer (one kernel) and copies it to the host (one copy)."""
+    device buffer (one kernel) and copies it to the host (one copy). When it publishes is
+    transport/variables.py's WeightPublisher's rule."""
 
     def __init__(self, online: nn.Module, copy_on_host: bool = False):
         """`copy_on_host` keeps a copy of a CPU learner's weights too (tests of the publication)."""
@@ -77,10 +80,9 @@ class ActingWeights:
             self.flat_host = torch.zeros(total, dtype=torch.float32, pin_memory=pin)
             self.flat_device = torch.empty(total, dtype=torch.float32, device=self.device)
             self.net = copy.deepcopy(online).to_empty(device=HOST).requires_grad_(False)
-            offset = 0
-            for p in self.net.parameters():  # each parameter becomes a view into the flat buffer
-                p.data = self.flat_host[offset:offset + p.numel()].view_as(p)
-                offset += p.numel()
+            params = list(self.net.parameters())
+            for p, view in zip(params, FlatLayout([tuple(p.shape) for p in params]).views(self.flat_host)):
+                p.data = view  # each parameter becomes a view into the flat buffer
             self.publish(0)
         self.arrays = [p.detach().numpy() for p in self.net.parameters()]
 
@@ -98,8 +100,3 @@ class ActingWeights:
             torch.cat([p.detach().reshape(-1) for p in self.source], out=self.flat_device)
             if not self.device.type == "meta":  # no data to copy: the tests' stand-in device
                 self.flat_host.copy_(self.flat_device)
-
-    def maybe_publish(self, version: int, period: int) -> None:
-        """Publish on the period (`weight_sync_period` updates)."""
-        if self.flat_host is not None and version % period == 0:
-            self.publish(version)

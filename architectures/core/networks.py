@@ -180,3 +180,30 @@ def _numpy_view(net: QNetwork) -> list[tuple[str, np.ndarray | None, np.ndarray 
         else:  # pragma: no cover - guarded by QNetwork's construction
             raise TypeError(f"no numpy forward for {module}")
     return layers
+
+
+class FlatLayout:
+    """Where each parameter lies in one flat float32 vector, in `parameters()` order: the only flatten
+    and unflatten of weights (numpy arrays, or torch tensors for `views`)."""
+
+    def __init__(self, shapes: Sequence[tuple]):
+        self.shapes = [tuple(s) for s in shapes]
+        self.sizes = [int(np.prod(s)) for s in self.shapes]
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int).tolist()
+        self.size = self.offsets[-1]
+
+    def views(self, flat: np.ndarray) -> list[np.ndarray]:
+        """Each parameter as a view into `flat` (writes to a view land in the vector)."""
+        return [flat[a:b].reshape(shape) for a, b, shape in zip(self.offsets, self.offsets[1:], self.shapes)]
+
+    def flatten(self, arrays: Sequence[np.ndarray]) -> np.ndarray:
+        """A new flat vector of `arrays`."""
+        out = np.empty(self.size, np.float32)
+        for view, array in zip(self.views(out), arrays):
+            np.copyto(view, array)
+        return out
+
+    def unflatten_into(self, flat: np.ndarray, arrays: Sequence[np.ndarray]) -> None:
+        """Copy `flat` into `arrays`, in place."""
+        for array, view in zip(arrays, self.views(flat)):
+            np.copyto(array, view)

@@ -36,13 +36,17 @@ from architectures.core.envs import rng_seeds
 from architectures.core.replay import ReplayBuffer
 from architectures.core.rate_limiter import RateLimiter
 from architectures.run.base import LearningLog, Run
+from architectures.transport.variables import VariableSource, WeightPublisher
 
 
 class ReplayLearning:
     """The replay-driven learner of a run (see the module docstring)."""
 
     def __init__(self, run: Run, learner: DQNLearner, replay: ReplayBuffer, *, sources: int = 0,
-                 after_update: Callable[[], None] | None = None):
+                 after_update: Callable[[], None] | None = None, weights: VariableSource | None = None,
+                 published: Callable[[int, float], None] | None = None):
+        """`weights`: where actors get the learner's weights (published on the one rule, WeightPublisher),
+        `published(version, seconds)` after each publication; None for a design that acts in this process."""
         cfg = run.cfg
         self.run, self.cfg, self.learner, self.replay, self.after_update = run, cfg, learner, replay, after_update
         self.replay_rng = np.random.default_rng(rng_seeds(cfg.seed)[1])
@@ -52,6 +56,7 @@ class ReplayLearning:
         self.sample_s = self.update_s = self.diag_s = 0.0  # hot-loop timers, the result's components
         self.loss_sum = 0.0  # TD losses since the last log
         self.acting = ActingWeights(learner.online)  # what the design acts and evaluates with
+        self.publisher = WeightPublisher(self.acting, cfg.weight_sync_period, weights, published)
         self.device_step = None
         if self.acting.separate and not cfg.prioritized:
             self.device_replay = DeviceReplay(replay, learner.device, cfg.batch_size, seed=cfg.seed)
@@ -119,7 +124,7 @@ class ReplayLearning:
         return done
 
     def _after_update(self) -> None:
-        self.acting.maybe_publish(self.learner.version, self.cfg.weight_sync_period)
+        self.publisher.after_update(self.learner.version)
         if self.after_update is not None:
             self.after_update()
 

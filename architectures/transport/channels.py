@@ -20,6 +20,7 @@ import platform
 
 import numpy as np
 
+from architectures.core.networks import FlatLayout
 from architectures.transport.shared import SharedBlocks
 
 
@@ -92,18 +93,13 @@ class WeightChannel:
 
     def __init__(self, flat: np.ndarray, header: np.ndarray, lock, shapes: list[tuple]):
         self.flat, self.header, self.lock = flat, header, lock  # flat (P,) float32; header (8,) int64
-        self.views: list[np.ndarray] = []
-        offset = 0
-        for shape in shapes:
-            size = int(np.prod(shape))
-            self.views.append(flat[offset:offset + size].reshape(shape))
-            offset += size
+        self.views = FlatLayout(shapes).views(flat)
 
     @staticmethod
     def allocate(blocks: SharedBlocks, shapes: list[tuple]) -> dict[str, np.ndarray]:
         header = blocks.allocate("weights_header", (8,), np.int64)
         header[0] = -1  # nothing published yet
-        return {"weights": blocks.allocate("weights", (sum(int(np.prod(s)) for s in shapes),), np.float32),
+        return {"weights": blocks.allocate("weights", (FlatLayout(shapes).size,), np.float32),
                 "weights_header": header}
 
     def publish(self, params: list[np.ndarray], version: int, block: bool = True) -> bool:

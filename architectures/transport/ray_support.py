@@ -100,10 +100,6 @@ def this_node() -> dict:
             "hostname": socket.gethostname()}
 
 
-def flat(params: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate([p.reshape(-1) for p in params])
-
-
 def wait_ready(ray, actors: list, timeout_s: float) -> list[tuple[int, dict]]:
     try:
         return ray.get([actor.ready.remote() for actor in actors], timeout=timeout_s)

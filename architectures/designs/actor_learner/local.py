@@ -45,6 +45,7 @@ from architectures.run.parking import StepQuota, all_parked, park, stops
 from architectures.run.worker_rows import check_design_memory, publish_times, status_episodes, write_episodes
 from architectures.transport.notifier import Notifier, Waiter
 from architectures.transport.channels import TransitionRing, WeightChannel
+from architectures.transport.variables import ChannelClient
 from architectures.transport.shared import DONE, LOCK_BYTES, STATUS_DTYPE, Control, block_bytes
 from architectures.transport.workers import (
     inject_fault,
@@ -95,7 +96,7 @@ def _act(index: int, arrays: dict, waiter: Waiter, args: ActorArgs) -> None:
     status, control = arrays["status"][index], Control(arrays["control"])
     ring = TransitionRing(arrays[f"ring{index}_records"], arrays[f"ring{index}_priorities"],
                           arrays[f"ring{index}_counters"], args.ring_lock, status)
-    weights = WeightChannel(arrays["weights"], arrays["weights_header"], args.weight_lock, args.param_shapes)
+    channel = WeightChannel(arrays["weights"], arrays["weights_header"], args.weight_lock, args.param_shapes)
     all_steps = arrays["status"]["env_steps"]  # (N,) every actor's published env steps
     loop = EnvLoop(cfg, index, None, actor_epsilon(cfg, index, lambda: control[Control.CLAIMED]))
     space = loop.env.observation_space
@@ -110,8 +111,9 @@ def _act(index: int, arrays: dict, waiter: Waiter, args: ActorArgs) -> None:
     quota = StepQuota(cfg, index, run_stops, control, args.claim_lock)  # equal shares, or free-running
     limiter = RateLimiter.from_config(cfg)  # the learner's own, read through the shared counts
     fault = worker_fault(index)
-    waiter.until(lambda: weights.latest_version() >= 0)  # published before the actors start
-    version = weights.fetch(params, -1)
+    waiter.until(lambda: channel.latest_version() >= 0)  # published before the actors start
+    weights = ChannelClient(channel, params)
+    version = weights.update()
     status["weights_version"] = version
     waiter.ready()
     perf = time.perf_counter
@@ -133,7 +135,7 @@ def _act(index: int, arrays: dict, waiter: Waiter, args: ActorArgs) -> None:
             # -------------------------------------------------------------- syncing (pull weights, after any wait)
             t1 = perf()
             if not (fault and fault[0] == "freeze_weights" and loop.steps >= fault[1]):
-                new = weights.fetch(params, version)
+                new = weights.update()
                 if new is not None:
                     version = new
                     status["weights_version"] = version
@@ -187,27 +189,18 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         weights = WeightChannel(weight_arrays["weights"], weight_arrays["weights_header"], weight_lock, shapes)
         actor_stats = ActorStats(cfg, status)  # staleness at hand-off, publications, hand-off tally
 
-        publish_due = False
+        run = Run("actor_learner", cfg, reporter, learner.online)
+        learning = ReplayLearning(run, learner, replay, sources=n, weights=weights,
+                                  published=actor_stats.publications.published)
 
-        def publish() -> None:  # after every update: the rate limiter's count, and weights on their period
-            nonlocal publish_due
+        def rate_update() -> None:  # after every update: the actors' rate limiter reads the learner's version
             control[Control.LEARNER_VERSION] = learner.version
             notifier = pool.workers_notifier  # actors held back by the rate limiter go on once it opens, not before
             if notifier.waiting(Notifier.RATE) and learning.limiter.can_insert(int(status["env_steps"].sum()),
                                                                            learner.version):
                 notifier.notify(Notifier.RATE)
-            publish_due = publish_due or learner.version % cfg.weight_sync_period == 0
-            if publish_due:  # never waits on an actor that is copying weights out: tries again next update
-                began = time.perf_counter()
-                if acting.version != learner.version:  # a CUDA learner's weights: one copy to the host
-                    acting.publish(learner.version)
-                if weights.publish(acting.arrays, learner.version, block=False):
-                    publish_due = False
-                    actor_stats.publications.published(learner.version, time.perf_counter() - began)
 
-        run = Run("actor_learner", cfg, reporter, learner.online)
-        learning = ReplayLearning(run, learner, replay, sources=n, after_update=publish)
-        acting = learning.acting  # the weights actors get: the learner's own, or its host copy (CUDA)
+        learning.after_update = rate_update
         resumed = run.resume()
         actor_states = [None] * n
         if resumed is not None:  # actors continue their streams; the rings start empty
@@ -216,7 +209,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             control[Control.RELEASED] = run.next_stop
             control[Control.LEARNER_VERSION] = learner.version
             control[Control.CLAIMED] = run.resumed_from_env_steps
-        weights.publish(acting.arrays, learner.version)
+        learning.publisher.now(learner.version)  # the actors' first weights, before they start
 
         def insert(rows: np.ndarray, priorities: np.ndarray) -> None:  # a drained ring's rows into the replay
             actor_stats.store(rows, priorities, learner.version, replay)

@@ -28,6 +28,7 @@ from architectures.run.acting import EnvLoop, actor_epsilon
 from architectures.run.worker_rows import write_episodes
 from architectures.transport.ray_support import this_node
 from architectures.transport.shared import RUNNING, STATUS_DTYPE
+from architectures.transport.variables import FlatLayout, RayClient
 from architectures.transport.workers import inject_fault
 
 
@@ -53,7 +54,8 @@ class RayActor:
         space = self.loop.env.observation_space
         net = build_q_network(space.shape, int(self.loop.env.action_space.n), cfg.hidden_sizes, cfg.layer_norm,
                               cfg.seed)
-        self.params = [p.detach().numpy() for p in net.parameters()]  # the policy acts through views of these
+        params = [p.detach().numpy() for p in net.parameters()]  # the policy acts through views of these
+        self.weights = RayClient(params, FlatLayout([p.shape for p in params]))
         incarnation = resume.get("incarnation", 0) if resume is not None else 0
         stream = index + incarnation * cfg.num_workers  # the first incarnation acts on stream `index`
         acting = rng_seeds(cfg.seed)[0].spawn(max(cfg.num_workers, stream + 1))[stream]
@@ -86,8 +88,6 @@ class RayActor:
     def collect(self, steps: int, weights: list, after_checkpoint: bool, run_steps: int) -> tuple[bytes, np.ndarray]:
         """Act `steps` env steps; returns (pickled (records, priorities), this actor's counters).
         `weights` is [version, reference] (in a list, so Ray does not fetch it unasked)."""
-        import ray
-
         self.run_steps = run_steps
         perf, s, loop, t = time.perf_counter, self.stats, self.loop, dict.fromkeys(ACTOR_ROLES, 0.0)
         before = {"act": loop.act_s, "env_step": loop.env_s, "n_step": loop.fold_s}
@@ -95,14 +95,10 @@ class RayActor:
         if self.idle_since is not None and not after_checkpoint:  # parked time is evaluation: off the clock
             t["wait"] = t0 - self.idle_since
         # ------------------------------------------------------------------ syncing (pull weights)
-        version, ref = weights
+        self.weights.offer(weights)
         frozen = self.fault and self.fault[0] == "freeze_weights" and loop.steps >= self.fault[1]
-        if version != s["weights_version"] and not frozen:
-            flat_weights, offset = ray.get(ref), 0
-            for p in self.params:
-                p.reshape(-1)[:] = flat_weights[offset:offset + p.size]
-                offset += p.size
-            s["weights_version"] = version
+        if not frozen and self.weights.update() is not None:
+            s["weights_version"] = self.weights.version
             s["weight_fetches"] += 1
         t["weight_sync"] = perf() - t0
         # ------------------------------------------------------------------ acting

@@ -57,7 +57,8 @@ from architectures.run.learning import ReplayLearning
 from architectures.run.parking import worker_stops
 from architectures.run.worker_rows import status_episodes
 from architectures.transport.ray_actors import RayActorGroup
-from architectures.transport.ray_support import ActorLost, check_hung, check_ray_joinable, connect, fetch, flat, import_ray
+from architectures.transport.ray_support import ActorLost, check_hung, check_ray_joinable, connect, fetch, import_ray
+from architectures.transport.variables import FlatLayout, RaySource
 from architectures.transport.shared import DONE, STATUS_DTYPE
 from architectures.transport.workers import WorkerFailed, warn_if_oversubscribed, worker_fault
 
@@ -99,16 +100,12 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     status = np.zeros(n, STATUS_DTYPE)  # the learner's copy of each actor's counters, as of its last batch
     status["weights_version"] = -1
     received = np.zeros(n, dtype=np.int64)  # transitions fetched from each actor
-    actor_stats, weights = ActorStats(cfg, status), [0, None]  # staleness at hand-off, publications, hand-off tally
-
-    def publish() -> None:  # after every update: weights into the object store on their period
-        if learner.version % cfg.weight_sync_period == 0:  # `learning` refreshed a CUDA learner's host copy
-            began = time.perf_counter()
-            weights[:] = [learner.version, ray.put(flat(learning.acting.arrays))]
-            actor_stats.publications.published(learner.version, time.perf_counter() - began)
+    actor_stats = ActorStats(cfg, status)  # staleness at hand-off, publications, hand-off tally
+    weights = RaySource(ray, FlatLayout([tuple(p.shape) for p in learner.online.parameters()]))
 
     run = Run("actor_learner", cfg, reporter, learner.online)
-    learning = ReplayLearning(run, learner, replay, sources=n, after_update=publish)
+    learning = ReplayLearning(run, learner, replay, sources=n, weights=weights,
+                              published=actor_stats.publications.published)
     group = RayActorGroup(ray, RayActor, cfg, f"pdqn_actor_{os.getpid()}_{secrets.token_hex(3)}",
                           max(120.0, cfg.worker_timeout_s))  # the actors, and what losing one costs
     resumed = run.resume()
@@ -131,7 +128,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     try:
         group.start([worker_fault(i) for i in range(n)], resume, places)
         status["pid"] = [pid for pid, _ in group.nodes]
-        weights[:] = [learner.version, ray.put(flat(learning.acting.arrays))]
+        learning.publisher.now(learner.version)  # the actors' first weights
         startup_seconds = time.perf_counter() - started
         perf = time.perf_counter
         last_check = time.monotonic()
@@ -152,7 +149,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                     steps = int(min(cfg.ray_batch_steps, room(i, k)))
                     if not pending[i]:
                         busy_since[i] = time.monotonic()
-                    pending[i].append((group.actors[i].collect.remote(steps, list(weights), bool(after_stop[i]),
+                    pending[i].append((group.actors[i].collect.remote(steps, weights.current(), bool(after_stop[i]),
                                                                 int(requested.sum())), steps))
                     requested[i] += steps
                     after_stop[i] = False
@@ -205,7 +202,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                     pending[lost.index].clear()
                     requested[lost.index] -= undelivered
                     group.replace(lost, status[lost.index], undelivered)
-                actor_stats.publications.check(weights[0])
+                actor_stats.publications.check(weights.latest_version())
             if run.log_due(global_steps):
                 run.log(global_steps, status_episodes(status),
                            actor_weights_staleness_max=float(learner.version - status["weights_version"].min()))
