@@ -27,7 +27,6 @@ PACKAGES = ("architectures", "experiments", "analysis")
 DESIGN_MODULES = sorted(set(ARCHITECTURES.values()) | set(BACKENDS.values()))
 LAYERS = ["core", "transport", "run", "designs", ""]
 """Lowest first; "" is the package's top level (__init__, __main__, cli), above every layer."""
-MAX_LINES = 300
 ANALYSIS_MAY_NAME = {"architectures", "architectures.registry", "architectures.core", "architectures.core.atomic"}
 """All of architectures/ that analysis/ imports: the registry of designs (names, order, cost-model
 entries), pure data, and the suite's atomic writer (standard library only); nothing that trains
@@ -195,15 +194,6 @@ def test_the_checks_would_catch_a_climbing_import_and_a_cycle(tmp_path):
     assert _cycle(_graph(("analysis",), str(tmp_path))) == ["analysis.a", "analysis.b", "analysis.a"]
     assert _cycle({"analysis": {"analysis.a"}, "analysis.a": {"analysis"}}) is None  # its own package: no cycle
     assert "sacred" in _outside(str(tmp_path / "analysis" / "a.py"))
-
-
-def test_no_module_is_over_the_length_a_reader_takes_in_at_once():
-    def lines(path: str) -> int:
-        with open(path) as f:
-            return sum(1 for _ in f)
-
-    long = {m: n for m, path in _modules().items() if (n := lines(path)) > MAX_LINES}
-    assert not long, f"modules over {MAX_LINES} lines: {long}"
 
 
 TRACKER_REFERENCE = r"\b[Ii]ssues? ?#?" + r"\d+"
