@@ -1,7 +1,7 @@
 """actor_learner's actor stats, on either backend: what its learner keeps of its actors.
 
 Their counters (one status row per actor), the acting weights' staleness at hand-off, the weight
-publications that the watchdog checks, the hand-off tally, Ape-X's initial priorities, and the
+publications that the watchdog checks, the hand-off tally, and the
 run's result with the bottleneck role named.
 """
 
@@ -13,22 +13,11 @@ import numpy as np
 
 from architectures.core.config import DQNConfig
 from architectures.core.diagnostics import PolicyLag, name_bottleneck
-from architectures.core.networks import GreedyPolicy
-from architectures.core.replay import Transition
+from architectures.designs.actor_learner.actor import ACTOR_ROLES
 from architectures.run.acting import resume_epsilons
 from architectures.run.base import Run
 from architectures.run.worker_rows import per_worker_summary, restore_status, status_episodes
 from architectures.transport.workers import check_weights_flow
-
-ACTOR_ROLES = ("env_step", "act", "n_step", "handoff", "weight_sync", "wait")
-"""What an actor's time goes to; `wait` is idle (rate limiter, a full ring)."""
-
-
-def initial_priority(policy: GreedyPolicy, t: Transition) -> float:
-    """Ape-X's initial priority: |n-step TD error| under the actor's local network."""
-    bootstrap = float(policy.q_values(t.next_obs).max()) if t.discount > 0 else 0.0
-    return abs(t.reward + t.discount * bootstrap - float(policy.q_values(t.obs)[t.action]))
-
 
 @dataclass
 class HandoffTally:

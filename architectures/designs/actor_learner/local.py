@@ -32,13 +32,12 @@ import torch
 
 from architectures.core.config import DQNConfig
 from architectures.core.dqn import build_learner
-from architectures.core.envs import EnvSpec, env_spec, rng_seeds
+from architectures.core.envs import EnvSpec, env_spec
 from architectures.core.metrics import NullReporter, Reporter
-from architectures.core.networks import GreedyPolicy, build_q_network
 from architectures.core.rate_limiter import RateLimiter
 from architectures.core.replay import make_replay, transition_dtype
-from architectures.designs.actor_learner.actor_stats import ActorStats, initial_priority
-from architectures.run.acting import EnvLoop, actor_epsilon
+from architectures.designs.actor_learner.actor import make_actor
+from architectures.designs.actor_learner.actor_stats import ActorStats
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
 from architectures.run.parking import StepQuota, all_parked, park, stops
@@ -48,7 +47,6 @@ from architectures.transport.channels import TransitionRing, WeightChannel
 from architectures.transport.variables import ChannelClient
 from architectures.transport.shared import DONE, LOCK_BYTES, STATUS_DTYPE, Control, block_bytes
 from architectures.transport.workers import (
-    inject_fault,
     warn_if_oversubscribed,
     worker_fault,
     worker_pool,
@@ -91,80 +89,59 @@ class ActorArgs:
 def _act(index: int, arrays: dict, waiter: Waiter, args: ActorArgs) -> None:
     # ------------------------------------------------------------------ setup
     cfg, resume = args.cfg, args.resume
-    torch.set_num_threads(1)
     yield_to_learner(cfg.actor_nice)
     status, control = arrays["status"][index], Control(arrays["control"])
     ring = TransitionRing(arrays[f"ring{index}_records"], arrays[f"ring{index}_priorities"],
                           arrays[f"ring{index}_counters"], args.ring_lock, status)
     channel = WeightChannel(arrays["weights"], arrays["weights_header"], args.weight_lock, args.param_shapes)
     all_steps = arrays["status"]["env_steps"]  # (N,) every actor's published env steps
-    loop = EnvLoop(cfg, index, None, actor_epsilon(cfg, index, lambda: control[Control.CLAIMED]))
-    space = loop.env.observation_space
-    net = build_q_network(space.shape, int(loop.env.action_space.n), cfg.hidden_sizes, cfg.layer_norm, cfg.seed)
-    params = [p.detach().numpy() for p in net.parameters()]  # the policy acts through views of these
-    loop.policy = GreedyPolicy(net, np.random.default_rng(rng_seeds(cfg.seed)[0].spawn(cfg.num_workers)[index]))
+    actor = make_actor(cfg, index, status, lambda params: ChannelClient(channel, params),
+                       lambda: control[Control.CLAIMED], fault=worker_fault(index))
     first_stop = 0
     if resume is not None:  # a fresh episode; steps, seeds, RNG and statistics as saved
-        loop.restore(resume["actor"])
+        actor.restore(resume["actor"])
         first_stop = resume["next_stop"]
     run_stops = stops(cfg)
     quota = StepQuota(cfg, index, run_stops, control, args.claim_lock)  # equal shares, or free-running
     limiter = RateLimiter.from_config(cfg)  # the learner's own, read through the shared counts
-    fault = worker_fault(index)
     waiter.until(lambda: channel.latest_version() >= 0)  # published before the actors start
-    weights = ChannelClient(channel, params)
-    version = weights.update()
-    status["weights_version"] = version
+    actor.weights.update()
+    status["weights_version"] = actor.weights.version
     waiter.ready()
     perf = time.perf_counter
-    handoff_s, sync_s, wait_s = float(status["t_handoff"]), float(status["t_weight_sync"]), float(status["t_wait"])
-
-    def times() -> dict[str, float]:
-        return {"env_step": loop.env_s, "act": loop.act_s, "n_step": loop.fold_s, "handoff": handoff_s,
-                "weight_sync": sync_s, "wait": wait_s}
+    handoff_s, wait_s = float(status["t_handoff"]), float(status["t_wait"])
 
     for k in range(first_stop, len(run_stops)):
         quota.begin(k)
-        while quota.may_step(loop.steps):
+        while quota.may_step(actor.steps):
             # -------------------------------------------------------------- rate limiter
-            if loop.steps % 16 == 0:  # wait while the learner owes more than the slack in updates
+            if actor.steps % 16 == 0:  # wait while the learner owes more than the slack in updates
                 wait_s += waiter.until(
                     lambda: limiter.can_insert(int(all_steps.sum()), control[Control.LEARNER_VERSION]), Notifier.RATE)
-            if fault and loop.steps >= fault[1]:
-                inject_fault(fault[0])
-            # -------------------------------------------------------------- syncing (pull weights, after any wait)
-            t1 = perf()
-            if not (fault and fault[0] == "freeze_weights" and loop.steps >= fault[1]):
-                new = weights.update()
-                if new is not None:
-                    version = new
-                    status["weights_version"] = version
-                    status["weight_fetches"] += 1
-            sync_s += perf() - t1
-            # -------------------------------------------------------------- acting
-            transitions = loop.step(version)
+            # -------------------------------------------------------------- acting (with the newest weights)
+            transitions = actor.step()
             # -------------------------------------------------------------- hand-off
             t4 = perf()
             waited = 0.0
             for transition in transitions:
                 if not ring.has_room():
                     waited += waiter.until(ring.has_room, Notifier.ROOM)
-                ring.write(transition, initial_priority(loop.policy, transition) if cfg.prioritized else 0.0)
-            ring.publish(loop.steps)
+                ring.write(transition, actor.priority(transition))
+            ring.publish(actor.steps)
             if control[Control.MAIN_WAITING] and limiter.can_sample(int(all_steps.sum()),
                                                                     control[Control.LEARNER_VERSION]):
                 waiter.main_notifier.notify()  # the learner waits for data, and now it is owed an update
             handoff_s += perf() - t4 - waited
             wait_s += waited
-            if loop.ended:
-                write_episodes(status, loop.stats)
-            if loop.steps % 256 == 0:
+            if actor.loop.ended:
+                write_episodes(status, actor.loop.stats)
+            if actor.steps % 256 == 0:
                 waiter.check()
-                publish_times(status, times())
+                publish_times(status, {**actor.times(), "handoff": handoff_s, "wait": wait_s})
         # ------------------------------------------------------------------ park at the stop
-        publish_times(status, times())
-        park(k, run_stops, status, control, waiter, args.state_pipe, loop.state)
-    loop.close()
+        publish_times(status, {**actor.times(), "handoff": handoff_s, "wait": wait_s})
+        park(k, run_stops, status, control, waiter, args.state_pipe, actor.save)
+    actor.close()
     status["state"] = DONE
 
 
