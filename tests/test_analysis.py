@@ -119,7 +119,7 @@ def test_report_end_to_end_on_a_tiny_store(headline_store, tmp_path):
     assert single["return_iqm"].tolist() == pytest.approx([100 / 3 + 2, 200 / 3 + 2, 102])  # seeds 1-3: IQM = mean
     poi = pd.read_csv(out / "figures" / "improvement.csv").set_index(["architecture", "metric"])
     assert poi.loc[("high_utd", "final_holdout_return"), "probability"] == 1.0   # 201+ beats 101-103
-    assert poi.loc[("actor_learner", "env_steps_per_sec"), "probability"] == 1.0
+    assert poi.loc[("actor_learner", "learning_env_steps_per_sec"), "probability"] == 1.0
     numbers = (out / "generated" / "numbers.tex").read_text()
     assert "\\newcommand{\\CartPoleSingleEnvSteps}{1,020}" in numbers
     # Sweeps absent from the store are named, with the command that produces them.

@@ -260,7 +260,7 @@ def test_speeds_of_runs_made_several_at_once_are_never_quoted(tmp_path):
         {"run_id": "scaling-actor2", "architecture": "actor_learner", "num_workers": 2, "speed": 6_000.0,
          "eval_episodes": 0}])
     poi = improvement.data(load_runs([str(tmp_path)]), [].append).data.set_index("metric")
-    assert poi.loc["env_steps_per_sec", ["probability", "seeds", "baseline_seeds"]].tolist() == [1.0, 1, 2]
+    assert poi.loc[SPEED, ["probability", "seeds", "baseline_seeds"]].tolist() == [1.0, 1, 2]
     # The curves' wall-clock axis: env steps over the one-at-a-time speed; a cell never run alone is left
     # off it (the shared machine's clock would make a design with more processes look slower), said so.
     notes = []
@@ -336,10 +336,10 @@ def test_probability_of_improvement_over_single_env(rs):
     assert poi.index.get_level_values(0).unique().tolist() == ["actor_learner", "vector_env", "high_utd"]
     assert poi.to_dict() == {
         ("actor_learner", "final_holdout_return"): 0.0, ("actor_learner", "holdout_auc"): 0.0,
-        ("actor_learner", "env_steps_per_sec"): 1.0, ("vector_env", "final_holdout_return"): 0.0,
-        ("vector_env", "holdout_auc"): 0.0, ("vector_env", "env_steps_per_sec"): 0.0,
+        ("actor_learner", SPEED): 1.0, ("vector_env", "final_holdout_return"): 0.0,
+        ("vector_env", "holdout_auc"): 0.0, ("vector_env", SPEED): 0.0,
         ("high_utd", "final_holdout_return"): 1.0, ("high_utd", "holdout_auc"): 1.0,
-        ("high_utd", "env_steps_per_sec"): 0.0}
+        ("high_utd", SPEED): 0.0}
     assert set(made.data["seeds"]) == {3} and set(made.data["baseline_seeds"]) == {3}
     assert _numbers(made)["PoiCartPoleHighUtdFinalHoldoutReturn"] == "1.00"
     # Every pair ordered one way at 3 seeds a side: the exact rank test's p is 2 / C(6, 3) = 0.1,
@@ -347,7 +347,7 @@ def test_probability_of_improvement_over_single_env(rs):
     assert made.data["rank_p"].tolist() == pytest.approx([0.1] * 9)
     holm = made.data.set_index("metric")["holm_p"]
     assert holm["holdout_auc"].tolist() == pytest.approx([0.6] * 3)
-    assert holm["env_steps_per_sec"].tolist() == pytest.approx([0.3] * 3)
+    assert holm[SPEED].tolist() == pytest.approx([0.3] * 3)
     assert set(made.data["verdict"]) == {"not told apart"}
     assert _numbers(made)["PoiCartPoleHighUtdFinalHoldoutReturnVerdict"] == "not told apart"
     [(name, table, caption)] = made.tables

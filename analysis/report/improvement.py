@@ -10,12 +10,13 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report import at_scale
-from analysis.report.claims import ALPHA, P_FORMAT, verdict
+from analysis.report.claims import ALPHA, P_FORMAT, macro_measure, verdict
 from analysis.report.common import ARCH_ORDER, FigureData, Note, macro_name, runs_read
+from analysis.report.selection import SPEED
 from analysis.report.learning import _headline_rows, _slug, measured_speeds
 
 # ---------------------------------------------------------------------- 9. probability of improvement
-IMPROVEMENT_METRICS = ["final_holdout_return", "holdout_auc", "env_steps_per_sec"]
+IMPROVEMENT_METRICS = ["final_holdout_return", "holdout_auc", SPEED]
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
@@ -31,7 +32,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
             if other.empty:
                 continue
             for metric in IMPROVEMENT_METRICS:
-                if metric == "env_steps_per_sec":  # measured alone: these runs' own or the scaling sweep's
+                if metric == SPEED:  # measured alone: these runs' own or the scaling sweep's
                     mine, theirs = measured_speeds(rs, other)[0], measured_speeds(rs, base)[0]
                 else:
                     mine, theirs = other[metric].dropna().to_numpy(), base[metric].dropna().to_numpy()
@@ -49,7 +50,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     # Holm over the comparisons one env's table makes of one question (every design against
     # single_env on the two learning measures; apart, on speed): a verdict word is no stronger
     # than its corrected test.
-    data["family"] = np.where(data["metric"] == "env_steps_per_sec", "speed", "learning")
+    data["family"] = np.where(data["metric"] == SPEED, "speed", "learning")
     data["holm_p"] = np.nan
     for _, part in data.groupby(["env", "family"]):
         data.loc[part.index, "holm_p"] = stats.holm(part["rank_p"].to_numpy())
@@ -57,12 +58,13 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     _equivalence(data, samples)
     made = FigureData(data)
     for r in data.itertuples():
-        made.number(macro_name("poi", r.env, r.architecture, r.metric), r.probability, "{:.2f}")
+        measure = macro_measure(r.metric)  # the speed's macros keep their EnvStepsPerSec names
+        made.number(macro_name("poi", r.env, r.architecture, measure), r.probability, "{:.2f}")
         for side in ("low", "high"):
-            made.number(macro_name("poi", r.env, r.architecture, r.metric, side), getattr(r, side), "{:.2f}")
-        made.number(macro_name("poi", r.env, r.architecture, r.metric, "p"), r.rank_p, P_FORMAT)
-        made.number(macro_name("poi", r.env, r.architecture, r.metric, "holm"), r.holm_p, P_FORMAT)
-        made.number(macro_name("poi", r.env, r.architecture, r.metric, "verdict"), r.verdict)
+            made.number(macro_name("poi", r.env, r.architecture, measure, side), getattr(r, side), "{:.2f}")
+        made.number(macro_name("poi", r.env, r.architecture, measure, "p"), r.rank_p, P_FORMAT)
+        made.number(macro_name("poi", r.env, r.architecture, measure, "holm"), r.holm_p, P_FORMAT)
+        made.number(macro_name("poi", r.env, r.architecture, measure, "verdict"), r.verdict)
     for env, part in data[data["family"] == "learning"].groupby("env", sort=True):
         # how many learning comparisons Holm corrects over, and how wide the intervals on the mean
         # holdout return are (the measure a return cap does not squeeze; the median half width over
@@ -72,7 +74,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         made.number(macro_name("poi", env, "holdout_auc", "half width"),
                     float(np.median((auc["high"] - auc["low"]) / 2)), "{:.2f}")
     labels = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout return",
-              "env_steps_per_sec": "env steps/s"}
+              SPEED: "env steps/s once learning"}
     for env, part in data[data["family"] == "learning"].groupby("env", sort=True):
         table = pd.DataFrame({
             "design": part["architecture"], "measure": part["metric"].map(labels),
@@ -127,7 +129,7 @@ def plot(report, made: FigureData) -> None:
     from analysis.report.plotting import MARKERS, PALETTE, TEXT_WIDTH_IN, plt
 
     data = made.data[made.data["family"] == "learning"]
-    metrics = [m for m in IMPROVEMENT_METRICS if m != "env_steps_per_sec"]
+    metrics = [m for m in IMPROVEMENT_METRICS if m != SPEED]
     rows = data[["env", "architecture"]].drop_duplicates().reset_index(drop=True)
     fig, axes = plt.subplots(1, len(metrics), figsize=(TEXT_WIDTH_IN, 0.26 * len(rows) + 1.0), squeeze=False)
     labels = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout return over checkpoints"}
