@@ -103,8 +103,9 @@ def _learning(rs: RunSet, note: Note) -> dict[tuple[str, str], str]:
         for design in suite.DESIGNS[1:]:
             key = macro_name("minatar agg", design, "auc")
             if key + "Word" in numbers:
-                out[("MinAtar", design)] = _cell(numbers[key + "Word"], suite.EQUIVALENCE_MARGIN, numbers[key + "Shown"],
-                                                 *(numbers[key + s] for s in ("Shift", "ShiftLow", "ShiftHigh")),
+                out[("MinAtar", design)] = _cell(numbers[key + "Word"], suite.EQUIVALENCE_MARGIN,
+                                                 numbers[key + "Shown"] / 100,
+                                                 *(numbers[key + s] / 100 for s in ("Shift", "ShiftLow", "ShiftHigh")),
                                                  " of the anchor")
     if not out:
         note("answer: no learning comparisons (the `architectures` and `minatar_suite` sweeps' runs)")

@@ -35,6 +35,8 @@ SCALES = {"CartPole": 500.0, "Breakout": 15.4, "Freeway": 55.0, "SpaceInvaders":
 "Equivalence"): CartPole's episode cap; on MinAtar single_env's median final holdout return at 500k env
 steps in the earlier `minatar` (Breakout) and `minatar_suite` sweeps (tests/test_at_scale.py recomputes
 them from those stored runs)."""
+MINATAR_SEEDS = 5
+"""scale_minatar's seeds a cell (101-105), as pre-registered."""
 MARGIN = 0.10
 """The equivalence margin, a share of the scale: +-50 on CartPole, +-0.10 of each game's scale across games."""
 THRESHOLDS = {"CartPole": 475.0, "Breakout": 0.8 * 15.4, "Freeway": 0.8 * 55.0, "SpaceInvaders": 0.8 * 34.3}
@@ -172,11 +174,12 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                       "detectable P": "-" if not np.isfinite(r.detectable) else f">= {r.detectable:.2f}"})
         family = r.family.split(",")[0] + (" game" if "per game" in r.family else "")
         where = r.games if "per game" in r.family else ""
+        unit = 100.0 if r.unit else 1.0  # across games the macros are percentages of the scale (the text adds \%)
         for suffix, value, fmt in (("poi", r.probability, "{:.2f}"), ("low", r.low, "{:.2f}"), ("high", r.high, "{:.2f}"),
                                    ("holm", r.holm, "{:.3f}"), ("verdict", r.verdict, "{}"), ("word", r.word, "{}"),
-                                   ("shift", _amount(r.shift, r.unit), "{}"), ("shift low", _amount(r.shift_low, r.unit), "{}"),
-                                   ("shift high", _amount(r.shift_high, r.unit), "{}"), ("tost holm", r.tost_holm, "{:.3f}"),
-                                   ("margin", _amount(r.margin, r.unit), "{}"), ("shown", _amount(r.shown, r.unit), "{}")):
+                                   ("shift", unit * r.shift, "{:+.1f}"), ("shift low", unit * r.shift_low, "{:+.1f}"),
+                                   ("shift high", unit * r.shift_high, "{:+.1f}"), ("tost holm", r.tost_holm, "{:.3f}"),
+                                   ("margin", unit * r.margin, "{:.1f}"), ("shown", unit * r.shown, "{:.1f}")):
             made.number(macro_name("scale", family, where, r.design, r.workers, suffix), value, fmt)
     made.table("at_scale_learning", pd.DataFrame(table),
                f"Learning per env step at 8 and 16 workers against single_env ({runs_read(runs)}; evaluation seeds "
@@ -199,6 +202,19 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                "over checkpoints (the primary measure) and the final return, IQM over seeds with 95% stratified-bootstrap "
                "intervals; the final return carries no verdict")
     made.number("ScaleRuns", len(runs), "{:d}")
+    made.number("ScaleMinatarRuns", int((runs["sweep"] == "scale_minatar").sum()), "{:d}")
+    # The study's settings as the text quotes them (docs/learning-at-scale.md), so none is typed by hand.
+    cartpole = runs[runs["family_env"] == "CartPole"]
+    made.number("ScaleCartPoleSeeds", int(cartpole["seed"].nunique()), "{:d}")
+    made.number("ScaleWorkersEight", FAMILIES[0][2], "{:d}")
+    made.number("ScaleWorkersSixteen", FAMILIES[1][2], "{:d}")
+    made.number("ScaleMinatarGames", len(GAMES), "{:d}")
+    made.number("ScaleMinatarPlanned", len(GAMES) * (1 + len(DESIGNS)) * MINATAR_SEEDS, "{:d}")
+    made.number("ScaleMarginPercent", 100 * MARGIN, "{:.0f}")
+    made.number("ScaleShiftLevel", 100 * (1 - 2 * ALPHA), "{:.0f}")
+    waits = runs["config"].map(lambda c: c.get("env_step_wait_us", 0.0))
+    made.number("ScaleWaitMs", float(waits[waits > 0].mode().iloc[0]) / 1000 if (waits > 0).any() else float("nan"),
+                "{:g}")
     fidelity = fidelity_rows(rs)
     if not fidelity.empty:
         made.table("at_scale_emulation", fidelity,

@@ -65,11 +65,20 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         made.number(macro_name("poi", r.env, r.architecture, measure, "p"), r.rank_p, P_FORMAT)
         made.number(macro_name("poi", r.env, r.architecture, measure, "holm"), r.holm_p, P_FORMAT)
         made.number(macro_name("poi", r.env, r.architecture, measure, "verdict"), r.verdict)
+        if r.word:  # the equivalence test's verdict and shift (docs/learning-at-scale.md's rule)
+            for suffix, value in (("word", r.word), ("shift", r.shift), ("shift low", r.shift_low),
+                                  ("shift high", r.shift_high), ("margin", r.margin), ("shown", r.shown)):
+                made.number(macro_name("poi", r.env, r.architecture, measure, suffix), value,
+                            "{}" if suffix == "word" else "{:+.1f}" if suffix.startswith("shift") else "{:.1f}")
     for env, part in data[data["family"] == "learning"].groupby("env", sort=True):
         # how many learning comparisons Holm corrects over, and how wide the intervals on the mean
         # holdout return are (the measure a return cap does not squeeze; the median half width over
         # the designs): what these seeds can resolve
         made.number(macro_name("poi", env, "learning comparisons"), len(part), "{:d}")
+        parallel = runs[(runs["env"] == env) & (runs["architecture"] != "single_env")
+                        & (runs["architecture"] != "high_utd")]["num_workers"]
+        if len(parallel):
+            made.number(macro_name("poi", env, "workers"), int(parallel.mode().iloc[0]), "{:d}")
         auc = part[part["metric"] == "holdout_auc"]
         made.number(macro_name("poi", env, "holdout_auc", "half width"),
                     float(np.median((auc["high"] - auc["low"]) / 2)), "{:.2f}")

@@ -168,9 +168,10 @@ def _aggregate(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: li
                                    EQUIVALENCE_MARGIN, family=len(primary)) for r in primary])):
         r["eq"] = eq
         word = stats.equivalence_verdict(r["vs"], eq)
-        for suffix, value, fmt in (("word", word, "{}"), ("shift", eq.shift.estimate, "{:.3f}"),
-                                   ("shift low", eq.shift.low, "{:.3f}"), ("shift high", eq.shift.high, "{:.3f}"),
-                                   ("tost holm", eq.holm, "{:.3f}"), ("shown", eq.shown, "{:.3f}")):
+        for suffix, value, fmt in (("word", word, "{}"), ("shift", 100 * eq.shift.estimate, "{:+.1f}"),
+                                   ("shift low", 100 * eq.shift.low, "{:+.1f}"), ("shift high", 100 * eq.shift.high, "{:+.1f}"),
+                                   ("tost holm", eq.holm, "{:.3f}"), ("shown", 100 * eq.shown, "{:.1f}"),
+                                   ("margin", 100 * EQUIVALENCE_MARGIN, "{:.0f}")):  # shares of the anchor, in %
             made.number(macro_name("minatar agg", r["design"], "auc", suffix), value, fmt)
 
     table = []
@@ -195,6 +196,8 @@ def _aggregate(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: li
                 made.number(macro_name("minatar agg", r["design"], label, suffix), value, fmt)
         table.append(line)
     made.number("MinatarAggGames", len(games), "{:d}")
+    made.number("MinatarAggWorkers", int(runs.loc[runs["architecture"] != "single_env", "num_workers"].mode().iloc[0]),
+                "{:d}")
     _summary(made, rows)
     made.number("MinatarAggSeeds", len(seeds), "{:d}")
     made.number("MinatarAggComparisons", len(tested), "{:d}")
