@@ -78,7 +78,7 @@ def speeds_only_where_made_alone(runs: pd.DataFrame) -> pd.DataFrame:
 
 DEDICATED_SWEEPS = {"utd", "hogwild", "scaling", "uneven", "seed_shape", "shape_check", "shape_confirm", "per_hour",
                     "minatar_suite", "pqn", "own_wait", "apex_epsilons", "speed", "vector_check",
-                    "tensorboard_cost"}
+                    "tensorboard_cost", "wallclock_check", "wallclock_curves"}
 """Sweeps with figures of their own; any other sweep of training runs feeds the headline figures."""
 HEADLINE_SWEEPS = ("architectures", "minatar")
 """The headline comparisons at equal env steps, one env each (CartPole; MinAtar Breakout)."""
