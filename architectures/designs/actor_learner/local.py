@@ -38,10 +38,11 @@ from architectures.core.rate_limiter import RateLimiter
 from architectures.core.replay import make_replay, transition_dtype
 from architectures.designs.actor_learner.actor import make_actor
 from architectures.designs.actor_learner.actor_stats import ActorStats
+from architectures.designs.actor_learner.runner import Throttle, learn
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
 from architectures.run.parking import StepQuota, all_parked, park, stops
-from architectures.run.worker_rows import check_design_memory, publish_times, status_episodes, write_episodes
+from architectures.run.worker_rows import check_design_memory, publish_times, write_episodes
 from architectures.transport.notifier import Notifier, Waiter
 from architectures.transport.channels import TransitionRing, WeightChannel
 from architectures.transport.variables import ChannelClient
@@ -145,6 +146,65 @@ def _act(index: int, arrays: dict, waiter: Waiter, args: ActorArgs) -> None:
     status["state"] = DONE
 
 
+# ============================================================================== the transport (main process)
+class SharedMemoryTransport:
+    """actor_learner's data over shared memory (runner.Transport): each actor process pushes its
+    transitions into its ring and stops at every sync point on its own; the learner drains the rings,
+    blocks on the notifier when it is ahead, and releases the actors past each stop."""
+
+    def __init__(self, run: Run, learning: ReplayLearning, pool, rings: list[TransitionRing], channel: WeightChannel,
+                 actor_stats: ActorStats):
+        self.run, self.learning, self.pool, self.rings, self.channel = run, learning, pool, rings, channel
+        self.actor_stats, self.status, self.control = actor_stats, pool.status, pool.control
+        self.due_check, self.parked_before = Throttle(), 0
+
+    def after_update(self) -> None:
+        """After every update: the actors' rate limiter reads the learner's version; those it held go on once it opens."""
+        version = self.learning.learner.version
+        self.control[Control.LEARNER_VERSION] = version
+        notifier = self.pool.workers_notifier
+        if notifier.waiting(Notifier.RATE) and self.learning.limiter.can_insert(int(self.status["env_steps"].sum()),
+                                                                                version):
+            notifier.notify(Notifier.RATE)
+
+    def exchange(self) -> int:
+        began, stats = time.perf_counter(), self.actor_stats
+        stats.tally.transitions += sum(ring.drain(self.insert) for ring in self.rings)
+        stats.tally.seconds += time.perf_counter() - began
+        self.pool.workers_notifier.notify(Notifier.ROOM)  # actors waiting for room in their rings may go on
+        return sum(ring.env_steps_seen for ring in self.rings)
+
+    def insert(self, rows: np.ndarray, priorities: np.ndarray) -> None:
+        """A drained ring's rows into the replay."""
+        self.actor_stats.store(rows, priorities, self.learning.learner.version, self.learning.replay)
+
+    def parked(self, env_steps: int) -> bool:
+        return all_parked(self.run, self.status, env_steps)
+
+    def extras(self) -> dict:
+        return self.actor_stats.parts(self.pool.collect())
+
+    def release(self) -> None:
+        self.control[Control.RELEASED] = self.run.next_stop
+        self.pool.workers_notifier.notify()
+
+    def wait(self) -> float:
+        """Block (no CPU) until an actor brings an owed update or parks; the actors notify only then,
+        and only while the learner waits."""
+        self.parked_before = int(self.status["parked"].sum())
+        return self.pool.main_notifier.wait_until(0, self.owed_or_parked, self.health)
+
+    def owed_or_parked(self) -> bool:
+        return (self.learning.limiter.can_sample(int(self.status["env_steps"].sum()), self.learning.learner.version)
+                or int(self.status["parked"].sum()) != self.parked_before)
+
+    def health(self) -> None:
+        """Every 0.2 s, waiting or not: a dead, hung or weight-starved actor fails the run."""
+        if self.due_check():
+            self.pool.check()
+            self.actor_stats.publications.check(self.channel.latest_version())
+
+
 # ============================================================================== the learner (main process)
 def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     reporter = reporter or NullReporter()
@@ -163,21 +223,14 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         shapes = [tuple(p.shape) for p in learner.online.parameters()]
         weight_arrays = WeightChannel.allocate(blocks, shapes)
         ring_locks, weight_lock, claim_lock = [pool.ctx.Lock() for _ in range(n)], pool.ctx.Lock(), pool.ctx.Lock()
-        weights = WeightChannel(weight_arrays["weights"], weight_arrays["weights_header"], weight_lock, shapes)
+        channel = WeightChannel(weight_arrays["weights"], weight_arrays["weights_header"], weight_lock, shapes)
         actor_stats = ActorStats(cfg, status)  # staleness at hand-off, publications, hand-off tally
-
         run = Run("actor_learner", cfg, reporter, learner.online)
-        learning = ReplayLearning(run, learner, replay, sources=n, weights=weights,
+        learning = ReplayLearning(run, learner, replay, sources=n, weights=channel,
                                   published=actor_stats.publications.published)
-
-        def rate_update() -> None:  # after every update: the actors' rate limiter reads the learner's version
-            control[Control.LEARNER_VERSION] = learner.version
-            notifier = pool.workers_notifier  # actors held back by the rate limiter go on once it opens, not before
-            if notifier.waiting(Notifier.RATE) and learning.limiter.can_insert(int(status["env_steps"].sum()),
-                                                                           learner.version):
-                notifier.notify(Notifier.RATE)
-
-        learning.after_update = rate_update
+        rings = [TransitionRing(**ring_arrays[i], lock=ring_locks[i], status_row=status[i]) for i in range(n)]
+        transport = SharedMemoryTransport(run, learning, pool, rings, channel, actor_stats)
+        learning.after_update = transport.after_update
         resumed = run.resume()
         actor_states = [None] * n
         if resumed is not None:  # actors continue their streams; the rings start empty
@@ -187,59 +240,12 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
             control[Control.LEARNER_VERSION] = learner.version
             control[Control.CLAIMED] = run.resumed_from_env_steps
         learning.publisher.now(learner.version)  # the actors' first weights, before they start
-
-        def insert(rows: np.ndarray, priorities: np.ndarray) -> None:  # a drained ring's rows into the replay
-            actor_stats.store(rows, priorities, learner.version, replay)
-
-        rings = [TransitionRing(**ring_arrays[i], lock=ring_locks[i], status_row=status[i]) for i in range(n)]
         pool.start(_act, lambda i: ActorArgs(cfg, ring_locks[i], weight_lock, claim_lock, pool.state_writers[i], shapes,
                                              actor_states[i]))
         pool.go(max(120.0, cfg.worker_timeout_s))
         startup_seconds = time.perf_counter() - started
         run.start_clock(workers=lambda: status["pid"].tolist())
         actor_stats.watch(run)  # the actors' shares and epsilons, acting weights' age, busy roles: live curves
-        perf = time.perf_counter
-        last_check = time.monotonic()
-
-        def health() -> None:  # every 0.2 s, waiting or not: a dead, hung or weight-starved actor fails the run
-            nonlocal last_check
-            if time.monotonic() - last_check > 0.2:
-                last_check = time.monotonic()
-                pool.check()
-                actor_stats.publications.check(weights.latest_version())
-
-        def owed_or_parked() -> bool:  # the rate limiter lets the learner sample, or an actor parked
-            return (learning.limiter.can_sample(int(status["env_steps"].sum()), learner.version)
-                    or int(status["parked"].sum()) != parked_before)
-
-        while True:
-            # -------------------------------------------------------------- hand-off (drain rings)
-            t0 = perf()
-            actor_stats.tally.transitions += sum(ring.drain(insert) for ring in rings)
-            global_steps = sum(ring.env_steps_seen for ring in rings)
-            actor_stats.tally.seconds += perf() - t0
-            pool.workers_notifier.notify(Notifier.ROOM)  # actors waiting for room in their rings may go on
-            # -------------------------------------------------------------- learning
-            if learning.owed(global_steps) > 0 and replay.size > 0:
-                learning.learn_owed(global_steps, limit=8)  # then drain again, so the rings never fill up
-            elif all_parked(run, status, global_steps):
-                # ---------------------------------------------------------- evaluation / checkpoint (actors parked)
-                if run.at_stop(global_steps, lambda: actor_stats.parts(pool.collect())):
-                    break
-                control[Control.RELEASED] = run.next_stop
-                pool.workers_notifier.notify()
-            else:
-                # the learner is ahead of the data: block (no CPU) until an actor brings an owed
-                # update or parks; the actors notify only then, and only while it waits
-                parked_before = int(status["parked"].sum())
-                actor_stats.tally.wait_seconds += pool.main_notifier.wait_until(0, owed_or_parked, health)
-                actor_stats.tally.waits += 1
-            # -------------------------------------------------------------- health and logging
-            health()
-            if run.log_due(global_steps):
-                run.log(global_steps, status_episodes(status),
-                        actor_weights_staleness_max=float(learner.version - status["weights_version"].min()))
-
-        # ------------------------------------------------------------------ summary
+        env_steps = learn(run, learning, transport, actor_stats)
         actor_stats.status = pool.finish()  # a copy: the blocks go next
-    return actor_stats.result(run, env_steps=global_steps, startup_seconds=startup_seconds)
+    return actor_stats.result(run, env_steps=env_steps, startup_seconds=startup_seconds)

@@ -51,11 +51,11 @@ from architectures.core.limits import available_cores
 from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.replay import make_replay
 from architectures.designs.actor_learner.actor_stats import ActorStats
+from architectures.designs.actor_learner.runner import Throttle, learn
 from architectures.designs.actor_learner.ray_actor import RayActor
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
 from architectures.run.parking import worker_stops
-from architectures.run.worker_rows import status_episodes
 from architectures.transport.ray_actors import RayActorGroup
 from architectures.transport.ray_support import ActorLost, check_hung, check_ray_joinable, connect, fetch, import_ray
 from architectures.transport.variables import FlatLayout, RaySource
@@ -85,6 +85,111 @@ def resume_places(ray, cfg: DQNConfig, n: int) -> int:
     return free
 
 
+class RayTransport:
+    """actor_learner's data over Ray (runner.Transport): the learner asks each actor for batches of
+    `ray_batch_steps` env steps within its share of the next sync point and the rate limiter's slack,
+    `ray_requests_in_flight` at a time, and hands each reply to the replay; an actor lost or hung is
+    replaced and asked again for what it never delivered (RayActorGroup)."""
+
+    def __init__(self, ray, run: Run, learning: ReplayLearning, group: RayActorGroup, weights: RaySource,
+                 actor_stats: ActorStats, received: np.ndarray, places: int):
+        self.ray, self.run, self.learning, self.group, self.weights = ray, run, learning, group, weights
+        self.actor_stats, self.status, self.received, self.places = actor_stats, actor_stats.status, received, places
+        cfg, n = run.cfg, len(self.status)
+        self.cfg, self.n = cfg, n
+        self.quotas = [worker_stops(run.stops, n, i) for i in range(n)]  # per actor, per sync point (equal)
+        self.pending = [deque() for _ in range(n)]  # per actor: (reference, steps), oldest first
+        self.busy_since = np.zeros(n)  # when each actor's oldest request could start
+        self.requested = self.status["env_steps"].astype(np.int64)  # env steps asked of each actor so far
+        self.after_stop = np.zeros(n, dtype=bool)
+        self.due_check = Throttle()
+
+    def room(self, i: int, k: int) -> int:
+        """Env steps actor i may still be asked for before sync point k."""
+        if self.cfg.actor_quotas == "free" or self.places < self.n:  # whoever asks first (vacant shares re-divided)
+            return self.run.stops[k].env_steps - int(self.requested.sum())
+        return self.quotas[i][k] - int(self.requested[i])
+
+    def exchange(self) -> int:
+        self.request()
+        began = time.perf_counter()
+        heads = [q[0][0] for q in self.pending if q]
+        ready = set(self.ray.wait(heads, num_returns=len(heads), timeout=0)[0]) if heads else set()
+        for i in range(self.n):
+            while self.pending[i] and self.pending[i][0][0] in ready:
+                if not self.take(i):
+                    break
+        self.actor_stats.tally.seconds += time.perf_counter() - began
+        return int(self.status["env_steps"].sum())
+
+    def request(self) -> None:
+        """Ask every actor for batches: no new steps while the learner owes more than the slack."""
+        began, k, limiter, version = time.perf_counter(), self.run.next_stop, self.learning.limiter, self.learning.updates
+        for i in range(self.n):
+            while (len(self.pending[i]) < self.cfg.ray_requests_in_flight and self.room(i, k) > 0
+                   and self.group.available(i) and limiter.can_insert(int(self.requested.sum()), version)):
+                steps = int(min(self.cfg.ray_batch_steps, self.room(i, k)))
+                if not self.pending[i]:
+                    self.busy_since[i] = time.monotonic()
+                self.pending[i].append((self.group.actors[i].collect.remote(
+                    steps, self.weights.current(), bool(self.after_stop[i]), int(self.requested.sum())), steps))
+                self.requested[i] += steps
+                self.after_stop[i] = False
+                self.actor_stats.tally.requests += 1
+        self.actor_stats.tally.request_seconds += time.perf_counter() - began
+
+    def take(self, i: int) -> bool:
+        """Actor i's oldest reply into the replay; False where the actor was lost (then replaced)."""
+        ref, steps = self.pending[i].popleft()
+        try:
+            payload, self.status[i] = fetch(self.ray, ref, i, self.status[i])
+        except ActorLost as lost:  # its replacement is asked again for what it never delivered
+            self.replace(lost, steps)
+            return False
+        rows, priorities = pickle.loads(payload)
+        self.actor_stats.store(rows, priorities, self.learning.learner.version, self.learning.replay)
+        self.received[i] += len(rows)
+        self.actor_stats.tally.transitions += len(rows)
+        self.busy_since[i] = time.monotonic()
+        return True
+
+    def replace(self, lost: ActorLost, steps: int = 0) -> None:
+        """Replace a lost actor; `steps` of a failed request and its queued ones are asked of the replacement."""
+        undelivered = steps + sum(s for _, s in self.pending[lost.index])
+        self.pending[lost.index].clear()
+        self.requested[lost.index] -= undelivered
+        self.group.replace(lost, self.status[lost.index], undelivered)
+
+    def parked(self, env_steps: int) -> bool:
+        return (not any(self.pending) and int(self.requested.sum()) == env_steps
+                == self.run.stops[self.run.next_stop].env_steps)
+
+    def extras(self) -> dict:
+        return {**self.actor_stats.parts(self.group.states(self.status)), "received": self.received.copy(),
+                "losses": self.group.costs()}
+
+    def release(self) -> None:
+        self.after_stop[:] = True
+
+    def wait(self) -> float:
+        """Wait for the next batch (or a replacement's start)."""
+        began = time.perf_counter()
+        heads = [q[0][0] for q in self.pending if q] + self.group.starting_refs()
+        if heads:
+            self.ray.wait(heads, num_returns=1, timeout=0.05)
+        return time.perf_counter() - began
+
+    def health(self) -> None:
+        """Every 0.2 s: a hung or cut-off actor is as good as lost; a weight-starved one fails the run."""
+        if not self.due_check():
+            return
+        try:
+            check_hung(self.status, self.pending, self.busy_since, self.cfg.worker_timeout_s)
+        except ActorLost as lost:
+            self.replace(lost)
+        self.actor_stats.publications.check(self.weights.latest_version())
+
+
 def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     ray = import_ray()  # before any work: a missing Ray is a one-line error
     reporter = reporter or NullReporter()
@@ -102,7 +207,6 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     received = np.zeros(n, dtype=np.int64)  # transitions fetched from each actor
     actor_stats = ActorStats(cfg, status)  # staleness at hand-off, publications, hand-off tally
     weights = RaySource(ray, FlatLayout([tuple(p.shape) for p in learner.online.parameters()]))
-
     run = Run("actor_learner", cfg, reporter, learner.online)
     learning = ReplayLearning(run, learner, replay, sources=n, weights=weights,
                               published=actor_stats.publications.published)
@@ -117,101 +221,22 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         received[:] = saved["received"]
         if "losses" in saved:  # absent from checkpoints older than actor replacement
             group.restore(saved["losses"])
-    quotas = [worker_stops(run.stops, n, i) for i in range(n)]  # per actor, per parking point (equal)
     places = n if resumed is None else resume_places(ray, cfg, n)
-
-    def room(i: int, k: int) -> int:  # env steps actor i may still be asked for before parking point k
-        if cfg.actor_quotas == "free" or places < n:  # whoever asks first (vacant slots' shares re-divided)
-            return run.stops[k].env_steps - int(requested.sum())
-        return quotas[i][k] - int(requested[i])
-
     try:
         group.start([worker_fault(i) for i in range(n)], resume, places)
         status["pid"] = [pid for pid, _ in group.nodes]
         learning.publisher.now(learner.version)  # the actors' first weights
+        transport = RayTransport(ray, run, learning, group, weights, actor_stats, received, places)
         startup_seconds = time.perf_counter() - started
-        perf = time.perf_counter
-        last_check = time.monotonic()
-        pending = [deque() for _ in range(n)]  # per actor: (reference, steps), oldest first
-        busy_since = np.zeros(n)  # when each actor's oldest request could start
-        requested = status["env_steps"].astype(np.int64)  # env steps asked of each actor so far
-        after_stop = np.zeros(n, dtype=bool)
-        global_steps = int(status["env_steps"].sum())
         run.start_clock()
         actor_stats.watch(run)  # the actors' shares and epsilons, acting weights' age, busy roles: live curves
-        while True:
-            # -------------------------------------------------------------- hand-off: request and fetch batches
-            t0 = perf()
-            k = run.next_stop
-            for i in range(n):  # the rate limiter: no new steps while the learner owes more than the slack
-                while (len(pending[i]) < cfg.ray_requests_in_flight and room(i, k) > 0 and group.available(i)
-                       and learning.limiter.can_insert(int(requested.sum()), learner.version)):
-                    steps = int(min(cfg.ray_batch_steps, room(i, k)))
-                    if not pending[i]:
-                        busy_since[i] = time.monotonic()
-                    pending[i].append((group.actors[i].collect.remote(steps, weights.current(), bool(after_stop[i]),
-                                                                int(requested.sum())), steps))
-                    requested[i] += steps
-                    after_stop[i] = False
-                    actor_stats.tally.requests += 1
-            t1 = perf()
-            actor_stats.tally.request_seconds += t1 - t0
-            heads = [q[0][0] for q in pending if q]
-            ready = set(ray.wait(heads, num_returns=len(heads), timeout=0)[0]) if heads else set()
-            for i in range(n):
-                while pending[i] and pending[i][0][0] in ready:
-                    ref, steps = pending[i].popleft()
-                    try:
-                        payload, status[i] = fetch(ray, ref, i, status[i])
-                    except ActorLost as lost:  # its replacement is asked again for what it never delivered
-                        undelivered = steps + sum(s for _, s in pending[i])
-                        pending[i].clear()
-                        requested[i] -= undelivered
-                        group.replace(lost, status[i], undelivered)
-                        break
-                    rows, priorities = pickle.loads(payload)
-                    actor_stats.store(rows, priorities, learner.version, replay)
-                    received[i] += len(rows)
-                    actor_stats.tally.transitions += len(rows)
-                    busy_since[i] = time.monotonic()
-            global_steps = int(status["env_steps"].sum())
-            actor_stats.tally.seconds += perf() - t1
-            # -------------------------------------------------------------- learning
-            if learning.owed(global_steps) > 0 and replay.size > 0:
-                learning.learn_owed(global_steps, limit=8)  # then fetch again, so the actors never wait long
-            elif (not any(pending) and int(requested.sum()) == global_steps == run.stops[k].env_steps):
-                # ---------------------------------------------------------- evaluation / checkpoint (actors idle)
-                if run.at_stop(global_steps, lambda: {**actor_stats.parts(group.states(status)),
-                                                      "received": received.copy(), "losses": group.costs()}):
-                    break
-                after_stop[:] = True
-            else:  # the learner is ahead of the data: wait for the next batch
-                t7 = perf()
-                heads = [q[0][0] for q in pending if q] + group.starting_refs()
-                if heads:
-                    ray.wait(heads, num_returns=1, timeout=0.05)
-                actor_stats.tally.wait_seconds += perf() - t7
-                actor_stats.tally.waits += 1
-            # -------------------------------------------------------------- health and logging
-            if time.monotonic() - last_check > 0.2:
-                last_check = time.monotonic()
-                try:
-                    check_hung(status, pending, busy_since, cfg.worker_timeout_s)
-                except ActorLost as lost:  # hung or cut off: as good as lost
-                    undelivered = sum(s for _, s in pending[lost.index])
-                    pending[lost.index].clear()
-                    requested[lost.index] -= undelivered
-                    group.replace(lost, status[lost.index], undelivered)
-                actor_stats.publications.check(weights.latest_version())
-            if run.log_due(global_steps):
-                run.log(global_steps, status_episodes(status),
-                           actor_weights_staleness_max=float(learner.version - status["weights_version"].min()))
+        env_steps = learn(run, learning, transport, actor_stats)
         status["state"] = DONE
     finally:
         group.kill()
         if owns_connection:
             ray.shutdown()
-    result = actor_stats.result(run, env_steps=global_steps, startup_seconds=startup_seconds)
+    result = actor_stats.result(run, env_steps=env_steps, startup_seconds=startup_seconds)
     result.update(backend="ray", batch_steps=cfg.ray_batch_steps, worker_transitions=status["transitions"].tolist(),
                   worker_transitions_received=received.tolist(),
                   actor_hosts=[node["hostname"] for node in group.placed_nodes()], actor_nodes=group.placed_nodes(),
