@@ -30,7 +30,8 @@ DESIGNS: tuple[Design, ...] = (
     Design("actor_learner", "architectures.designs.actor_learner.local",
            "actor processes only act and hand transitions through shared memory to one learner, which owns the "
            "replay and publishes versioned weights (Ape-X)", "actors", True, "actor_learner",
-           backends={"ray": "architectures.designs.actor_learner.ray_backend"}),
+           backends={"ray": "architectures.designs.actor_learner.ray_backend",
+                     "inprocess": "architectures.designs.actor_learner.inprocess"}),
     Design("vector_env", "architectures.designs.vector_env",
            "one process acts, batched, on whichever env processes have answered (EnvPool's async mode, "
            "through shared memory) and learns while the others step",

@@ -156,8 +156,10 @@ class DQNConfig:
     """hogwild: `local` (each worker keeps its own replay of its own transitions) or `shared`
     (one replay in shared memory that every worker writes to and samples from)."""
     backend: str = "local"
-    """actor_learner: `local` (spawned processes and shared memory on this machine) or `ray`
-    (Ray actors, transitions and weights through Ray's object store; `pip install -e .[ray]`)."""
+    """actor_learner's transport: `local` (spawned processes and shared memory on this machine), `ray`
+    (Ray actors, transitions and weights through Ray's object store; `pip install -e .[ray]`) or
+    `inprocess` (the same actors and learner stepped in turn in one process: tests, a debugger; not a
+    speed measurement)."""
     ray_address: str = ""
     """backend=ray: address of a running Ray cluster (`auto`, `ray://host:10001`); empty starts
     a private Ray instance for the run (even beside a running cluster) and shuts it down after."""

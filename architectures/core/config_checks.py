@@ -67,7 +67,7 @@ def validate(c) -> None:
     need(c.reset_layers in ("last", "all"), "reset_layers", "one of 'last', 'all'")
     need(c.optimizer_state in ("shared", "per_worker"), "optimizer_state", "one of 'shared', 'per_worker'")
     need(c.hogwild_replay in ("local", "shared"), "hogwild_replay", "one of 'local', 'shared'")
-    need(c.backend in ("local", "ray"), "backend", "one of 'local', 'ray'")
+    need(c.backend in ("local", "ray", "inprocess"), "backend", "one of 'local', 'ray', 'inprocess'")
     if c.backend == "ray":
         import importlib.util
 
