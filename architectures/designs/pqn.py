@@ -114,161 +114,197 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         return _train(cfg, reporter, envs, spec)
 
 
-def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) -> dict:
-    # ------------------------------------------------------------------ setup
-    n, T = cfg.num_workers, cfg.rollout_steps  # noqa: N806
-    device = torch.device(cfg.device)
-    check_device(device)
-    net = build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm, cfg.seed).to(device)
-    optimizer = make_optimizer(net, cfg)
-    act_seed, batch_seed = rng_seeds(cfg.seed)
-    acting = ActingWeights(net)  # the network itself on the CPU; a host copy of a CUDA one
-    policy = GreedyPolicy(acting.net, np.random.default_rng(act_seed))  # acts through numpy views of the weights
-    shuffle = np.random.default_rng(batch_seed)  # the minibatches' order
-    streams = [EpisodeStream(cfg, i) for i in range(n)]  # seeds and episode totals per env
-    epsilon = EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
-    rollouts = math.ceil(cfg.total_env_steps / (n * T))  # the learning rate anneals over these
-    obs_buf = np.zeros((T, n, *spec.obs_shape), dtype=spec.obs_dtype)  # (T, N, *obs)
-    actions, rewards = np.zeros((T, n), dtype=np.int64), np.zeros((T, n), dtype=np.float32)
-    terminated, truncated = np.zeros((T, n), dtype=bool), np.zeros((T, n), dtype=bool)
-    next_values = np.zeros((T, n), dtype=np.float32)
-    run = Run("pqn", cfg, reporter, acting.net)  # no ReplayLearning: the rollout is the data
-    seconds, env_steps, done_rollouts, updates, loss_sum = dict.fromkeys(TIMES, 0.0), 0, 0, 0, 0.0
-    resumed = run.resume()
-    if resumed is not None:  # every env starts a fresh episode with the seed its stream was on
-        saved = resumed.extras
-        dropped = sum(s.restore(state) for s, state in zip(streams, saved["streams"]))
-        net.load_state_dict(saved["net"])  # in place: the policy's numpy views stay valid
-        acting.publish(saved["updates"])
-        optimizer.load_state_dict(saved["optimizer"])
-        policy.rng.bit_generator.state, shuffle.bit_generator.state = saved["policy_rng"], saved["shuffle_rng"]
-        env_steps, done_rollouts, updates, seconds = (resumed.env_steps, saved["rollouts"], saved["updates"],
-                                                      saved["seconds"])
-        envs.resume_counters(saved["envs"], [s.steps for s in streams])
-        run.resumed_with(dropped=dropped, epsilons=[epsilon(env_steps)] * n)
-    held = HeldObs(envs.reset(range(n), [s.episode_seed for s in streams]))  # each env's observation now
-    perf = time.perf_counter
+class PQN:
+    """One PQN run's state (see the module docstring): the network, RAdam, the acting copy and policy,
+    the rollout's buffers, the env streams and the counters; `collect` acts one rollout, `learn` learns
+    it once, `save`/`restore` are what a checkpoint holds."""
 
-    device_losses = torch.zeros((), device=device)  # a device learner's losses since the last log
+    def __init__(self, cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec):
+        n, T = cfg.num_workers, cfg.rollout_steps  # noqa: N806
+        self.cfg, self.envs, self.spec, self.n, self.T = cfg, envs, spec, n, T
+        self.device = torch.device(cfg.device)
+        check_device(self.device)
+        self.net = build_q_network(spec.obs_shape, spec.num_actions, cfg.hidden_sizes, cfg.layer_norm,
+                                   cfg.seed).to(self.device)
+        self.optimizer = make_optimizer(self.net, cfg)
+        act_seed, batch_seed = rng_seeds(cfg.seed)
+        self.acting = ActingWeights(self.net)  # the network itself on the CPU; a host copy of a CUDA one
+        self.policy = GreedyPolicy(self.acting.net, np.random.default_rng(act_seed))  # acts through numpy views
+        self.shuffle = np.random.default_rng(batch_seed)  # the minibatches' order
+        self.streams = [EpisodeStream(cfg, i) for i in range(n)]  # seeds and episode totals per env
+        self.epsilon = EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
+        self.rollouts = math.ceil(cfg.total_env_steps / (n * T))  # the learning rate anneals over these
+        self.obs_buf = np.zeros((T, n, *spec.obs_shape), dtype=spec.obs_dtype)  # (T, N, *obs)
+        self.actions, self.rewards = np.zeros((T, n), dtype=np.int64), np.zeros((T, n), dtype=np.float32)
+        self.terminated, self.truncated = np.zeros((T, n), dtype=bool), np.zeros((T, n), dtype=bool)
+        self.next_values = np.zeros((T, n), dtype=np.float32)
+        self.run = Run("pqn", cfg, reporter, self.acting.net)  # no ReplayLearning: the rollout is the data
+        self.seconds, self.env_steps, self.done_rollouts, self.updates = dict.fromkeys(TIMES, 0.0), 0, 0, 0
+        self.loss_sum, self.last_q, self.last_norm, self.last_return = 0.0, None, None, None
+        self.device_losses = torch.zeros((), device=self.device)  # a device learner's losses since the last log
+        self.held = None
 
-    def on_update(loss: torch.Tensor, q_taken: torch.Tensor, norm: torch.Tensor) -> None:  # the counters, the divergence check
-        nonlocal updates, loss_sum, last_q, last_norm
-        updates, last_q, last_norm = updates + 1, q_taken, norm
-        if not acting.separate:  # on the CPU a read costs nothing: the run stops at the update that diverged
+    # ------------------------------------------------------------------ checkpoints (between rollouts)
+    def save(self) -> dict:
+        return {"streams": [s.state() for s in self.streams], "net": self.net.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "policy_rng": self.policy.rng.bit_generator.state,
+                "shuffle_rng": self.shuffle.bit_generator.state, "rollouts": self.done_rollouts,
+                "updates": self.updates, "seconds": dict(self.seconds), "envs": self.envs.counters()}
+
+    def restore(self, env_steps: int, saved: dict) -> None:
+        """Every env starts a fresh episode with the seed its stream was on."""
+        dropped = sum(s.restore(state) for s, state in zip(self.streams, saved["streams"]))
+        self.net.load_state_dict(saved["net"])  # in place: the policy's numpy views stay valid
+        self.acting.publish(saved["updates"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.policy.rng.bit_generator.state, self.shuffle.bit_generator.state = saved["policy_rng"], saved["shuffle_rng"]
+        self.env_steps, self.done_rollouts, self.updates = env_steps, saved["rollouts"], saved["updates"]
+        self.seconds = saved["seconds"]
+        self.envs.resume_counters(saved["envs"], [s.steps for s in self.streams])
+        self.run.resumed_with(dropped=dropped, epsilons=[self.epsilon(env_steps)] * self.n)
+
+    # ------------------------------------------------------------------ the learner's counters
+    def on_update(self, loss: torch.Tensor, q_taken: torch.Tensor, norm: torch.Tensor) -> None:
+        """After each update: the counters and the divergence check."""
+        self.updates, self.last_q, self.last_norm = self.updates + 1, q_taken, norm
+        if not self.acting.separate:  # on the CPU a read costs nothing: the run stops at the update that diverged
             value = float(loss)
-            check_finite(value, updates - 1)
-            loss_sum += value
+            self.check_finite(value, self.updates - 1)
+            self.loss_sum += value
         else:  # on a device: summed there, read and checked at the log
-            device_losses.add_(loss)
+            self.device_losses.add_(loss)
 
-    def check_finite(value: float, update: int) -> None:
+    def check_finite(self, value: float, update: int) -> None:
         if not math.isfinite(value):
-            raise run.diverged(f"non-finite TD loss ({value})", update, env_steps,
-                               host_float(last_q.detach().abs().max()) if last_q is not None else float("nan"))
+            q = self.last_q
+            raise self.run.diverged(f"non-finite TD loss ({value})", update, self.env_steps,
+                                    host_float(q.detach().abs().max()) if q is not None else float("nan"))
 
-    def learned() -> LearningLog:  # the losses since the last log, read from the device there
-        nonlocal loss_sum
-        if acting.separate:
-            loss_sum = host_float(device_losses)
-            device_losses.zero_()
-            check_finite(loss_sum, updates)
-        return LearningLog(updates, loss_sum, last_q, grad_norm=last_norm)  # the latest minibatch's Q(s, a)
+    def learned(self) -> LearningLog:
+        """The losses since the last log, read from the device there."""
+        if self.acting.separate:
+            self.loss_sum = host_float(self.device_losses)
+            self.device_losses.zero_()
+            self.check_finite(self.loss_sum, self.updates)
+        return LearningLog(self.updates, self.loss_sum, self.last_q, grad_norm=self.last_norm)
 
-    def rollout_figures() -> dict[str, float]:  # what a watcher of the rollouts wants at each log
-        return {"rollouts": done_rollouts, "learning_rate": optimizer.param_groups[0]["lr"],
-                **({"lambda_return_mean": last_return} if last_return is not None else {})}
+    def log(self) -> None:
+        """The run's log, if due, with what a watcher of the rollouts wants."""
+        if not self.run.log_due(self.env_steps):
+            return
+        figures = {"rollouts": self.done_rollouts, "learning_rate": self.optimizer.param_groups[0]["lr"],
+                   **({"lambda_return_mean": self.last_return} if self.last_return is not None else {})}
+        self.run.log(self.env_steps, sum((s.stats for s in self.streams), EpisodeStats()), self.learned(), **figures)
+        self.loss_sum = 0.0
 
-    last_q = last_norm = last_return = None
-
-    run.start_clock(workers=lambda: envs.pids)
-    while env_steps < cfg.total_env_steps:
-        # ------------------------------------------------------------------ acting: one rollout, each env in order
-        # Each env takes its `steps` steps in order while the others step; the ready ones are acted on
-        # together. Whichever envs are ready, env i's step t gets what lockstep gave it: epsilon at the
-        # rollout's position, the exploration draws (drawn step by step for every env, as lockstep
-        # drew them) and its row of one pass over every env's observation: no result depends on
-        # which envs share a batch (tests/test_pqn.py).
-        steps, start = min(T, math.ceil((cfg.total_env_steps - env_steps) / n)), env_steps
+    # ------------------------------------------------------------------ acting: one rollout, each env in order
+    def collect(self) -> tuple[int, int]:
+        """Act one rollout; returns (its vector steps, the env steps it started at). Each env takes its
+        `steps` steps in order while the others step; the ready ones are acted on together. Whichever envs
+        are ready, env i's step t gets what lockstep gave it: epsilon at the rollout's position, the
+        exploration draws (drawn step by step for every env, as lockstep drew them) and its row of one pass
+        over every env's observation: no result depends on which envs share a batch (tests/test_pqn.py)."""
+        n, policy, perf = self.n, self.policy, time.perf_counter
+        steps, start = min(self.T, math.ceil((self.cfg.total_env_steps - self.env_steps) / n)), self.env_steps
         draws = [(policy.rng.random(n), policy.rng.integers(policy.num_actions, size=n)) for _ in range(steps)]
         step_of, idle, cut = np.zeros(n, dtype=np.int64), list(range(n)), {}  # each env's next step; time limits
-        while env_steps < start + steps * n:
+        while self.env_steps < start + steps * n:
             t0 = perf()
-            go = [i for i in idle if step_of[i] < steps]
-            if go:
-                q = policy.q_values_batch(held.obs)  # (N, A): every env's row, ready or not
-                for i, t in zip(go, step_of[go]):
-                    if t > 0 and not (terminated[t - 1, i] or truncated[t - 1, i]):  # the value of where t - 1 led
-                        next_values[t - 1, i] = q[i].max()
-                    explore, random_action = draws[t][0][i] < epsilon(start + t * n), draws[t][1][i]
-                    actions[t, i] = random_action if explore else q[i].argmax()
-                    obs_buf[t, i] = held.obs[i]
-                idle = [i for i in idle if step_of[i] >= steps]
-                envs.send(go, actions[step_of[go], go], [streams[i].upcoming_seed() for i in go])
+            idle = self.send(idle, step_of, steps, start, draws)
             t1 = perf()
-            ready = envs.recv()
+            ready = self.envs.recv()
             t2 = perf()
-            for i, t in zip(ready, step_of[ready]):
-                acted_on, reward, next_obs, term, trunc = held.take(envs, i)
-                rewards[t, i], terminated[t, i], truncated[t, i], next_values[t, i] = reward, term, trunc, 0.0
-                if trunc:  # a time limit: bootstrap from the episode's last observation (below)
-                    cut[t, i] = next_obs
-                streams[i].record(acted_on, int(actions[t, i]), reward, next_obs, term, trunc, updates)
-            step_of[ready] += 1
-            env_steps += len(ready)
+            self.receive(ready, step_of, cut)
             idle += ready
-            seconds["act"] += t1 - t0 + perf() - t2
-            seconds["env_wait"] += t2 - t1
-
-            # -------------------------------------------------------------- logging
-            if run.log_due(env_steps):
-                run.log(env_steps, sum((s.stats for s in streams), EpisodeStats()), learned(), **rollout_figures())
-                loss_sum = 0.0
+            self.seconds["act"] += t1 - t0 + perf() - t2
+            self.seconds["env_wait"] += t2 - t1
+            self.log()
         for t in sorted({t for t, _ in cut}):  # in one pass per step, the truncated envs in order, as lockstep
             ids = sorted(i for u, i in cut if u == t)
-            next_values[t, ids] = policy.q_values_batch(np.stack([cut[t, i] for i in ids])).max(axis=1)
+            self.next_values[t, ids] = policy.q_values_batch(np.stack([cut[t, i] for i in ids])).max(axis=1)
+        return steps, start
 
-        # ------------------------------------------------------------------ evaluation (off the clock)
-        for t in range(steps):  # every holdout the rollout passed, at the vector step it fell on
-            run.maybe_evaluate(start + (t + 1) * n)
+    def send(self, idle: list[int], step_of: np.ndarray, steps: int, start: int, draws: list) -> list[int]:
+        """Act on the idle envs that have steps left (one pass over every env's observation) and send them
+        on; the envs still idle."""
+        go = [i for i in idle if step_of[i] < steps]
+        if not go:
+            return idle
+        q, held = self.policy.q_values_batch(self.held.obs), self.held  # (N, A): every env's row, ready or not
+        for i, t in zip(go, step_of[go]):
+            if t > 0 and not (self.terminated[t - 1, i] or self.truncated[t - 1, i]):  # the value of where t - 1 led
+                self.next_values[t - 1, i] = q[i].max()
+            explore, random_action = draws[t][0][i] < self.epsilon(start + t * self.n), draws[t][1][i]
+            self.actions[t, i] = random_action if explore else q[i].argmax()
+            self.obs_buf[t, i] = held.obs[i]
+        self.envs.send(go, self.actions[step_of[go], go], [self.streams[i].upcoming_seed() for i in go])
+        return [i for i in idle if step_of[i] >= steps]
 
-        # ------------------------------------------------------------------ learning: Q(lambda), epochs of minibatches
+    def receive(self, ready: list[int], step_of: np.ndarray, cut: dict) -> None:
+        """The answered envs' steps into the rollout; a time limit's last observation kept for its bootstrap."""
+        for i, t in zip(ready, step_of[ready]):
+            acted_on, reward, next_obs, term, trunc = self.held.take(self.envs, i)
+            self.rewards[t, i], self.terminated[t, i], self.truncated[t, i] = reward, term, trunc
+            self.next_values[t, i] = 0.0
+            if trunc:
+                cut[t, i] = next_obs
+            self.streams[i].record(acted_on, int(self.actions[t, i]), reward, next_obs, term, trunc, self.updates)
+        step_of[ready] += 1
+        self.env_steps += len(ready)
+
+    # ------------------------------------------------------------------ learning: Q(lambda), epochs of minibatches
+    def learn(self, steps: int) -> None:
+        """The rollout's Q(lambda) targets, then its epochs of minibatches; the rollout is then dropped."""
+        cfg, n, perf = self.cfg, self.n, time.perf_counter
         t3 = perf()
-        last = policy.q_values_batch(held.obs).max(axis=1)  # where the rollout's last step led
-        next_values[steps - 1] = np.where(terminated[steps - 1] | truncated[steps - 1], next_values[steps - 1], last)
-        targets = lambda_returns(rewards[:steps], terminated[:steps], truncated[:steps], next_values[:steps],
-                                 cfg.gamma, cfg.q_lambda)
-        last_return = float(targets.mean())  # the rollout's mean Q(lambda) target, for the curves
-        b_obs = torch.as_tensor(obs_buf[:steps].reshape(steps * n, *spec.obs_shape)).to(device)  # (B, *obs)
-        b_actions = torch.as_tensor(actions[:steps].reshape(-1)).to(device)  # (B,)
-        b_targets = torch.as_tensor(targets.reshape(-1)).to(device)  # (B,)
+        last = self.policy.q_values_batch(self.held.obs).max(axis=1)  # where the rollout's last step led
+        ended = self.terminated[steps - 1] | self.truncated[steps - 1]
+        self.next_values[steps - 1] = np.where(ended, self.next_values[steps - 1], last)
+        targets = lambda_returns(self.rewards[:steps], self.terminated[:steps], self.truncated[:steps],
+                                 self.next_values[:steps], cfg.gamma, cfg.q_lambda)
+        self.last_return = float(targets.mean())  # the rollout's mean Q(lambda) target, for the curves
+        b_obs = torch.as_tensor(self.obs_buf[:steps].reshape(steps * n, *self.spec.obs_shape)).to(self.device)
+        b_actions = torch.as_tensor(self.actions[:steps].reshape(-1)).to(self.device)  # (B,)
+        b_targets = torch.as_tensor(targets.reshape(-1)).to(self.device)  # (B,)
         t4 = perf()
         if cfg.lr_anneal:  # linearly to 0 over the run's rollouts, as CleanRL anneals it
-            optimizer.param_groups[0]["lr"] = cfg.lr * (1.0 - done_rollouts / rollouts)
+            self.optimizer.param_groups[0]["lr"] = cfg.lr * (1.0 - self.done_rollouts / self.rollouts)
+        if self.env_steps >= cfg.learning_starts:
+            fit_rollout(self.net, self.optimizer, self.shuffle, b_obs, b_actions, b_targets, cfg, self.on_update)
+            self.acting.publish(self.updates)  # a CUDA network's host copy: one copy per rollout
+        self.done_rollouts += 1
+        self.seconds["targets"] += t4 - t3
+        self.seconds["update"] += perf() - t4
 
-        if env_steps >= cfg.learning_starts:
-            fit_rollout(net, optimizer, shuffle, b_obs, b_actions, b_targets, cfg, on_update)
-            acting.publish(updates)  # a CUDA network's host copy: one copy per rollout
-        done_rollouts += 1
-        t5 = perf()
-        seconds["targets"] += t4 - t3
-        seconds["update"] += t5 - t4
 
+def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) -> dict:
+    # ------------------------------------------------------------------ setup
+    pqn = PQN(cfg, reporter, envs, spec)
+    run = pqn.run
+    resumed = run.resume()
+    if resumed is not None:
+        pqn.restore(resumed.env_steps, resumed.extras)
+    pqn.held = HeldObs(envs.reset(range(pqn.n), [s.episode_seed for s in pqn.streams]))  # each env's observation now
+    run.start_clock(workers=lambda: envs.pids)
+    while pqn.env_steps < cfg.total_env_steps:
+        # ------------------------------------------------------------------ acting: one rollout
+        steps, start = pqn.collect()
+        # ------------------------------------------------------------------ evaluation (off the clock)
+        for t in range(steps):  # every holdout the rollout passed, at the vector step it fell on
+            run.maybe_evaluate(start + (t + 1) * pqn.n)
+        # ------------------------------------------------------------------ learning
+        pqn.learn(steps)
         # ------------------------------------------------------------------ syncing
         # Nothing to do: the policy acts through numpy views of the network's own weights (a CUDA
         # network's host copy was refreshed after the learning above).
-
         # ------------------------------------------------------------------ checkpointing (between rollouts)
-        if run.save_due(env_steps):
-            run.save(env_steps, {"streams": [s.state() for s in streams], "net": net.state_dict(),
-                                 "optimizer": optimizer.state_dict(), "policy_rng": policy.rng.bit_generator.state,
-                                 "shuffle_rng": shuffle.bit_generator.state, "rollouts": done_rollouts,
-                                 "updates": updates, "seconds": dict(seconds), "envs": envs.counters()})
-
+        if run.save_due(pqn.env_steps):
+            run.save(pqn.env_steps, pqn.save())
     run.end_clock()  # closing the envs is not training
-    trip, answered = envs.seconds, max(1, envs.answered)
+    trip, answered, seconds = envs.seconds, max(1, envs.answered), pqn.seconds
     return run.result(
-        env_steps=env_steps, episodes=sum((s.stats for s in streams), EpisodeStats()), updates=updates, num_workers=n,
-        rollouts=done_rollouts, components={
-            "act": (seconds["act"], env_steps), "env_wait": (seconds["env_wait"], env_steps),
-            "targets": (seconds["targets"], done_rollouts), "update": (seconds["update"], updates)},
+        env_steps=pqn.env_steps, episodes=sum((s.stats for s in pqn.streams), EpisodeStats()), updates=pqn.updates,
+        num_workers=pqn.n, rollouts=pqn.done_rollouts, components={
+            "act": (seconds["act"], pqn.env_steps), "env_wait": (seconds["env_wait"], pqn.env_steps),
+            "targets": (seconds["targets"], pqn.done_rollouts), "update": (seconds["update"], pqn.updates)},
         round_trip_us={part: 1e6 * trip[part] / answered for part in ("to_env", "env_step", "to_main")})
