@@ -60,7 +60,7 @@ from architectures.run.worker_rows import (
 from architectures.transport.notifier import Waiter
 from architectures.transport.channels import SharedReplay
 from architectures.transport.shared import DONE, LOCK_BYTES, STATUS_DTYPE, Control, block_bytes
-from architectures.transport.workers import inject_fault, warn_if_oversubscribed, worker_fault, worker_pool
+from architectures.transport.workers import warn_if_oversubscribed, with_fault, worker_fault, worker_pool
 
 ADAM_KEYS = ("exp_avgs", "exp_avg_sqs", "steps")
 
@@ -111,103 +111,163 @@ class WorkerArgs:
 
 
 # ============================================================================== a worker: acting and learning
+class Worker:
+    """One hogwild worker: its env loop acting on the shared weights, its replay (own or shared), its
+    learner writing gradients into the shared parameters; `learn_owed` does the updates its share of the
+    run's utd owes, `save`/`restore` its part of a checkpoint."""
+
+    def __init__(self, index: int, arrays: dict, args: WorkerArgs):
+        cfg = args.cfg
+        self.cfg, self.index, self.lock, self.optimizer_state = cfg, index, args.lock, args.optimizer_state
+        self.status, self.all_status = arrays["status"][index], arrays["status"]
+        self.in_flight, self.target_epoch = arrays["in_flight"][:, 0], arrays["target_epoch"]  # (N,) flags, a line each
+        self.learner = DQNLearner(args.online, cfg, target=args.target, optimizer_state=args.optimizer_state)
+        act_seed, replay_seed = rng_seeds(cfg.seed)
+        policy = GreedyPolicy(args.online, np.random.default_rng(act_seed.spawn(cfg.num_workers)[index]))
+        self.loop = EnvLoop(cfg, index, policy, actor_epsilon(cfg, index))  # acting on the shared weights as they are
+        if cfg.hogwild_replay == "shared":  # one ring, every worker's rows, in shared memory
+            self.replay = SharedReplay(arrays["replay_data"], arrays["replay_seq"], arrays["replay_counters"],
+                                       args.replay_lock)
+        else:  # this worker's own
+            space = self.loop.env.observation_space
+            self.replay = make_replay(cfg.replace(buffer_size=worker_replay_size(cfg)), space.shape, space.dtype)
+        self.replay_rng = np.random.default_rng(replay_seed.spawn(cfg.num_workers)[index])
+        self.stops = stops(cfg)
+        self.ratio = WorkerShare(cfg.utd, cfg.learning_starts, cfg.num_workers, index,
+                                 [stop.env_steps for stop in self.stops])
+        self.times = {name: float(self.status[f"t_{name}"]) for name in ("sample", "gradient", "apply")}
+        self.updates = int(self.status["updates"])
+        self.counted = int(self.status["replay_resampled"]), int(self.status["replay_write_waits"])  # before a resume
+
+    def restore(self, saved: dict) -> None:
+        """A fresh episode; everything else as saved."""
+        self.loop.restore(saved["actor"])
+        self.replay_rng.bit_generator.state = saved["replay_rng"]
+        if saved["replay"] is not None:
+            self.replay.load_state_dict(saved["replay"])
+        if saved["adam"] is not None:
+            self.learner.optimizer.load_state_dict(saved["adam"])
+
+    def save(self) -> dict:
+        cfg = self.cfg
+        return {"actor": self.loop.state(), "replay_rng": self.replay_rng.bit_generator.state,
+                "replay": self.replay.state_dict() if cfg.hogwild_replay == "local" and cfg.checkpoint_replay else None,
+                "adam": self.learner.optimizer.state_dict() if self.optimizer_state is None else None}
+
+    def learn_owed(self) -> None:
+        """The updates this worker's share of utd owes after its env steps, each written into the shared weights."""
+        cfg, status, all_status, perf = self.cfg, self.status, self.all_status, time.perf_counter
+        while self.ratio.target_updates(self.loop.steps) > self.updates and self.replay.size > 0:
+            t3 = perf()
+            batch = self.replay.sample(cfg.batch_size, self.replay_rng)
+            version_before = int(all_status["updates"].sum())
+            t4 = perf()
+            loss = self.learner.compute_gradient(batch)  # reads the shared weights, no lock
+            if not math.isfinite(loss):  # the shared weights are poisoned for every worker: stop the run
+                raise RunDiverged(f"non-finite TD loss ({loss}) in worker {self.index}", update=int(
+                    all_status["updates"].sum()), env_steps=int(all_status["env_steps"].sum()),
+                    max_abs_q=float(self.learner.last_q_taken.abs().max()))
+            status["loss_sum"] += loss
+            t5 = perf()
+            self.write(version_before)
+            t6 = perf()
+            self.times["sample"] += t4 - t3
+            self.times["gradient"] += t5 - t4
+            self.times["apply"] += t6 - t5
+
+    def write(self, version_before: int) -> None:
+        """Syncing: the gradient into the shared weights (under the lock, or racing), the target on the global period."""
+        cfg, status, all_status = self.cfg, self.status, self.all_status
+        if cfg.hogwild_lock:
+            self.lock.acquire()
+        self.in_flight[self.index] = 1
+        overlapped = bool(self.in_flight.sum() > 1)  # another worker is mid-step right now
+        self.learner.apply_gradient(sync_target=False)
+        self.in_flight[self.index] = 0
+        if cfg.hogwild_lock:
+            self.lock.release()
+        self.updates += 1
+        status["updates"] = self.updates
+        status["overlaps"] += overlapped
+        status["version_gap_sum"] += int(all_status["updates"].sum()) - version_before - 1
+        epoch = int(all_status["updates"].sum()) // cfg.target_update_period
+        if epoch > self.target_epoch[0]:  # the global count crossed a target period
+            self.target_epoch[0] = epoch
+            self.learner.sync_target()
+
+    def publish(self) -> None:
+        """Its times and counters into its status row, for the main process (at the log's cadence and at a stop)."""
+        publish_times(self.status, {"env_step": self.loop.env_s + self.loop.fold_s, "act": self.loop.act_s,
+                                    **self.times})
+
+    def before_park(self) -> None:
+        status = self.status
+        self.publish()
+        if self.cfg.hogwild_replay == "shared":
+            status["replay_resampled"] = self.counted[0] + self.replay.resampled  # this process's, after the saved
+            status["replay_write_waits"] = self.counted[1] + self.replay.write_waits
+        status["env_steps"] = self.loop.steps
+        status["adam_steps"] = float(self.learner.optimizer.steps[0])  # what this worker's Adam state has counted
+
+
 def _act_and_learn(index: int, arrays: dict, waiter: Waiter, args: WorkerArgs) -> None:
     # ------------------------------------------------------------------ setup
-    cfg, online, optimizer_state, lock, resume = args.cfg, args.online, args.optimizer_state, args.lock, args.resume
+    cfg = args.cfg
     torch.set_num_threads(1)
-    status, control = arrays["status"][index], Control(arrays["control"])
-    all_status, in_flight = arrays["status"], arrays["in_flight"][:, 0]  # (N,) flags, one cache line each
-    target_epoch = arrays["target_epoch"]
-    learner = DQNLearner(online, cfg, target=args.target, optimizer_state=optimizer_state)  # per_worker: state is None
-    act_seed, replay_seed = rng_seeds(cfg.seed)
-    loop = EnvLoop(cfg, index, GreedyPolicy(online, np.random.default_rng(act_seed.spawn(cfg.num_workers)[index])),
-                   actor_epsilon(cfg, index))  # the policy reads the shared weights as they are now
-    if cfg.hogwild_replay == "shared":  # one ring, every worker's rows, in shared memory
-        replay = SharedReplay(arrays["replay_data"], arrays["replay_seq"], arrays["replay_counters"], args.replay_lock)
-    else:  # this worker's own
-        space = loop.env.observation_space
-        replay = make_replay(cfg.replace(buffer_size=worker_replay_size(cfg)), space.shape, space.dtype)
-    replay_rng = np.random.default_rng(replay_seed.spawn(cfg.num_workers)[index])
-    run_stops, first_stop = stops(cfg), 0
-    ratio = WorkerShare(cfg.utd, cfg.learning_starts, cfg.num_workers, index, [stop.env_steps for stop in run_stops])
-    if resume is not None:  # a fresh episode; everything else as saved
-        loop.restore(resume["actor"])
-        replay_rng.bit_generator.state = resume["replay_rng"]
-        if resume["replay"] is not None:
-            replay.load_state_dict(resume["replay"])
-        if resume["adam"] is not None:
-            learner.optimizer.load_state_dict(resume["adam"])
-        first_stop = resume["next_stop"]
-    stop_at = worker_stops(run_stops, cfg.num_workers, index)
-    fault = worker_fault(index)
+    control = Control(arrays["control"])
+    worker = Worker(index, arrays, args)
+    first_stop = 0
+    if args.resume is not None:
+        worker.restore(args.resume)
+        first_stop = args.resume["next_stop"]
+    loop, replay, status = worker.loop, worker.replay, worker.status
+    stop_at = worker_stops(worker.stops, cfg.num_workers, index)
+    env_step = with_fault(loop.step, lambda: loop.steps, worker_fault(index))
     waiter.ready()
-    perf = time.perf_counter
-    times = {name: float(status[f"t_{name}"]) for name in ("sample", "gradient", "apply")}
-    updates = int(status["updates"])
-    counted = int(status["replay_resampled"]), int(status["replay_write_waits"])  # before a resume
-    for k in range(first_stop, len(run_stops)):
+    for k in range(first_stop, len(worker.stops)):
         while loop.steps < stop_at[k]:
             # -------------------------------------------------------------- acting
-            if fault and loop.steps >= fault[1]:
-                inject_fault(fault[0])
-            loop.step(0, replay.add)
+            env_step(0, replay.add)
             if loop.ended:
                 write_episodes(status, loop.stats)
-            # -------------------------------------------------------------- learning
-            while ratio.target_updates(loop.steps) > updates and replay.size > 0:
-                t3 = perf()
-                batch = replay.sample(cfg.batch_size, replay_rng)
-                version_before = int(all_status["updates"].sum())
-                t4 = perf()
-                loss = learner.compute_gradient(batch)  # reads the shared weights, no lock
-                if not math.isfinite(loss):  # the shared weights are poisoned for every worker: stop the run
-                    raise RunDiverged(f"non-finite TD loss ({loss}) in worker {index}", update=int(
-                        all_status["updates"].sum()), env_steps=int(all_status["env_steps"].sum()),
-                        max_abs_q=float(learner.last_q_taken.abs().max()))
-                status["loss_sum"] += loss
-                t5 = perf()
-                # ---------------------------------------------------------- syncing: the shared write
-                if cfg.hogwild_lock:
-                    lock.acquire()
-                in_flight[index] = 1
-                overlapped = bool(in_flight.sum() > 1)  # another worker is mid-step right now
-                learner.apply_gradient(sync_target=False)
-                in_flight[index] = 0
-                if cfg.hogwild_lock:
-                    lock.release()
-                updates += 1
-                status["updates"] = updates
-                status["overlaps"] += overlapped
-                status["version_gap_sum"] += int(all_status["updates"].sum()) - version_before - 1
-                epoch = int(all_status["updates"].sum()) // cfg.target_update_period
-                if epoch > target_epoch[0]:  # the global count crossed a target period
-                    target_epoch[0] = epoch
-                    learner.sync_target()
-                t6 = perf()
-                times["sample"] += t4 - t3
-                times["gradient"] += t5 - t4
-                times["apply"] += t6 - t5
+            # -------------------------------------------------------------- learning and syncing
+            worker.learn_owed()
             status["env_steps"] = loop.steps
             if loop.steps % 256 == 0:
                 waiter.check()
-                publish_times(status, {"env_step": loop.env_s + loop.fold_s, "act": loop.act_s, **times})
-                write_figures(status, learner, replay)  # the latest batch, for the main process's curves
+                worker.publish()
+                write_figures(status, worker.learner, replay)  # the latest batch, for the main process's curves
         # ------------------------------------------------------------------ park at the stop
-        publish_times(status, {"env_step": loop.env_s + loop.fold_s, "act": loop.act_s, **times})
-        if cfg.hogwild_replay == "shared":
-            status["replay_resampled"] = counted[0] + replay.resampled  # this process's counts, after the saved
-            status["replay_write_waits"] = counted[1] + replay.write_waits
-        status["env_steps"] = loop.steps
-        status["adam_steps"] = float(learner.optimizer.steps[0])  # what this worker's Adam state has counted
-        park(k, run_stops, status, control, waiter, args.state_pipe, lambda: {
-            "actor": loop.state(), "replay_rng": replay_rng.bit_generator.state,
-            "replay": replay.state_dict() if cfg.hogwild_replay == "local" and cfg.checkpoint_replay else None,
-            "adam": learner.optimizer.state_dict() if optimizer_state is None else None})
+        worker.before_park()
+        park(k, worker.stops, status, control, waiter, args.state_pipe, worker.save)
     loop.close()
     status["state"] = DONE
 
 
 # ============================================================================== the main process: supervise, evaluate
+class SharedParts:
+    """What every worker shares: the online and target networks, Adam's state when shared, the target's
+    epoch and the shared replay; `save`/`restore` are the checkpoint's part of them."""
+
+    def __init__(self, cfg: DQNConfig, online, target, adam, target_epoch: np.ndarray, replay):
+        self.cfg, self.online, self.target, self.adam = cfg, online, target, adam
+        self.target_epoch, self.replay = target_epoch, replay
+
+    def save(self) -> dict:
+        return {"online": self.online.state_dict(), "target": self.target.state_dict(),
+                "target_epoch": self.target_epoch.copy(), "adam": self.adam.state_dict() if self.adam else None,
+                "replay": self.replay.state_dict() if self.replay is not None and self.cfg.checkpoint_replay else None}
+
+    def restore(self, shared: dict) -> None:
+        self.online.load_state_dict(shared["online"])  # copies into the shared storage
+        self.target.load_state_dict(shared["target"])
+        if self.adam is not None:
+            self.adam.load_state_dict(shared["adam"])
+        self.target_epoch[:] = shared["target_epoch"]
+        if shared["replay"] is not None:
+            self.replay.load_state_dict(shared["replay"])
+
+
 def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     reporter = reporter or NullReporter()
     preflight(cfg)  # refused settings and shared memory that cannot fit stop the run here
@@ -227,68 +287,67 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     with worker_pool("worker", n, cfg.worker_timeout_s) as pool:
         blocks, status, control = pool.blocks, pool.status, pool.control
         blocks.allocate("in_flight", (n, 8), np.int64)
-        target_epoch = blocks.allocate("target_epoch", (8,), np.int64)
         lock, replay = pool.ctx.Lock(), None
         if cfg.hogwild_replay == "shared":  # one ring for every worker, its lock only for reserving slots
             replay = SharedReplay(**SharedReplay.allocate(blocks, "replay", cfg.buffer_size,
                                                           transition_dtype(spec.obs_shape, spec.obs_dtype)),
                                   lock=pool.ctx.Lock())
-        resumed = run.resume()
-        worker_states = [None] * n
-        if resumed is not None:  # the shared state as it was; each worker gets its own part back
-            saved = resumed.extras
-            shared = saved["shared"]
-            online.load_state_dict(shared["online"])  # copies into the shared storage
-            target.load_state_dict(shared["target"])
-            if adam is not None:
-                adam.load_state_dict(shared["adam"])
-            target_epoch[:] = shared["target_epoch"]
-            if shared["replay"] is not None:
-                replay.load_state_dict(shared["replay"])
-            restore_status(status, saved["status"])
-            worker_states = [{**state, "next_stop": run.next_stop} for state in saved["workers"]]
-            run.resumed_with(dropped=sum(state["actor"]["pending"] for state in saved["workers"]),
-                             epsilons=resume_epsilons(cfg, [state["actor"] for state in saved["workers"]]))
-            control[Control.RELEASED] = run.next_stop
-
-        def shared_state() -> dict:
-            return {"online": online.state_dict(), "target": target.state_dict(), "target_epoch": target_epoch.copy(),
-                    "adam": adam.state_dict() if adam is not None else None,
-                    "replay": replay.state_dict() if replay is not None and cfg.checkpoint_replay else None}
-
+        shared = SharedParts(cfg, online, target, adam, blocks.allocate("target_epoch", (8,), np.int64), replay)
+        worker_states = _resume(run, cfg, shared, status, control)
         pool.start(_act_and_learn, lambda i: WorkerArgs(cfg, online, target, optimizer_state, lock,
                                                         replay and replay.lock, pool.state_writers[i], worker_states[i]))
         pool.go(max(120.0, cfg.worker_timeout_s))
         startup_seconds = time.perf_counter() - started
         run.start_clock(workers=lambda: status["pid"].tolist())
         run.curves.watch_workers(lambda: status)  # each worker's share of the env steps
-        logged_loss = float(status["loss_sum"].sum())  # the losses summed up to the previous log
-        capacity = replay.capacity if replay is not None else n * worker_replay_size(cfg)  # every worker's replay
-        while True:
-            # Blocks (no CPU) until a worker parks, or for LOG_WAIT_S: the log's cadence, and the
-            # health check's; it polled every millisecond before.
-            parked_before = int(status["parked"].sum())
-            pool.main_notifier.wait_until(0, lambda: int(status["parked"].sum()) != parked_before, timeout_s=LOG_WAIT_S)
-            try:
-                pool.check()
-            except RunDiverged as err:  # a worker saw it; the run's holdout and clock are here
-                raise run.diverged(err.reason, err.update, err.env_steps, err.max_abs_q) from None
-            global_steps = int(status["env_steps"].sum())
-            # -------------------------------------------------------------- logging / evaluation / checkpoint
-            if run.log_due(global_steps):
-                updates, loss_total = int(status["updates"].sum()), float(status["loss_sum"].sum())
-                run.log(global_steps, status_episodes(status), LearningLog(updates, loss_total - logged_loss),
-                        overlap_fraction=float(status["overlaps"].sum()) / max(1, updates),
-                        **hogwild_figures(status, capacity, None if replay is None else replay.size))
-                logged_loss = loss_total
-            if all_parked(run, status, global_steps):
-                if run.at_stop(global_steps, lambda: {"workers": pool.collect(), "status": status.copy(),
-                                                      "shared": shared_state()}):
-                    break  # the shared weights were evaluated with the workers parked
-                control[Control.RELEASED] = run.next_stop
-                pool.workers_notifier.notify()
+        global_steps = _supervise(run, pool, shared)
         final = pool.finish()  # a copy: the blocks go next
         replay_sources = replay.data["source"][:replay.size].copy() if replay else None  # whose rows it holds
         adam_steps = float(optimizer_state["steps"][0]) if optimizer_state is not None else None
     return hogwild_summary(run, final, env_steps=global_steps, startup_seconds=startup_seconds,
                            shared_adam_steps=adam_steps, replay_sources=replay_sources)
+
+
+def _resume(run: Run, cfg: DQNConfig, shared: SharedParts, status: np.ndarray, control: Control) -> list:
+    """The shared state as it was, and each worker's own part to hand back to it (None: a fresh start)."""
+    resumed = run.resume()
+    if resumed is None:
+        return [None] * cfg.num_workers
+    saved = resumed.extras
+    shared.restore(saved["shared"])
+    restore_status(status, saved["status"])
+    run.resumed_with(dropped=sum(state["actor"]["pending"] for state in saved["workers"]),
+                     epsilons=resume_epsilons(cfg, [state["actor"] for state in saved["workers"]]))
+    control[Control.RELEASED] = run.next_stop
+    return [{**state, "next_stop": run.next_stop} for state in saved["workers"]]
+
+
+def _supervise(run: Run, pool, shared: SharedParts) -> int:
+    """The main process while the workers act and learn: health, logs, and each sync point's evaluation
+    and save with every worker parked; the env steps at the end."""
+    status, control, cfg, replay = pool.status, pool.control, run.cfg, shared.replay
+    logged_loss = float(status["loss_sum"].sum())  # the losses summed up to the previous log
+    capacity = replay.capacity if replay is not None else cfg.num_workers * worker_replay_size(cfg)
+    while True:
+        # Blocks (no CPU) until a worker parks, or for LOG_WAIT_S: the log's cadence, and the
+        # health check's; it polled every millisecond before.
+        parked_before = int(status["parked"].sum())
+        pool.main_notifier.wait_until(0, lambda: int(status["parked"].sum()) != parked_before, timeout_s=LOG_WAIT_S)
+        try:
+            pool.check()
+        except RunDiverged as err:  # a worker saw it; the run's holdout and clock are here
+            raise run.diverged(err.reason, err.update, err.env_steps, err.max_abs_q) from None
+        global_steps = int(status["env_steps"].sum())
+        # -------------------------------------------------------------- logging / evaluation / checkpoint
+        if run.log_due(global_steps):
+            updates, loss_total = int(status["updates"].sum()), float(status["loss_sum"].sum())
+            run.log(global_steps, status_episodes(status), LearningLog(updates, loss_total - logged_loss),
+                    overlap_fraction=float(status["overlaps"].sum()) / max(1, updates),
+                    **hogwild_figures(status, capacity, None if replay is None else replay.size))
+            logged_loss = loss_total
+        if all_parked(run, status, global_steps):
+            if run.at_stop(global_steps, lambda: {"workers": pool.collect(), "status": status.copy(),
+                                                  "shared": shared.save()}):
+                return global_steps  # the shared weights were evaluated with the workers parked
+            control[Control.RELEASED] = run.next_stop
+            pool.workers_notifier.notify()

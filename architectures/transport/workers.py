@@ -57,6 +57,21 @@ def inject_fault(kind: str) -> None:
         time.sleep(3600)
 
 
+def with_fault(step: Callable, steps: Callable[[], int], fault: tuple[str, int] | None) -> Callable:
+    """`step` as it is, or, where a test asked for a fault (worker_fault), `step` behind the fault's check:
+    a run without one has no check on its path."""
+    if fault is None:
+        return step
+    kind, at = fault
+
+    def faulty(*args, **kwargs):
+        if steps() >= at:
+            inject_fault(kind)
+        return step(*args, **kwargs)
+
+    return faulty
+
+
 class WorkerFailed(RunError):
     """A worker process died, raised, hung, or stopped receiving weights: one line, naming it."""
 

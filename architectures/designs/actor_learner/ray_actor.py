@@ -2,10 +2,10 @@
 ray_backend.py is the learner).
 
 It holds the Actor and its counters row; `collect(steps, weights, ...)` has it act that many env steps
-with the newest weights and returns their transitions as one serialised record array. A replacement for a lost actor (transport/ray_actors.py)
-continues the lost one's counters (env steps, episodes, clocks) on a seed stream of its own
-(incarnation k acts on stream index + k * num_workers, which no other actor draws), so the
-run's env-step count stays exact and no episode seed repeats.
+with the newest weights and returns their transitions as one serialised record array. A replacement for
+a lost actor (transport/ray_actors.py) continues the lost one's counters (env steps, episodes, clocks) on
+a seed stream of its own (incarnation k acts on stream index + k * num_workers, which no other actor
+draws), so the run's env-step count stays exact and no episode seed repeats.
 """
 
 from __future__ import annotations
