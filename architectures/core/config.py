@@ -118,7 +118,10 @@ class DQNConfig:
     learner, every design's host copy that acts is refreshed on this period too."""
     utd_slack_steps: int = 1_000
     """actor_learner: env steps the actors may run ahead of the utd target before they wait for
-    the learner (Acme's rate-limiter error buffer); the learner waits whenever it is ahead."""
+    the learner (Acme's rate-limiter error buffer); the learner waits whenever it is ahead.
+    vector_env does not read it: its one process acts and learns, so it keeps its learning within
+    one vector step (more slack would only let its acting weights age); hogwild's workers each learn
+    their own share in turn with their acting."""
     actor_epsilons: str = "schedule"
     """actor_learner: `schedule` (every actor follows eps_start -> eps_end on the global env step)
     or `apex` (fixed per-actor epsilons 0.4 ** (1 + 7 i / (N - 1)), Horgan et al. 2018)."""

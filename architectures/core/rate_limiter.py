@@ -10,29 +10,50 @@ Two sides read the same two counts:
   `utd_slack_steps` env steps' worth: behind, the actors wait, so the realised ratio holds to
   `utd` however fast the actors are.
 
-A design that steps and learns in one loop (single_env, high_utd, vector_env) needs only the
-learner's side. The limiter keeps no state beyond its settings: the counts live where each
-transport keeps them (a shared-memory flag, the learner's own version), so the actors' copy
-and the learner's agree by construction and nothing needs saving on resume.
+Every design that paces updates to env steps uses it: actor_learner's learner and actors (each
+transport reads the counts where it keeps them), hogwild's workers (`for_worker`: each worker's own
+share, WorkerShare, so their updates add up to the run's at every sync point), vector_env
+(`for_vector_env`: its one process acts and learns, so it keeps its learning within one vector step
+rather than `utd_slack_steps`; more slack would only let the acting weights age), and single_env and
+high_utd through ReplayLearning (the learner's side only). pqn has no replay and so no limiter: it
+learns each rollout once, `rollout_epochs` x `rollout_minibatches` updates a rollout (designs/pqn.py).
+The limiter keeps no state beyond its settings: the counts live where each transport keeps them (a
+shared-memory flag, the learner's own version), so the actors' copy and the learner's agree by
+construction and nothing needs saving on resume.
 """
 
 from __future__ import annotations
 
+import math
+
 from architectures.core.config import DQNConfig
-from architectures.core.schedules import UpdateRatio
+from architectures.core.schedules import UpdateRatio, WorkerShare
 
 
 class RateLimiter:
     """Updates per inserted env step, and the slack an actor may run ahead (see the module docstring)."""
 
-    def __init__(self, utd: float, learning_starts: int, slack_steps: int = 0):
-        self.ratio = UpdateRatio(utd, learning_starts)
-        self.slack_updates = int(slack_steps * self.ratio.ratio)
+    def __init__(self, utd: float = 0.25, learning_starts: int = 0, slack_steps: int = 0, *,
+                 ratio: UpdateRatio | None = None, slack_updates: int | None = None):
+        self.ratio = ratio if ratio is not None else UpdateRatio(utd, learning_starts)
+        self.slack_updates = slack_updates if slack_updates is not None else int(slack_steps * self.ratio.ratio)
         """Updates the learner may owe before the actors wait: `slack_steps` env steps' worth."""
 
     @classmethod
     def from_config(cls, cfg: DQNConfig) -> "RateLimiter":
+        """The run's: utd after learning_starts, `utd_slack_steps` of slack for the actors."""
         return cls(cfg.utd, cfg.learning_starts, cfg.utd_slack_steps)
+
+    @classmethod
+    def for_worker(cls, cfg: DQNConfig, index: int, stops: list[int]) -> "RateLimiter":
+        """A hogwild worker's: its share of the run's updates by its own env steps (WorkerShare); it
+        acts and learns in turn, so only its learning side is read."""
+        return cls(ratio=WorkerShare(cfg.utd, cfg.learning_starts, cfg.num_workers, index, stops), slack_updates=0)
+
+    @classmethod
+    def for_vector_env(cls, cfg: DQNConfig) -> "RateLimiter":
+        """vector_env's: envs are sent on while learning owes at most one vector step's updates."""
+        return cls(cfg.utd, cfg.learning_starts, slack_updates=max(1, math.ceil(cfg.num_workers * cfg.utd)))
 
     def owed(self, inserts: int, updates: int) -> int:
         """Updates due after `inserts` env steps, less the `updates` done (negative: the learner is ahead)."""

@@ -45,7 +45,7 @@ from architectures.core.limits import worker_replay_size
 from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.networks import GreedyPolicy, build_q_network
 from architectures.core.replay import make_replay, transition_dtype
-from architectures.core.schedules import WorkerShare
+from architectures.core.rate_limiter import RateLimiter
 from architectures.designs.hogwild_books import hogwild_figures, hogwild_summary, write_figures
 from architectures.run.acting import EnvLoop, actor_epsilon, resume_epsilons
 from architectures.run.base import LearningLog, Run
@@ -133,8 +133,7 @@ class Worker:
             self.replay = make_replay(cfg.replace(buffer_size=worker_replay_size(cfg)), space.shape, space.dtype)
         self.replay_rng = np.random.default_rng(replay_seed.spawn(cfg.num_workers)[index])
         self.stops = stops(cfg)
-        self.ratio = WorkerShare(cfg.utd, cfg.learning_starts, cfg.num_workers, index,
-                                 [stop.env_steps for stop in self.stops])
+        self.limiter = RateLimiter.for_worker(cfg, index, [stop.env_steps for stop in self.stops])
         self.times = {name: float(self.status[f"t_{name}"]) for name in ("sample", "gradient", "apply")}
         self.updates = int(self.status["updates"])
         self.counted = int(self.status["replay_resampled"]), int(self.status["replay_write_waits"])  # before a resume
@@ -157,7 +156,7 @@ class Worker:
     def learn_owed(self) -> None:
         """The updates this worker's share of utd owes after its env steps, each written into the shared weights."""
         cfg, status, all_status, perf = self.cfg, self.status, self.all_status, time.perf_counter
-        while self.ratio.target_updates(self.loop.steps) > self.updates and self.replay.size > 0:
+        while self.limiter.can_sample(self.loop.steps, self.updates) and self.replay.size > 0:
             t3 = perf()
             batch = self.replay.sample(cfg.batch_size, self.replay_rng)
             version_before = int(all_status["updates"].sum())

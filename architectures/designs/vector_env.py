@@ -27,7 +27,6 @@ Run it without Sacred:  python -m architectures vector_env --num_workers 2 --tot
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -39,6 +38,7 @@ from architectures.core.dqn import build_learner
 from architectures.core.envs import EnvSpec, env_spec, rng_seeds
 from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.networks import GreedyPolicy
+from architectures.core.rate_limiter import RateLimiter
 from architectures.core.replay import make_replay
 from architectures.core.schedules import EpsilonSchedule
 from architectures.run.acting import EpisodeStats, EpisodeStream, HeldObs, worker_env_cost
@@ -70,7 +70,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
     run = Run("vector_env", cfg, reporter, learner.online)
     learning = ReplayLearning(run, learner, replay, sources=n)
     policy = GreedyPolicy(learning.acting.net, np.random.default_rng(rng_seeds(cfg.seed)[0]))  # on the CPU
-    behind = max(1, math.ceil(n * cfg.utd))  # updates learning may owe when an env is sent on
+    pace = RateLimiter.for_vector_env(cfg)  # envs are sent on while learning owes at most a vector step
     seconds, env_steps = dict.fromkeys(TIMES, 0.0), 0
     resumed = run.resume()
     if resumed is not None:  # every env starts a fresh episode with the seed its stream was on
@@ -91,8 +91,8 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
         stop = run.stops[run.next_stop].env_steps  # the next holdout or save, or the end: no env steps past it
         if idle and sent < stop:
             ids, idle = idle[:stop - sent], idle[stop - sent:]
-            if learning.owed(env_steps) > behind:  # the utd holds: learning lags one vector step at most
-                learning.learn_owed(env_steps, limit=learning.owed(env_steps) - behind)
+            if not pace.can_insert(env_steps, learner.version):  # the utd holds: learning lags a vector step at most
+                learning.learn_owed(env_steps, limit=pace.owed(env_steps, learner.version) - pace.slack_updates)
             t0 = perf()
             chosen = policy.act_batch(held.obs[ids], epsilon(env_steps)).tolist()
             for i, action in zip(ids, chosen):

@@ -47,6 +47,15 @@ def worker_stops(stops: list[Stop], num_workers: int, index: int) -> list[int]:
     return [worker_quota(stop.env_steps, num_workers, index) for stop in stops]
 
 
+def room(stops: list[Stop], num_workers: int, index: int, k: int, own_steps: int, all_steps: int, free: bool) -> int:
+    """Env steps worker `index` may still make before stop k, the one quota rule of the transports that
+    hand out steps (Ray's requests, the in-process turns): its equal share of the stop less its own steps,
+    or (`free`) the stop less everyone's, whoever steps first."""
+    if free:
+        return stops[k].env_steps - all_steps
+    return worker_quota(stops[k].env_steps, num_workers, index) - own_steps
+
+
 class StepQuota:
     """How far an actor may step before it parks at parking point k (`actor_quotas`).
 
@@ -67,7 +76,7 @@ class StepQuota:
         self.k, self.budget = k, 0
 
     def may_step(self, own_steps: int) -> bool:
-        if not self.free:
+        if not self.free:  # room() > 0, with the shares precomputed: this runs every env step
             return own_steps < self.points[self.k]
         if self.budget == 0:
             with self.lock:

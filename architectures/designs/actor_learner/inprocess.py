@@ -29,7 +29,7 @@ from architectures.designs.actor_learner.actor_stats import ActorStats
 from architectures.designs.actor_learner.runner import learn
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
-from architectures.run.parking import worker_stops
+from architectures.run.parking import room
 from architectures.run.worker_rows import write_episodes
 from architectures.transport.channels import WeightChannel
 from architectures.transport.shared import DONE, RUNNING, STATUS_DTYPE
@@ -46,17 +46,14 @@ class InProcessTransport:
                  actor_stats: ActorStats, record: np.dtype):
         self.run, self.learning, self.actors, self.channel = run, learning, actors, channel
         self.actor_stats, self.status = actor_stats, actor_stats.status
-        self.quotas = [worker_stops(run.stops, len(actors), i) for i in range(len(actors))]
         self.free = run.cfg.actor_quotas == "free"
         self.rows = np.empty(SLICE + run.cfg.n_step, record)  # a turn completes at most SLICE + n - 1
         self.priorities = np.zeros(len(self.rows), np.float32)
 
     def room(self, i: int) -> int:
-        """Env steps actor i may still make before the next sync point."""
-        stop = self.run.stops[self.run.next_stop].env_steps
-        if self.free:  # whoever steps first: here, in turn
-            return stop - int(self.status["env_steps"].sum())
-        return self.quotas[i][self.run.next_stop] - int(self.status["env_steps"][i])
+        """Env steps actor i may still make before the next sync point (free: whoever steps first, here in turn)."""
+        steps = self.status["env_steps"]
+        return room(self.run.stops, len(self.actors), i, self.run.next_stop, int(steps[i]), int(steps.sum()), self.free)
 
     def exchange(self) -> int:
         limiter, learner = self.learning.limiter, self.learning.learner

@@ -55,7 +55,7 @@ from architectures.designs.actor_learner.runner import Throttle, learn
 from architectures.designs.actor_learner.ray_actor import RayActor
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
-from architectures.run.parking import worker_stops
+from architectures.run.parking import room
 from architectures.transport.ray_actors import RayActorGroup
 from architectures.transport.ray_support import ActorLost, check_hung, check_ray_joinable, connect, fetch, import_ray
 from architectures.transport.variables import FlatLayout, RaySource
@@ -97,7 +97,6 @@ class RayTransport:
         self.actor_stats, self.status, self.received, self.places = actor_stats, actor_stats.status, received, places
         cfg, n = run.cfg, len(self.status)
         self.cfg, self.n = cfg, n
-        self.quotas = [worker_stops(run.stops, n, i) for i in range(n)]  # per actor, per sync point (equal)
         self.pending = [deque() for _ in range(n)]  # per actor: (reference, steps), oldest first
         self.busy_since = np.zeros(n)  # when each actor's oldest request could start
         self.requested = self.status["env_steps"].astype(np.int64)  # env steps asked of each actor so far
@@ -105,10 +104,10 @@ class RayTransport:
         self.due_check = Throttle()
 
     def room(self, i: int, k: int) -> int:
-        """Env steps actor i may still be asked for before sync point k."""
-        if self.cfg.actor_quotas == "free" or self.places < self.n:  # whoever asks first (vacant shares re-divided)
-            return self.run.stops[k].env_steps - int(self.requested.sum())
-        return self.quotas[i][k] - int(self.requested[i])
+        """Env steps actor i may still be asked for before sync point k (a resume on a smaller cluster
+        re-divides the vacant actors' shares: whoever asks first)."""
+        free = self.cfg.actor_quotas == "free" or self.places < self.n
+        return room(self.run.stops, self.n, i, k, int(self.requested[i]), int(self.requested.sum()), free)
 
     def exchange(self) -> int:
         self.request()
