@@ -2,7 +2,7 @@
 
 The package by layer (tests/test_imports.py holds it): core/ (config, envs, networks, replay, the
 DQN update, evaluation, metrics), transport/ (shared memory, worker processes, Ray support), run/
-(the run's bookkeeping, learning from a replay, acting, parking points, checkpoints), designs/
+(the run's bookkeeping, learning from a replay, acting, sync points, checkpoints), designs/
 (one module per design). registry.py is the one list of designs.
 
 `ARCHITECTURES` maps a design's name to its module; each module has `train(cfg: DQNConfig,

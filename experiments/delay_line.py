@@ -33,10 +33,10 @@ def _socket(interface: str) -> socket.socket:
 
 
 class Direction:
-    """Frames from `source` out of `sink`, each `delay_s` after it arrived."""
+    """Frames from `source` out of `out`, each `delay_s` after it arrived."""
 
-    def __init__(self, source: socket.socket, sink: socket.socket, delay_s: float):
-        self.source, self.sink, self.delay_s = source, sink, delay_s
+    def __init__(self, source: socket.socket, out: socket.socket, delay_s: float):
+        self.source, self.out, self.delay_s = source, out, delay_s
         self.queue: deque[tuple[float, bytes]] = deque()
         self.due = threading.Condition()
 
@@ -61,7 +61,7 @@ class Direction:
                     self.due.wait(wait)  # blocks until the head frame is due (a new frame never overtakes it)
                     continue
                 self.queue.popleft()
-            self.sink.send(frame)
+            self.out.send(frame)
 
 
 def main(argv: list[str] | None = None) -> int:

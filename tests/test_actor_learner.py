@@ -17,7 +17,7 @@ from architectures.core import limits
 from architectures.core.config import DQNConfig
 from architectures.designs import vector_env
 from architectures.designs.actor_learner import local as actor_learner
-from architectures.run import acting, parking
+from architectures.run import acting, sync_points
 from architectures.transport import workers
 from architectures.transport.shared import leaked_segments
 from architectures.transport.workers import FAULT_ENV, WorkerFailed
@@ -264,7 +264,7 @@ def test_too_many_workers_warns_naming_the_cores(monkeypatch):
 
 @pytest.mark.parametrize("total, workers", [(10, 3), (6_000, 2), (7, 7), (5, 8)])
 def test_worker_quotas_sum_to_the_total(total, workers):
-    quotas = [parking.worker_quota(total, workers, i) for i in range(workers)]
+    quotas = [sync_points.worker_quota(total, workers, i) for i in range(workers)]
     assert sum(quotas) == total and max(quotas) - min(quotas) <= 1
 
 

@@ -22,13 +22,13 @@ from tests.test_actor_learner import ROOT, alive, assert_clean, descendants, sma
 @pytest.mark.parametrize("utd, workers, learning_starts", [(0.25, 2, 500), (0.25, 3, 1_000), (1.0, 4, 7), (4.0, 2, 0),
                                                         (0.3, 3, 250), (2.5, 5, 13)])
 def test_the_workers_updates_add_up_to_the_runs_exactly(utd, workers, learning_starts):
-    """At every parking point each worker stands at its quota of the env steps, and the updates its
+    """At every sync point each worker stands at its quota of the env steps, and the updates its
     WorkerShare owes add up to the run's UpdateRatio exactly: each flooring its own share lost up to
     workers - 1 (hogwild made 1,124 of the 1,125 the others made)."""
     from architectures.core.schedules import UpdateRatio, WorkerShare
-    from architectures.run.parking import worker_quota
+    from architectures.run.sync_points import worker_quota
 
-    run, stops = UpdateRatio(utd, learning_starts), [*range(1, 600, 7), 5_000, 123_457]  # parking points
+    run, stops = UpdateRatio(utd, learning_starts), [*range(1, 600, 7), 5_000, 123_457]  # sync points
     shares = [WorkerShare(utd, learning_starts, workers, i, stops) for i in range(workers)]
     for env_steps in stops:
         owed = [share.target_updates(worker_quota(env_steps, workers, i)) for i, share in enumerate(shares)]

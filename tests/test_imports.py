@@ -7,7 +7,7 @@ registry, and nothing it imports pulls in Sacred.
 
     core/       config, errors, envs, networks, replay, dqn, evaluation, metrics, limits, diagnostics
     transport/  shared memory, worker processes, the reaper, Ray support
-    run/        Run (bookkeeping), ReplayLearning, acting, parking, checkpoints, results, worker rows
+    run/        Run (bookkeeping), ReplayLearning, acting, sync points, checkpoints, results, worker rows
     designs/    one module per design (actor_learner: its local and Ray backends and its actor stats)
 """
 
@@ -142,11 +142,11 @@ def test_no_package_has_an_import_cycle_counting_function_local_imports():
 
 
 def _design(module: str) -> str | None:
-    """designs/<name>.py, designs/<name>_books.py and designs/<name>/* belong to design <name>."""
+    """designs/<name>.py, designs/<name>_stats.py and designs/<name>/* belong to design <name>."""
     parts = module.split(".")
     if len(parts) < 3 or parts[1] != "designs":
         return None
-    return parts[2].removesuffix("_books")
+    return parts[2].removesuffix("_stats")
 
 
 def test_a_design_imports_no_other_design():

@@ -24,7 +24,7 @@ from architectures.designs import high_utd, hogwild
 from architectures.designs.actor_learner import local as actor_learner
 from architectures.registry import NAMES
 from architectures.run.acting import actor_epsilon
-from architectures.run.parking import stops, worker_quota
+from architectures.run.sync_points import stops, worker_quota
 from tests.test_actor_learner import alive, descendants
 from tests.test_single_env import KillAt, Recorder, _Killed, untimed
 from tests.test_sweep import _statuses
@@ -148,9 +148,9 @@ def test_a_run_killed_whole_resumes_with_exact_counts_and_nothing_left_behind(tm
 
 @pytest.mark.parametrize("name, every", [("actor_learner", 3_000), ("hogwild", 0)])
 @pytest.mark.slow
-def test_a_resume_with_another_checkpoint_period_parks_at_the_new_schedule(tmp_path, name, every):
-    """The parking points are rebuilt from the resumed config; the next one is found by env steps
-    (saved at 2,000 or 6,000 every 2,000: resumed every 3,000 it parks next at 3,000 or 9,000, and
+def test_a_resume_with_another_checkpoint_period_stops_at_the_new_schedule(tmp_path, name, every):
+    """The sync points are rebuilt from the resumed config; the next one is found by env steps
+    (saved at 2,000 or 6,000 every 2,000: resumed every 3,000 it stops next at 3,000 or 9,000, and
     never skips the holdout checkpoint at 4,000 or 8,000; resumed with saves off, only at those)."""
     named, overrides = DESIGNS[name]
     run, _ = kill_mid_run_and_resume(tmp_path, named, overrides, on_resume={"checkpoint_every": every})

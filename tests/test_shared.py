@@ -62,7 +62,7 @@ def test_rings_never_deliver_or_sample_a_torn_transition():
         next_k = [0] * writers
         torn, sampled_rows = [], 0
 
-        def sink(rows, priorities):
+        def into(rows, priorities):
             for row, priority in zip(rows, priorities):
                 worker = int(row["source"])
                 # In order, no gap, no duplicate, whole, and its priority travelled with it.
@@ -73,9 +73,9 @@ def test_rings_never_deliver_or_sample_a_torn_transition():
         procs = [ctx.Process(target=_writer, args=(i, blocks.specs, locks[i], count)) for i in range(writers)]
         for p in procs:
             p.start()
-        while any(p.is_alive() for p in procs) or any(r.drain(sink) for r in rings):
+        while any(p.is_alive() for p in procs) or any(r.drain(into) for r in rings):
             for ring in rings:
-                ring.drain(sink)
+                ring.drain(into)
             if replay.size:
                 batch = replay.sample(64, rng)
                 sampled_rows += 64
@@ -84,7 +84,7 @@ def test_rings_never_deliver_or_sample_a_torn_transition():
             p.join()
             assert p.exitcode == 0
         for ring in rings:
-            ring.drain(sink)
+            ring.drain(into)
         assert next_k == [count] * writers  # every transition arrived exactly once
         assert [ring.env_steps_seen for ring in rings] == [count] * writers
         assert sampled_rows > 1000 and torn == []

@@ -1,5 +1,5 @@
 """Uneven workers: one slow worker among fast ones (`slow_worker_cost_us`), and actor_learner's
-two answers to it (`actor_quotas`): equal shares at every parking point, or free-running
+two answers to it (`actor_quotas`): equal shares at every sync point, or free-running
 actors as in Ape-X. The run's totals stay exact either way; what changes is who contributes."""
 
 import pytest
@@ -27,7 +27,7 @@ def test_totals_stay_exact_whoever_steps(quotas):
     assert [c["env_steps"] for c in r["holdout_curve"]] == [1_500, 3_000]
     assert r["actor_quotas"] == quotas and len(r["worker_acting_staleness_mean"]) == 2
     shares = r["worker_shares"]["env_steps"]
-    if quotas == "equal":  # the fast actor waits for the slow one at every parking point
+    if quotas == "equal":  # the fast actor waits for the slow one at every sync point
         assert shares == [0.5, 0.5]
     else:  # the fast actor (1) steps far more than the slow one (0): ~16 us against ~1.5 ms a step
         assert shares[1] > 2 * shares[0]

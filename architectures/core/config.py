@@ -129,9 +129,9 @@ class DQNConfig:
     """Parallel designs: extra busy CPU per env step for worker 0 alone (one slow actor, env or
     hogwild worker among fast ones: a heavier simulator instance, a busier core); 0 = even."""
     actor_quotas: str = "equal"
-    """actor_learner: `equal` (each actor takes exactly its share of every parking point's env
+    """actor_learner: `equal` (each actor takes exactly its share of every sync point's env
     steps, so a slow actor makes the others wait there) or `free` (Ape-X: actors claim env steps
-    until the run reaches the parking point, so fast actors contribute more)."""
+    until the run reaches the sync point, so fast actors contribute more)."""
     reset_period: int = 0
     """high_utd: learner updates between parameter resets (Nikishin et al. 2022); 0 disables."""
     reset_layers: str = "last"
@@ -200,7 +200,7 @@ class DQNConfig:
     # --- checkpointing (every architecture)
     checkpoint_every: int = 0
     """Env steps between checkpoints (single_env, high_utd: at the next episode end; the others
-    park their workers exactly there); 0 disables."""
+    stop their workers exactly there); 0 disables."""
     checkpoint_path: str = ""
     """Checkpoint file; a run started with an existing file resumes from it, a finished run deletes it."""
     checkpoint_replay: bool = True

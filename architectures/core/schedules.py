@@ -44,9 +44,9 @@ class UpdateRatio:
 class WorkerShare(UpdateRatio):
     """Worker `index` of `workers`' share of a run's updates when each worker learns by its own step
     count (hogwild). Its own step s stands for the run's env step (s - 1) * workers + index + 1 (the
-    steps dealt in turn, as the parking quotas deal them: run.parking.worker_quota), and it owes its
+    steps dealt in turn, as the sync-point quotas deal them: run.sync_points.worker_quota), and it owes its
     share (updates dealt in turn too) of what the run's UpdateRatio makes due by then; at its quota of
-    a parking point (`stops`, the run's env steps there) it owes its share of the point's own target,
+    a sync point (`stops`, the run's env steps there) it owes its share of the point's own target,
     so there the workers' updates add up to the run's exactly
     (tests/test_hogwild.py::test_the_workers_updates_add_up_to_the_runs_exactly). Each worker
     flooring its own share, as before, lost up to workers - 1 updates (1,124 of 1,125)."""
@@ -57,7 +57,7 @@ class WorkerShare(UpdateRatio):
         self.at_stop = {self._quota(stop): stop for stop in sorted(stops)}  # own steps -> the run's there
 
     def _quota(self, total: int) -> int:
-        """This worker's share of `total` dealt in turn (run.parking.worker_quota's rule)."""
+        """This worker's share of `total` dealt in turn (run.sync_points.worker_quota's rule)."""
         return total // self.workers + (self.index < total % self.workers)
 
     def target_updates(self, env_steps: int) -> int:

@@ -11,13 +11,13 @@ with the suite's replay and update. Same section order as single_env.py; what di
 - Adam's state is shared (created and moved to shared memory before any worker starts: lazily
   created state would be silently private) or `per_worker`, as `optimizer_state` says;
 - the target network is shared too and synced on the global update count;
-- `utd` holds in aggregate, exactly at every parking point: each worker owes its share of the
+- `utd` holds in aggregate, exactly at every sync point: each worker owes its share of the
   run's updates due by its share of the env steps (schedules.WorkerShare);
 - races are measured, not assumed: a worker's step "overlaps" when another worker is inside
   its own optimizer step at the same time (per-worker in-flight flags), and the "version gap"
   counts the updates other workers applied while this one computed its gradient.
 The main process only supervises, logs, evaluates the shared weights and saves checkpoints at
-the parking points (`run.parking.stops`), where the workers park exactly on their share of the env
+the sync points (`run.sync_points.stops`), where the workers stop exactly on their share of the env
 steps. A save holds the shared networks and Adam state, the shared replay or every worker's
 own, and every worker's stream, RNGs and (per_worker) Adam moments; a resumed worker starts a
 fresh episode.
@@ -46,10 +46,10 @@ from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.networks import GreedyPolicy, build_q_network
 from architectures.core.replay import make_replay, transition_dtype
 from architectures.core.rate_limiter import RateLimiter
-from architectures.designs.hogwild_books import hogwild_figures, hogwild_summary, write_figures
+from architectures.designs.hogwild_stats import hogwild_figures, hogwild_summary, write_figures
 from architectures.run.acting import EnvLoop, actor_epsilon, resume_epsilons
 from architectures.run.base import LearningLog, Run
-from architectures.run.parking import all_parked, park, stops, worker_stops
+from architectures.run.sync_points import all_at_sync_point, stops, wait_at_sync_point, worker_stops
 from architectures.run.worker_rows import (
     check_design_memory,
     publish_times,
@@ -107,7 +107,7 @@ class WorkerArgs:
     lock: Any  # hogwild_lock: the one update lock
     replay_lock: Any  # hogwild_replay=shared: its slot-reserving lock
     state_pipe: Any  # its checkpoint state goes to the main process on this
-    resume: dict | None  # its saved state and the parking point of a resumed run
+    resume: dict | None  # its saved state and the sync point of a resumed run
 
 
 # ============================================================================== a worker: acting and learning
@@ -199,7 +199,7 @@ class Worker:
         publish_times(self.status, {"env_step": self.loop.env_s + self.loop.fold_s, "act": self.loop.act_s,
                                     **self.times})
 
-    def before_park(self) -> None:
+    def before_sync_point(self) -> None:
         status = self.status
         self.publish()
         if self.cfg.hogwild_replay == "shared":
@@ -236,9 +236,9 @@ def _act_and_learn(index: int, arrays: dict, waiter: Waiter, args: WorkerArgs) -
                 waiter.check()
                 worker.publish()
                 write_figures(status, worker.learner, replay)  # the latest batch, for the main process's curves
-        # ------------------------------------------------------------------ park at the stop
-        worker.before_park()
-        park(k, worker.stops, status, control, waiter, args.state_pipe, worker.save)
+        # ------------------------------------------------------------------ stop at the sync point
+        worker.before_sync_point()
+        wait_at_sync_point(k, worker.stops, status, control, waiter, args.state_pipe, worker.save)
     loop.close()
     status["state"] = DONE
 
@@ -323,15 +323,15 @@ def _resume(run: Run, cfg: DQNConfig, shared: SharedParts, status: np.ndarray, c
 
 def _supervise(run: Run, pool, shared: SharedParts) -> int:
     """The main process while the workers act and learn: health, logs, and each sync point's evaluation
-    and save with every worker parked; the env steps at the end."""
+    and save with every worker stopped; the env steps at the end."""
     status, control, cfg, replay = pool.status, pool.control, run.cfg, shared.replay
     logged_loss = float(status["loss_sum"].sum())  # the losses summed up to the previous log
     capacity = replay.capacity if replay is not None else cfg.num_workers * worker_replay_size(cfg)
     while True:
-        # Blocks (no CPU) until a worker parks, or for LOG_WAIT_S: the log's cadence, and the
+        # Blocks (no CPU) until a worker stops, or for LOG_WAIT_S: the log's cadence, and the
         # health check's; it polled every millisecond before.
-        parked_before = int(status["parked"].sum())
-        pool.main_notifier.wait_until(0, lambda: int(status["parked"].sum()) != parked_before, timeout_s=LOG_WAIT_S)
+        arrived_before = int(status["at_sync_point"].sum())
+        pool.main_notifier.wait_until(0, lambda: int(status["at_sync_point"].sum()) != arrived_before, timeout_s=LOG_WAIT_S)
         try:
             pool.check()
         except RunDiverged as err:  # a worker saw it; the run's holdout and clock are here
@@ -344,9 +344,9 @@ def _supervise(run: Run, pool, shared: SharedParts) -> int:
                     overlap_fraction=float(status["overlaps"].sum()) / max(1, updates),
                     **hogwild_figures(status, capacity, None if replay is None else replay.size))
             logged_loss = loss_total
-        if all_parked(run, status, global_steps):
+        if all_at_sync_point(run, status, global_steps):
             if run.at_stop(global_steps, lambda: {"workers": pool.collect(), "status": status.copy(),
                                                   "shared": shared.save()}):
-                return global_steps  # the shared weights were evaluated with the workers parked
+                return global_steps  # the shared weights were evaluated with the workers stopped
             control[Control.RELEASED] = run.next_stop
             pool.workers_notifier.notify()

@@ -149,7 +149,7 @@ class HeldObs:
 class EnvLoop(EpisodeStream):
     """The env-stepping object: one env, acted on by `policy` at `epsilon(own steps)`.
 
-    `act_s`, `env_s` (resets included) and `fold_s` (the n-step adder, and `sink` when given)
+    `act_s`, `env_s` (resets included) and `fold_s` (the n-step adder, and `store` when given)
     accumulate the step's time by component, for the time breakdown."""
 
     def __init__(self, cfg: DQNConfig, index: int, policy: GreedyPolicy, epsilon: Callable[[int], float]):
@@ -160,7 +160,7 @@ class EnvLoop(EpisodeStream):
         self.ended = False  # whether the last step ended an episode
         self.act_s = self.env_s = self.fold_s = 0.0
 
-    def step(self, version: int, sink: Callable[[Transition], None] | None = None) -> list[Transition]:
+    def step(self, version: int, store: Callable[[Transition], None] | None = None) -> list[Transition]:
         perf = time.perf_counter
         t0 = perf()
         action = self.policy.act(self.obs, self.epsilon(self.steps))
@@ -168,9 +168,9 @@ class EnvLoop(EpisodeStream):
         next_obs, reward, terminated, truncated, _ = self.env.step(action)
         t2 = perf()
         transitions = self.record(self.obs, action, reward, next_obs, terminated, truncated, version)
-        if sink is not None:
+        if store is not None:
             for transition in transitions:
-                sink(transition)
+                store(transition)
         t3 = perf()
         self.ended = terminated or truncated
         if self.ended:
@@ -208,7 +208,7 @@ def actor_epsilon(cfg: DQNConfig, index: int, run_steps: Callable[[], int] | Non
     if cfg.actor_quotas == "free" and run_steps is not None:  # actors' own counts differ: use the run's
         return lambda own_steps: schedule(run_steps())
     # The global step is estimated as N x this actor's steps: exact when the actors keep pace
-    # (they park together at every checkpoint) and reproducible whatever the timing. A resumed
+    # (they stop together at every checkpoint) and reproducible whatever the timing. A resumed
     # actor continues from its own saved step count, never from eps_start.
     return lambda own_steps: schedule(own_steps * cfg.num_workers)
 

@@ -1,4 +1,4 @@
-"""A run's bookkeeping, the same for every design: the clock, the parking points, logging,
+"""A run's bookkeeping, the same for every design: the clock, the sync points, logging,
 evaluation, checkpoints and the result.
 
 After Sample Factory's runner and Acme's environment loop: a design builds one `Run` and hands it
@@ -41,7 +41,7 @@ from architectures.run.checkpoint import (
     stamp,
 )
 from architectures.run.curves import Curves
-from architectures.run.parking import Stop, stops
+from architectures.run.sync_points import Stop, stops
 from architectures.run.results import run_result
 
 
@@ -190,7 +190,7 @@ class Run:
 
     # ------------------------------------------------------------------ checkpoints
     def save_due(self, env_steps: int) -> bool:
-        """For designs without parking (single_env, vector_env): the first chance at or after
+        """For designs without sync points (single_env, vector_env): the first chance at or after
         checkpoint_every env steps since the last save, short of the end."""
         return bool(self.cfg.checkpoint_every) and self._next_save <= env_steps < self.cfg.total_env_steps
 
@@ -208,7 +208,7 @@ class Run:
         self.clock.resume()
 
     def at_stop(self, env_steps: int, extras: Callable[[], dict]) -> bool:
-        """Workers are parked at the next stop: evaluate and/or save there (`extras()` gives the
+        """Workers are stopped at the next stop: evaluate and/or save there (`extras()` gives the
         design's own state); returns whether it was the last stop."""
         stop = self.stops[self._next_stop]
         assert env_steps == stop.env_steps, (env_steps, stop)
@@ -234,9 +234,9 @@ class Run:
         self._load_state(saved["run"])
         for name, part in self._parts.items():
             part.restore(saved["parts"][name])
-        # The parking points are rebuilt from this config, whose checkpoint_every may differ from
+        # The sync points are rebuilt from this config, whose checkpoint_every may differ from
         # the saved run's: the next one is the first past the saved env steps, never a saved index
-        # (tests/test_resume.py::test_a_resume_with_another_checkpoint_period_parks_at_the_new_schedule).
+        # (tests/test_resume.py::test_a_resume_with_another_checkpoint_period_stops_at_the_new_schedule).
         self._next_stop = next((i for i, stop in enumerate(self.stops) if stop.env_steps > saved["env_steps"]),
                                len(self.stops))
         self._clock_before = saved["train_seconds"]

@@ -144,7 +144,7 @@ class ReplayLearning:
         return stats
 
     def publish(self) -> None:
-        """Refresh the acting copy now (before a holdout, at a parking point)."""
+        """Refresh the acting copy now (before a holdout, at a sync point)."""
         self.acting.publish(self.learner.version)
 
     @property

@@ -55,7 +55,7 @@ def restore_status(status: np.ndarray, saved: np.ndarray) -> None:
     """Workers' counters (env steps, episodes, updates, time per role, ...) as they were at the
     checkpoint, for the processes that resume them."""
     for name in status.dtype.names:
-        if name not in RESTART_FIELDS:
+        if name not in RESTART_FIELDS and name in saved.dtype.names:  # a field the checkpoint predates starts at 0
             status[name] = saved[name]
 
 

@@ -68,8 +68,8 @@ class TransitionRing:
             self.status_row["env_steps"] = env_steps
 
     # ------------------------------------------------------------------ reader (learner)
-    def drain(self, sink) -> int:
-        """Move every published row into `sink(rows, priorities)`; returns the row count."""
+    def drain(self, into) -> int:
+        """Move every published row into `into(rows, priorities)`; returns the row count."""
         with self.lock:
             written = int(self.counters[0, 0])
             self.env_steps_seen = int(self.status_row["env_steps"])
@@ -78,10 +78,10 @@ class TransitionRing:
             start = self.read % self.capacity
             end = start + n
             if end <= self.capacity:
-                sink(self.records[start:end], self.priorities[start:end])
+                into(self.records[start:end], self.priorities[start:end])
             else:
-                sink(self.records[start:], self.priorities[start:])
-                sink(self.records[:end - self.capacity], self.priorities[:end - self.capacity])
+                into(self.records[start:], self.priorities[start:])
+                into(self.records[:end - self.capacity], self.priorities[:end - self.capacity])
             self.read = written
             with self.lock:
                 self.counters[1, 0] = written
@@ -206,7 +206,7 @@ class SharedReplay:
 
     def state_dict(self) -> dict:
         """The rows, their sequence numbers and the ticket counter; only consistent while no worker
-        writes (hogwild saves it with every worker parked)."""
+        writes (hogwild saves it with every worker stopped)."""
         size = self.size
         return {"data": self.data[:size].copy(), "seq": self.seq[:size].copy(), "counters": self.counters.copy()}
 

@@ -1,7 +1,7 @@
 """Blocking without CPU: notifiers between the main process and its workers.
 
 A process that waits (an actor for the rate limiter or room in its ring, the learner for data,
-a parked worker for its release) blocks on a semaphore of its own and uses no CPU; whoever
+a stopped worker for its release) blocks on a semaphore of its own and uses no CPU; whoever
 changes what it waits for notifies it. A waiting process never polls the CPU away from the process
 it waits for (polling made waiting actors take the learner's core: docs/design-notes.md#notifier).
 """
@@ -108,7 +108,7 @@ class Waiter:
                  main_notifier: Notifier):
         self.control, self.status_row, self.parent_pid, self.notifier = control, status_row, parent_pid, notifier
         self.index = index
-        self.main_notifier = main_notifier  # notified when this worker brings the main process work or parks
+        self.main_notifier = main_notifier  # notified when this worker brings the main process work or stops
 
     def check(self) -> None:
         if self.control[Control.STOP] or os.getppid() != self.parent_pid:

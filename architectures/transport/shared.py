@@ -45,7 +45,7 @@ WAYS_OUT = ("lower buffer_size, use fewer workers (num_workers), or give the con
 STATUS_DTYPE = np.dtype([
     ("env_steps", np.int64), ("transitions", np.int64), ("episodes", np.int64),
     ("episode_length_sum", np.int64), ("episode_return_sum", np.float64),
-    ("weights_version", np.int64), ("weight_fetches", np.int64), ("parked", np.int64), ("state", np.int64),
+    ("weights_version", np.int64), ("weight_fetches", np.int64), ("at_sync_point", np.int64), ("state", np.int64),
     ("t_env_step", np.float64), ("t_act", np.float64), ("t_n_step", np.float64), ("t_handoff", np.float64),
     ("t_wait", np.float64), ("t_weight_sync", np.float64), ("pid", np.int64), ("heartbeat", np.int64),
     # hogwild workers: their updates, how many overlapped another worker's write, the updates
@@ -227,7 +227,7 @@ class Control:
     """Run-wide int64 flags, each on its own cache line: written by the learner, read by actors."""
 
     GO, STOP, LEARNER_VERSION, RELEASED, CLAIMED, MAIN_WAITING = range(6)
-    """RELEASED: parking points the workers may leave; CLAIMED: env steps free-running actors
+    """RELEASED: sync points the workers may leave; CLAIMED: env steps free-running actors
     have claimed so far (actor_quotas=free); MAIN_WAITING: the main process is blocked on its
     notifier (notifier.Notifier; each worker's own flag is its status row's `waiting`)."""
     SHAPE = (6, 8)  # int64; column 0 used, one cache line per flag

@@ -15,7 +15,7 @@ Design choices, each answering a known pitfall:
   reported as hung, so the learner never waits forever.
 - Only the main process talks to Sacred: workers write counters into shared memory.
 - A worker's checkpoint state travels on a one-way pipe of its own (`WorkerPool.collect`), sent
-  while it is parked: the main process closes its copy of the write end, so a worker that dies
+  while it is stopped: the main process closes its copy of the write end, so a worker that dies
   mid-send is an EOF naming it, never a read that blocks forever.
 """
 
@@ -131,7 +131,7 @@ class WorkerPool:
         self.ctx = mp.get_context("spawn")
         self.errors = self.ctx.SimpleQueue()
         # Workers block on `workers_notifier` (the main process notifies it when they may go on), the
-        # main process on `main_notifier` (workers notify it when they bring it work or park).
+        # main process on `main_notifier` (workers notify it when they bring it work or reach a sync point).
         self.workers_notifier = Notifier([self.ctx.Semaphore(0) for _ in range(len(status))], status["waiting"])
         self.main_notifier = Notifier([self.ctx.Semaphore(0)], main_flag(control))
         self.procs: list[mp.process.BaseProcess] = []
@@ -155,7 +155,7 @@ class WorkerPool:
         self._progress_time[:] = time.monotonic()
 
     def collect(self) -> list:
-        """Every worker's state, as each parked worker sends it (its next message on its pipe)."""
+        """Every worker's state, as each stopped worker sends it (its next message on its pipe)."""
         states = []
         for index, reader in enumerate(self._state_readers):
             while not reader.poll(0.05):

@@ -29,7 +29,7 @@ from architectures.designs.actor_learner.actor_stats import ActorStats
 from architectures.designs.actor_learner.runner import learn
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
-from architectures.run.parking import room
+from architectures.run.sync_points import room
 from architectures.run.worker_rows import write_episodes
 from architectures.transport.channels import WeightChannel
 from architectures.transport.shared import DONE, RUNNING, STATUS_DTYPE
@@ -78,7 +78,7 @@ class InProcessTransport:
                 row[f"t_{role}"] = seconds
         return int(self.status["env_steps"].sum())
 
-    def parked(self, env_steps: int) -> bool:
+    def at_sync_point(self, env_steps: int) -> bool:
         return env_steps == self.run.stops[self.run.next_stop].env_steps
 
     def extras(self) -> dict:

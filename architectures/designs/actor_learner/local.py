@@ -11,8 +11,8 @@ Same section order as single_env.py; what differs is the data flow:
   without blocking the learner, and a watchdog fails the run if one stops picking them up;
 - `utd` is enforced on the GLOBAL env-step count as Acme's rate limiter does: the learner
   waits when it is ahead, actors wait when it owes more than `utd_slack_steps` worth of updates;
-- at every parking point (each holdout checkpoint, each checkpoint save: `run.parking.stops`) the
-  actors park exactly on their share of its env steps, the learner drains the rings, catches up
+- at every sync point (each holdout checkpoint, each checkpoint save: `run.sync_points.stops`) the
+  actors stop exactly on their share of its env steps, the learner drains the rings, catches up
   its owed updates, then evaluates and/or saves, off the clock. A save holds the learner's
   state and every actor's stream state; a resumed actor starts a fresh episode.
 
@@ -41,7 +41,7 @@ from architectures.designs.actor_learner.actor_stats import ActorStats
 from architectures.designs.actor_learner.runner import Throttle, learn
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
-from architectures.run.parking import StepQuota, all_parked, park, stops
+from architectures.run.sync_points import StepQuota, all_at_sync_point, stops, wait_at_sync_point
 from architectures.run.worker_rows import check_design_memory, publish_times, write_episodes
 from architectures.transport.notifier import Notifier, Waiter
 from architectures.transport.channels import TransitionRing, WeightChannel
@@ -139,9 +139,9 @@ def _act(index: int, arrays: dict, waiter: Waiter, args: ActorArgs) -> None:
             if actor.steps % 256 == 0:
                 waiter.check()
                 publish_times(status, {**actor.times(), "handoff": handoff_s, "wait": wait_s})
-        # ------------------------------------------------------------------ park at the stop
+        # ------------------------------------------------------------------ stop at the sync point
         publish_times(status, {**actor.times(), "handoff": handoff_s, "wait": wait_s})
-        park(k, run_stops, status, control, waiter, args.state_pipe, actor.save)
+        wait_at_sync_point(k, run_stops, status, control, waiter, args.state_pipe, actor.save)
     actor.close()
     status["state"] = DONE
 
@@ -156,7 +156,7 @@ class SharedMemoryTransport:
                  actor_stats: ActorStats):
         self.run, self.learning, self.pool, self.rings, self.channel = run, learning, pool, rings, channel
         self.actor_stats, self.status, self.control = actor_stats, pool.status, pool.control
-        self.due_check, self.parked_before = Throttle(), 0
+        self.due_check, self.arrived_before = Throttle(), 0
 
     def after_update(self) -> None:
         """After every update: the actors' rate limiter reads the learner's version; those it held go on once it opens."""
@@ -178,8 +178,8 @@ class SharedMemoryTransport:
         """A drained ring's rows into the replay."""
         self.actor_stats.store(rows, priorities, self.learning.learner.version, self.learning.replay)
 
-    def parked(self, env_steps: int) -> bool:
-        return all_parked(self.run, self.status, env_steps)
+    def at_sync_point(self, env_steps: int) -> bool:
+        return all_at_sync_point(self.run, self.status, env_steps)
 
     def extras(self) -> dict:
         return self.actor_stats.parts(self.pool.collect())
@@ -189,14 +189,14 @@ class SharedMemoryTransport:
         self.pool.workers_notifier.notify()
 
     def wait(self) -> float:
-        """Block (no CPU) until an actor brings an owed update or parks; the actors notify only then,
+        """Block (no CPU) until an actor brings an owed update or stops; the actors notify only then,
         and only while the learner waits."""
-        self.parked_before = int(self.status["parked"].sum())
-        return self.pool.main_notifier.wait_until(0, self.owed_or_parked, self.health)
+        self.arrived_before = int(self.status["at_sync_point"].sum())
+        return self.pool.main_notifier.wait_until(0, self.owed_or_arrived, self.health)
 
-    def owed_or_parked(self) -> bool:
+    def owed_or_arrived(self) -> bool:
         return (self.learning.limiter.can_sample(int(self.status["env_steps"].sum()), self.learning.learner.version)
-                or int(self.status["parked"].sum()) != self.parked_before)
+                or int(self.status["at_sync_point"].sum()) != self.arrived_before)
 
     def health(self) -> None:
         """Every 0.2 s, waiting or not: a dead, hung or weight-starved actor fails the run."""

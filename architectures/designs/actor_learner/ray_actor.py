@@ -75,7 +75,7 @@ class RayActor:
         perf, s, actor, t = time.perf_counter, self.stats, self.actor, dict.fromkeys(ACTOR_ROLES, 0.0)
         before = actor.times()
         t0 = perf()
-        if self.idle_since is not None and not after_checkpoint:  # parked time is evaluation: off the clock
+        if self.idle_since is not None and not after_checkpoint:  # time stopped at a sync point is evaluation: off the clock
             t["wait"] = t0 - self.idle_since
         actor.weights.offer(weights)  # taken in at the first step, if the version moved
         # ------------------------------------------------------------------ acting

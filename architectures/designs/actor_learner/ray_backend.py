@@ -17,7 +17,7 @@ update, holdout harness, run bookkeeping, diagnostics); only the transport diffe
   actor fetches the weights only when the version moved;
 - `utd` holds on the global env-step count: the learner waits when it is ahead, and requests no
   more env steps while it owes more than `utd_slack_steps` worth of updates;
-- at every parking point (`loop.stops`) each actor is asked for exactly its share of the env
+- at every sync point (`loop.stops`) each actor is asked for exactly its share of the env
   steps and no more, the learner catches up, then evaluates and/or saves: a save asks every
   (idle) actor for its stream state; resumed actors start fresh episodes;
 - failures: an actor that is lost (ray.kill, SIGKILL, a lost node) or whose request makes no
@@ -55,7 +55,7 @@ from architectures.designs.actor_learner.runner import Throttle, learn
 from architectures.designs.actor_learner.ray_actor import RayActor
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
-from architectures.run.parking import room
+from architectures.run.sync_points import room
 from architectures.transport.ray_actors import RayActorGroup
 from architectures.transport.ray_support import ActorLost, check_hung, check_ray_joinable, connect, fetch, import_ray
 from architectures.transport.variables import FlatLayout, RaySource
@@ -159,7 +159,7 @@ class RayTransport:
         self.requested[lost.index] -= undelivered
         self.group.replace(lost, self.status[lost.index], undelivered)
 
-    def parked(self, env_steps: int) -> bool:
+    def at_sync_point(self, env_steps: int) -> bool:
         return (not any(self.pending) and int(self.requested.sum()) == env_steps
                 == self.run.stops[self.run.next_stop].env_steps)
 

@@ -31,7 +31,7 @@ class Transport(Protocol):
         pulls); the env steps delivered so far."""
         ...
 
-    def parked(self, env_steps: int) -> bool:
+    def at_sync_point(self, env_steps: int) -> bool:
         """Every actor stands at the run's next sync point and all it sent is handed off."""
         ...
 
@@ -60,7 +60,7 @@ def learn(run: Run, learning: ReplayLearning, transport: Transport, actor_stats:
         env_steps = transport.exchange()
         if learning.owed(env_steps) > 0 and learning.replay.size > 0:
             learning.learn_owed(env_steps, limit=LEARN_BETWEEN_HANDOFFS)
-        elif transport.parked(env_steps):  # evaluation and/or checkpoint, the actors standing still
+        elif transport.at_sync_point(env_steps):  # evaluation and/or checkpoint, the actors standing still
             if run.at_stop(env_steps, transport.extras):
                 return env_steps
             transport.release()

@@ -1,10 +1,10 @@
-"""Parking points: the env-step counts where multi-process designs park their workers.
+"""Sync points: the env-step counts where multi-process designs stop their workers.
 
-Every holdout checkpoint and every checkpoint save is a `Stop`. Parked workers are the
+Every holdout checkpoint and every checkpoint save is a `Stop`. Stopped workers are the
 consistent point a checkpoint needs (no transition in a ring, no update in flight) and the
 still point an evaluation of shared weights needs. A worker steps to its quota of the next
 stop (`worker_quota`, or claimed from the run's count with `actor_quotas=free`: `StepQuota`),
-`park`s there, and the main process acts once `all_parked` says every worker is in.
+waits there (`wait_at_sync_point`), and the main process acts once `all_at_sync_point` says every worker is in.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from architectures.transport.shared import Control
 
 @dataclass(frozen=True)
 class Stop:
-    """An env-step count (summed over workers) where workers park: to evaluate, to save, or both."""
+    """An env-step count (summed over workers) where workers stop: to evaluate, to save, or both."""
 
     env_steps: int
     evaluate: bool
@@ -43,7 +43,7 @@ def worker_quota(env_steps: int, num_workers: int, index: int) -> int:
 
 
 def worker_stops(stops: list[Stop], num_workers: int, index: int) -> list[int]:
-    """Worker `index`'s own env-step count at each of the run's parking points."""
+    """Worker `index`'s own env-step count at each of the run's sync points."""
     return [worker_quota(stop.env_steps, num_workers, index) for stop in stops]
 
 
@@ -57,12 +57,12 @@ def room(stops: list[Stop], num_workers: int, index: int, k: int, own_steps: int
 
 
 class StepQuota:
-    """How far an actor may step before it parks at parking point k (`actor_quotas`).
+    """How far an actor may step before it stops at sync point k (`actor_quotas`).
 
     `equal`: exactly its share of the point's env steps (worker_stops), whatever its speed.
     `free`: it claims steps from the run's shared count (Control.CLAIMED, under `lock`, up to 8
     at a time) until the count reaches the point; fast actors claim more. Either way the actors'
-    steps add up to the parking point exactly."""
+    steps add up to the sync point exactly."""
 
     CHUNK = 8
 
@@ -89,12 +89,12 @@ class StepQuota:
         return True
 
 
-def park(k: int, run_stops: list[Stop], status_row, control: Control, waiter: Waiter, state_pipe,
+def wait_at_sync_point(k: int, run_stops: list[Stop], status_row, control: Control, waiter: Waiter, state_pipe,
          state: Callable[[], dict]) -> None:
-    """In a worker, at parking point k: say so, send this worker's state if the point is a save
-    (the main process reads it once every worker is parked), and wait to be released. Parked
+    """In a worker, at sync point k: say so, send this worker's state if the point is a save
+    (the main process reads it once every worker is stopped), and wait to be released. Stopped
     time is evaluation or checkpoint time: off every clock."""
-    status_row["parked"] = k + 1
+    status_row["at_sync_point"] = k + 1
     waiter.main_notifier.notify()
     if run_stops[k].save:
         state_pipe.send(state())
@@ -102,6 +102,6 @@ def park(k: int, run_stops: list[Stop], status_row, control: Control, waiter: Wa
         waiter.until(lambda: control[Control.RELEASED] > k)
 
 
-def all_parked(run, status: np.ndarray, env_steps: int) -> bool:
-    """In the main process: every worker is parked at the run's next parking point (a `Run`)."""
-    return bool((status["parked"] > run.next_stop).all()) and env_steps == run.stops[run.next_stop].env_steps
+def all_at_sync_point(run, status: np.ndarray, env_steps: int) -> bool:
+    """In the main process: every worker is stopped at the run's next sync point (a `Run`)."""
+    return bool((status["at_sync_point"] > run.next_stop).all()) and env_steps == run.stops[run.next_stop].env_steps
