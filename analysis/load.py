@@ -123,8 +123,10 @@ def _frames(documents: list[Document], problems: list[str]) -> RunSet:
         keys = {
             "run_id": run_id,
             "sweep": f"{machine}/{sweep}" if machine else sweep,
-            # A training run's architecture; any other experiment's runs go by its name.
-            "architecture": (config.get("architecture") or result.get("architecture") or experiment)
+            # A training run's design (records before the key was `design` say `architecture`); any
+            # other experiment's runs go by its name.
+            "architecture": (config.get("design") or config.get("architecture") or result.get("design")
+                             or result.get("architecture") or experiment)
             if experiment in TRAINING_EXPERIMENTS else experiment,
             "num_workers": int(config.get("num_workers", 1)),
             "utd": float(config.get("utd", float("nan"))),

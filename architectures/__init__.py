@@ -31,7 +31,7 @@ BACKENDS: dict[tuple[str, str], str] = {(d.name, backend): module for d in DESIG
 
 def _module(name: str, backend: str):
     if name not in ARCHITECTURES:
-        raise KeyError(f"architecture: unknown {name!r} (valid: {', '.join(ARCHITECTURES)})")
+        raise KeyError(f"design: unknown {name!r} (valid: {', '.join(ARCHITECTURES)})")
     return importlib.import_module(BACKENDS.get((name, backend), ARCHITECTURES[name]))
 
 

@@ -131,7 +131,7 @@ def train(design: str, config: DQNConfig | dict | None = None, /, *, reporter: R
     (`tensorboard --logdir` that folder). Raises ConfigError (one line) before any process
     starts, RunDiverged if the run diverges."""
     if design not in ARCHITECTURES:
-        raise ConfigError(f"architecture: unknown {design!r} (valid: {', '.join(ARCHITECTURES)})")
+        raise ConfigError(f"design: unknown {design!r} (valid: {', '.join(ARCHITECTURES)})")
     base = config.to_dict() if isinstance(config, DQNConfig) else dict(config or {})
     cfg = DQNConfig.from_dict({**base, **overrides})
     before_run(design, cfg)  # the CLI's and experiments.train's checks, checkpoint_path's included

@@ -12,7 +12,7 @@ from architectures.core.errors import RunError, plain_warnings
 
 
 def parse_config(argv: list[str] | None = None) -> DQNConfig:
-    parser = argparse.ArgumentParser(description="Train one architecture (no experiment tracking).")
+    parser = argparse.ArgumentParser(description="Train one design (no experiment tracking).")
     parser.add_argument("--dry-run", action="store_true", help="check the config, the env and this machine, then stop")
     parser.add_argument("--tensorboard", metavar="DIR", help="write the run's curves as TensorBoard event files "
                         "under DIR while it trains (watch with: tensorboard --logdir DIR)")
@@ -36,7 +36,7 @@ def parse_config(argv: list[str] | None = None) -> DQNConfig:
         parser.exit(2, f"error: {err}\n")
 
 
-def main(architecture: str, argv: list[str] | None = None) -> None:
+def main(design: str, argv: list[str] | None = None) -> None:
     from architectures import get_train_fn
     from architectures.api import event_folder
     from architectures.core.event_files import TensorBoardReporter
@@ -48,18 +48,18 @@ def main(architecture: str, argv: list[str] | None = None) -> None:
     plain_warnings()
     cfg = parse_config(argv)
     try:  # a dry run makes the checks with no side effect; a run also takes its checkpoint's lock
-        (preflight if "--dry-run" in argv else before_run)(architecture, cfg)
+        (preflight if "--dry-run" in argv else before_run)(design, cfg)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
     if "--dry-run" in argv:
-        print(f"{architecture}: the config, the env and this machine check out (dry run: nothing trained)",
+        print(f"{design}: the config, the env and this machine check out (dry run: nothing trained)",
               file=sys.stderr)
         return
     folder = _tensorboard_dir(argv)
-    curves = TensorBoardReporter(event_folder(folder, architecture, cfg)) if folder else None
+    curves = TensorBoardReporter(event_folder(folder, design, cfg)) if folder else None
     try:
-        result = get_train_fn(architecture, cfg.backend)(cfg, Reporters(PrintReporter(), curves))
+        result = get_train_fn(design, cfg.backend)(cfg, Reporters(PrintReporter(), curves))
     except ConfigError as err:  # found once the run looks at its machine: shared memory, a checkpoint
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)

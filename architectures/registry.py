@@ -58,4 +58,4 @@ def design(name: str) -> Design:
     for entry in DESIGNS:
         if entry.name == name:
             return entry
-    raise KeyError(f"architecture: unknown {name!r} (valid: {', '.join(NAMES)})")
+    raise KeyError(f"design: unknown {name!r} (valid: {', '.join(NAMES)})")

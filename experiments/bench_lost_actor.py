@@ -57,7 +57,7 @@ DETECT_FACTOR = 1.7  # Phi(1.71)^5 = 0.8: all five differences share a sign with
 def config(seed: int) -> dict:
     values = {**NAMED_CONFIGS["cartpole"], **NAMED_CONFIGS["actor_learner"], "num_workers": WORKERS,
               "seed": seed, "backend": "ray", "ray_address": "", "actor_restarts": 1, "log_every": 10_000}
-    values.pop("architecture")
+    values.pop("design")
     return values
 
 

@@ -29,7 +29,7 @@ BACKENDS = ("local", "ray")
 def run(backend: str, steps: int, seed: int, workers: int) -> dict:
     values = {**NAMED_CONFIGS["cartpole"], **NAMED_CONFIGS["actor_learner"], "total_env_steps": steps,
               "num_workers": workers, "seed": seed, "backend": backend, "log_every": 5_000}
-    values.pop("architecture")
+    values.pop("design")
     cmd = [sys.executable, "-m", "architectures", "actor_learner"]
     for key, value in values.items():
         cmd += [f"--{key}", value if isinstance(value, str) else json.dumps(value)]

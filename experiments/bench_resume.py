@@ -32,7 +32,7 @@ def _command(design: str, seed: int, checkpoint: str, steps: int) -> list[str]:
 
     values = {**NAMED_CONFIGS["cartpole"], **NAMED_CONFIGS[design], "seed": seed, "total_env_steps": steps,
               "checkpoint_every": NAMED_CONFIGS["cartpole"]["eval_every"], "checkpoint_path": checkpoint}
-    values.pop("architecture")
+    values.pop("design")
     args = [item for k, v in values.items() for item in (f"--{k}", json.dumps(v) if not isinstance(v, str) else v)]
     return [sys.executable, "-m", "architectures", design, *args]
 

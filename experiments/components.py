@@ -151,7 +151,7 @@ def _experiment():
 
     SETTINGS.CAPTURE_MODE = "sys"
     ex = Experiment("components", save_git_info=False, additional_host_info=HOST_INFO)
-    ex.add_config(dict(architecture="single_env", **DQNConfig().to_dict()))
+    ex.add_config(dict(design="single_env", **DQNConfig().to_dict()))
     for name, values in NAMED_CONFIGS.items():
         ex.add_named_config(name, values)
 

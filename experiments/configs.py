@@ -45,15 +45,15 @@ NAMED_CONFIGS["minatar_breakout_cpu"] = {**NAMED_CONFIGS["minatar_breakout"], "u
 # Breakout's headline keeps its own name, so its stored runs keep their ids.
 NAMED_CONFIGS["minatar_cpu"] = dict(NAMED_CONFIGS["minatar_breakout_cpu"])
 # Architectures as named configs, composable with an env's: `with cartpole actor_learner`.
-NAMED_CONFIGS["single_env"] = dict(architecture="single_env", num_workers=1)
-NAMED_CONFIGS["actor_learner"] = dict(architecture="actor_learner", num_workers=2, weight_sync_period=10,
+NAMED_CONFIGS["single_env"] = dict(design="single_env", num_workers=1)
+NAMED_CONFIGS["actor_learner"] = dict(design="actor_learner", num_workers=2, weight_sync_period=10,
                                       utd_slack_steps=1_000, actor_epsilons="schedule")
-NAMED_CONFIGS["vector_env"] = dict(architecture="vector_env", num_workers=2)
-NAMED_CONFIGS["high_utd"] = dict(architecture="high_utd", num_workers=1)
-NAMED_CONFIGS["hogwild"] = dict(architecture="hogwild", num_workers=2, hogwild_lock=False, optimizer_state="shared")
+NAMED_CONFIGS["vector_env"] = dict(design="vector_env", num_workers=2)
+NAMED_CONFIGS["high_utd"] = dict(design="high_utd", num_workers=1)
+NAMED_CONFIGS["hogwild"] = dict(design="hogwild", num_workers=2, hogwild_lock=False, optimizer_state="shared")
 # PQN with CleanRL's pqn.py settings (RAdam at 2.5e-4 annealed to 0, 4 envs x 128 steps a rollout, 4 epochs
 # of 4 minibatches, lambda 0.65, squared TD error, LayerNorm, epsilon down to 0.05); no replay, no target network.
-NAMED_CONFIGS["pqn"] = dict(architecture="pqn", num_workers=4, layer_norm=True, lr=2.5e-4, lr_anneal=True, loss="mse",
+NAMED_CONFIGS["pqn"] = dict(design="pqn", num_workers=4, layer_norm=True, lr=2.5e-4, lr_anneal=True, loss="mse",
                             max_grad_norm=10.0, eps_start=1.0, eps_end=0.05, learning_starts=0, rollout_steps=128,
                             rollout_epochs=4, rollout_minibatches=4, q_lambda=0.65)
 # pqn on CartPole as validated: CleanRL's pqn.py settings at its budget, 500k env steps with epsilon
@@ -75,9 +75,10 @@ NAMED_CONFIGS["practitioner_shape"] = {**NAMED_CONFIGS["cartpole"], "batch_size"
 NAMED_CONFIGS["minatar_breakout_wait"] = {**NAMED_CONFIGS["minatar_breakout_cpu"], "env_step_wait_us": 2_000.0}
 
 
-RUN_KEYS = ("architecture", "tensorboard")
-"""Config keys of a tracked run that are not the algorithm's (DQNConfig's): which design runs, and
-whether its curves are written as TensorBoard event files while it trains (experiments/train.py)."""
+RUN_KEYS = ("design", "architecture", "tensorboard")
+"""Config keys of a tracked run that are not the algorithm's (DQNConfig's): which design runs (`design`;
+`architecture` is its old spelling, still read and announced), and whether its curves are written as
+TensorBoard event files while it trains (experiments/train.py)."""
 
 
 def algorithm_values(values: dict) -> dict:
@@ -88,7 +89,7 @@ def algorithm_values(values: dict) -> dict:
 def resolve(named, updates: dict) -> dict:
     """A run's config values as Sacred resolves them, the one place they are (sweeps, plans and
     predictions read it): DQNConfig's defaults, then each named config in turn, then `updates`.
-    The result keeps a named design's `architecture` key beside DQNConfig's."""
+    The result keeps a named design's `design` key beside DQNConfig's."""
     from architectures.core.config import DQNConfig
 
     values = DQNConfig().to_dict()

@@ -41,7 +41,8 @@ def configuration() -> str:
 
     defaults = DQNConfig().to_dict()
     lines = ["| key | default | meaning |", "|---|---|---|",
-             "| `architecture` | `single_env` | which design runs (the experiment's key; `train(design, ...)` in Python) |"]
+             "| `design` | `single_env` | which design runs (the experiment's key; `train(design, ...)` in Python; "
+             "`architecture`, its old spelling, is still read and said once) |"]
     for key, doc in describe().items():
         lines.append(f"| `{key}` | `{_value(defaults[key])}` | {_cell(doc)} |")
     lines += ["", "## Named configs", "",

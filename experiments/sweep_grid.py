@@ -120,7 +120,7 @@ def expand(sweep: Sweep, scale: str, seeds: int | None, overrides: Overrides | N
             architecture = experiment  # not an architecture: always available
         else:
             architecture = next((n for n in cell.named if n in ARCHITECTURE_CONFIGS),
-                                cell.updates.get("architecture", "single_env"))
+                                cell.updates.get("design", cell.updates.get("architecture", "single_env")))
         named, updates = (*cell.named, *overrides.named), {**cell.updates, **overrides.updates}
         for seed in SEED_SETS[sweep.seed_set][sweep.seed_skip:][:seeds or sweep.seeds[scale]]:
             resolved = {"named": named, "updates": updates, "seed": seed}
@@ -194,11 +194,11 @@ def check_runs(runs: list[RunSpec], overrides: Overrides) -> None:
         if name not in NAMED_CONFIGS:
             raise ConfigError(f"with {name}: unknown named config (valid: {', '.join(NAMED_CONFIGS)})")
         if name in ARCHITECTURE_CONFIGS:  # it would relabel every cell's design behind the sweep's back
-            raise ConfigError(f"with {name}: an architecture's named config; the sweep's cells choose the "
-                              "architecture (pick a sweep, or `python -m experiments.train with ...` for one design)")
-    for key in ("architecture", "seed"):
+            raise ConfigError(f"with {name}: a design's named config; the sweep's cells choose the "
+                              "design (pick a sweep, or `python -m experiments.train with ...` for one design)")
+    for key in ("design", "architecture", "seed"):
         if key in overrides.updates:
-            raise ConfigError(f"{key}: set by the sweep itself (each cell's architecture, --seeds), not by `with`")
+            raise ConfigError(f"{key}: set by the sweep itself (each cell's design, --seeds), not by `with`")
     envs = set()
     for run in runs:
         if run.experiment == "timing":

@@ -3,7 +3,7 @@
 Each grid cell is (named configs, config overrides); the runner crosses it with the seeds and
 gives every run a deterministic id from its config, so a restarted sweep knows what is done.
 Budgets come in two scales: `small` (this 2-core machine, minutes to an hour) and `paper`
-(the writeup's numbers, hours). Cells naming an architecture that has not landed yet are
+(the writeup's numbers, hours). Cells naming a design that has not landed yet are
 listed and skipped until it does. Cell and Sweep are in sweep_spec.py, each study's grid in
 sweep_cells.py; both are re-exported here."""
 
@@ -29,14 +29,14 @@ A sweep names the set it draws from; `--seeds N` takes the set's first N."""
 
 
 SWEEPS: dict[str, Sweep] = {s.name: s for s in [
-    Sweep("smoke", "every landed architecture on CartPole with tiny budgets: checks the whole pipeline",
+    Sweep("smoke", "every landed design on CartPole with tiny budgets: checks the whole pipeline",
           minutes={"small": 1.5, "paper": 1.5},
           cells={scale: [Cell(("cartpole", arch), dict(_TINY, **(HEADLINE_HIGH_UTD if arch == "high_utd" else {})))
                          for arch in _ARCHS] for scale in SCALES}),
     # MinAtar is paper scale only: its conv update takes ~2.5 ms here (threads sweep, batch 32), so a
     # 100k-step Breakout run needs ~4 min of updates at utd 1 and ~16 min at utd 4 (estimates, not
-    # run): 5 architectures x 3 seeds would not fit a small sweep.
-    Sweep("architectures", "the headline: every architecture at equal env steps, holdout curves and "
+    # run): 5 designs x 3 seeds would not fit a small sweep.
+    Sweep("architectures", "the headline: every design at equal env steps, holdout curves and "
           "throughput in the same runs, on CartPole (and MinAtar Breakout at paper scale)",
           minutes={"small": 35, "paper": 900},
           cells={"small": _headline("cartpole"),

@@ -1,6 +1,6 @@
-"""The Sacred experiment: one training run of one architecture, tracked.
+"""The Sacred experiment: one training run of one design, tracked.
 
-    python -m experiments.train with architecture=single_env env_id=CartPole-v1 total_env_steps=50000 seed=3 -F results/runs
+    python -m experiments.train with design=single_env env_id=CartPole-v1 total_env_steps=50000 seed=3 -F results/runs
     python -m experiments.train with cartpole seed=3            # named config, stored under results/runs
     python -m experiments.train with cartpole -m mongodb://localhost:27017/dqn   # MongoDB instead
     python -m experiments.train print_config with minatar_breakout
@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 import sys
+import warnings
 
 import sacred.experiment
 from sacred import SETTINGS, Experiment
@@ -25,7 +26,7 @@ from sacred.utils import apply_backspaces_and_linefeeds
 from architectures import ARCHITECTURES, before_run, get_train_fn
 from architectures.core.config import ConfigError, DQNConfig
 from architectures.core.envs import env_spec
-from architectures.core.errors import EventFilesFailed, RunDiverged, RunError, plain_warnings
+from architectures.core.errors import EventFilesFailed, RunDiverged, RunError, RunWarning, plain_warnings
 from architectures.core.event_files import TensorBoardReporter
 from architectures.core.limits import checkpoint_bytes
 from architectures.core.metrics import Reporters
@@ -50,19 +51,30 @@ SETTINGS.CAPTURE_MODE = "sys"
 DEFAULT_RUNS_DIR = "results/runs"
 ex = Experiment("parallel_dqn", save_git_info=False, additional_host_info=HOST_INFO)
 ex.captured_out_filter = apply_backspaces_and_linefeeds
-ex.add_config(dict(architecture="single_env", tensorboard=True, **DQNConfig().to_dict()))
+ex.add_config(dict(design="single_env", tensorboard=True, **DQNConfig().to_dict()))
+ex.add_config(architecture=None)  # the old spelling of `design`, still read (build_config); Sacred refuses keys it has not seen
 for _name, _values in NAMED_CONFIGS.items():
     ex.add_named_config(_name, _values)
 
 
+_ANNOUNCED: set[str] = set()
+
+
 def build_config(config: dict) -> tuple[str, DQNConfig]:
-    """Sacred's config dict -> (architecture, DQNConfig); raises ConfigError on bad values."""
-    architecture = config.get("architecture")
-    if architecture not in ARCHITECTURES:
-        raise ConfigError(f"architecture: unknown {architecture!r} (valid: {', '.join(ARCHITECTURES)})")
+    """Sacred's config dict -> (design, DQNConfig); raises ConfigError on bad values. `architecture=`,
+    the old spelling of `design=`, is still read, and said once."""
+    design = config.get("design")
+    if config.get("architecture") is not None:
+        design = config["architecture"]
+        if design not in _ANNOUNCED:  # said once, not at each of the config hook's and the run's reads
+            _ANNOUNCED.add(design)
+            warnings.warn(f"architecture={design}: the old spelling of design=; read as design={design}", RunWarning,
+                          stacklevel=2)
+    if design not in ARCHITECTURES:
+        raise ConfigError(f"design: unknown {design!r} (valid: {', '.join(ARCHITECTURES)})")
     if not isinstance(config.get("tensorboard", True), bool):
         raise ConfigError(f"tensorboard: must be true or false (got {config['tensorboard']!r})")
-    return architecture, DQNConfig.from_dict(algorithm_values(config))
+    return design, DQNConfig.from_dict(algorithm_values(config))
 
 
 @ex.config_hook
@@ -70,24 +82,24 @@ def _validate(config: dict, command_name: str, logger) -> dict:
     # Runs before any observer sees the run: a bad value, a run this machine cannot hold (shared
     # memory, free space), or a checkpoint it cannot use or another run holds records nothing.
     try:
-        architecture, cfg = build_config(config)
+        design, cfg = build_config(config)
         if command_name == "main":
-            before_run(architecture, cfg)  # as the CLI and the API check (and takes the checkpoint's lock)
-            check_store_space(architecture, cfg)
+            before_run(design, cfg)  # as the CLI and the API check (and takes the checkpoint's lock)
+            check_store_space(design, cfg)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     return {}
 
 
-def check_store_space(architecture: str, cfg: DQNConfig) -> None:
+def check_store_space(design: str, cfg: DQNConfig) -> None:
     """The file stores and the checkpoint's folder can hold what the run will write (its records;
     a checkpoint and its next version, side by side for an instant)."""
     for observer in ex.observers:
         if isinstance(observer, AtomicFileStorageObserver):
             check_free_space(observer.basedir, expected_record_bytes(cfg), "the run store")
     if cfg.checkpoint_path and cfg.checkpoint_every:
-        need = 2 * checkpoint_bytes(architecture, cfg, env_spec(cfg.env_id))  # the old one and the next
+        need = 2 * checkpoint_bytes(design, cfg, env_spec(cfg.env_id))  # the old one and the next
         check_free_space(os.path.dirname(os.path.abspath(cfg.checkpoint_path)), need, "checkpoint_path")
 
 
@@ -100,7 +112,7 @@ class SacredReporter:
         self.run = run
         self.run.info["holdout"] = []
         self.bar = tqdm(total=total_env_steps, unit="step", unit_scale=True, dynamic_ncols=True,
-                        mininterval=2.0, file=sys.stderr, desc=f"{run.config['architecture']}")
+                        mininterval=2.0, file=sys.stderr, desc=f"{run.config.get('architecture') or run.config['design']}")
         self.last_return: float | None = None
 
     def scalar(self, name: str, value: float, env_steps: int) -> None:
@@ -125,17 +137,17 @@ class SacredReporter:
 
 @ex.main
 def main(_config: dict, _run) -> dict:
-    architecture, cfg = build_config(_config)
+    design, cfg = build_config(_config)
     store_source_diff(_run)  # a run from uncommitted code keeps its diff beside its record
     _run.info["torch_threads"] = cfg.torch_threads
     placed = os.environ.get(RAY_NODE_ENV)  # a --ray sweep's run: the node Ray placed it on
     _run.info["node"] = json.loads(placed) if placed else {"hostname": socket.gethostname()}
     sacred_reporter = SacredReporter(_run, cfg.total_env_steps)
-    curves = TensorBoardReporter(run_event_folder(_run, architecture, cfg)) if _config.get("tensorboard", True) else None
+    curves = TensorBoardReporter(run_event_folder(_run, design, cfg)) if _config.get("tensorboard", True) else None
     reporter = Reporters(sacred_reporter, curves)
     try:
         try:
-            result = get_train_fn(architecture, cfg.backend)(cfg, reporter)
+            result = get_train_fn(design, cfg.backend)(cfg, reporter)
         except RunDiverged as err:  # recorded as diverged, with where and why; cli() exits 3
             result = err.result()
             remove_checkpoint(cfg.checkpoint_path)  # an outcome, not an interruption: nothing to resume
@@ -152,7 +164,7 @@ def main(_config: dict, _run) -> dict:
     # A sweep's --jobs N says how many runs shared the machine with this one: its speed is a
     # measurement only at 1 (the report quotes no other). Run by hand, it ran alone.
     at_once = os.environ.get(RUNS_AT_ONCE_ENV, "1")
-    return {"architecture": architecture, **result, "runs_at_once": int(at_once) if at_once.isdigit() else 1}
+    return {"design": design, **result, "runs_at_once": int(at_once) if at_once.isdigit() else 1}
 
 
 OBSERVER_FLAGS = ("-F", "--file_storage", "-m", "--mongo_db", "-s", "--sql", "-t", "--tiny_db", "-u",
@@ -256,7 +268,7 @@ def summary_line(run) -> str:
              f"env steps/s over the whole run"]
     if isinstance(ret, (int, float)) and ret == ret:
         parts.append(f"final holdout return {ret:.1f}")
-    return f"result: {result.get('architecture', '?')}, {', '.join(parts)}; the whole result is in {_record_of(run)}"
+    return f"result: {result.get('design', result.get('architecture', '?'))}, {', '.join(parts)}; the whole result is in {_record_of(run)}"
 
 
 # Sacred logs the whole result dict on success (hundreds of lines), and "Aborted after ..." on Ctrl-C;

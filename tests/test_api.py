@@ -76,7 +76,7 @@ def test_every_design_trains_acts_saves_and_loads_to_the_same_actions(env_dir, t
 
 def test_bad_input_raises_the_clis_one_line_error_before_any_process_starts(env_dir, tmp_path):
     children = set(psutil.Process().children(recursive=True))
-    cases = [(("no_such_design",), {}, "architecture: unknown 'no_such_design'"),
+    cases = [(("no_such_design",), {}, "design: unknown 'no_such_design'"),
              (("actor_learner",), {"env_id": "my_envs:Corridr-v0"}, "env_id: module 'my_envs' does not register"),
              (("hogwild",), {"lr": -1.0}, "lr:"),
              (("single_env",), {"no_such_key": 1}, "no_such_key: unknown config key"),

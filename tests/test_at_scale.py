@@ -48,13 +48,13 @@ def test_scale_sweeps_match_their_preregistration():
         runs = [resolve(c.named, c.updates) for c in SWEEPS[name].cells["small"]]
         grids = {(r["env_id"], r["eval_every"], r["total_env_steps"]) for r in runs}
         assert {g[0] for g in grids} == games and len({g[1:] for g in grids}) == 1  # one holdout grid
-        parallel = [r for r in runs if r["architecture"] != "single_env"]
+        parallel = [r for r in runs if r["design"] != "single_env"]
         assert {r["num_workers"] for r in parallel} == workers
-        assert {r["architecture"] for r in parallel} == {"actor_learner", "hogwild", "vector_env", "pqn"}
+        assert {r["design"] for r in parallel} == {"actor_learner", "hogwild", "vector_env", "pqn"}
         assert all(r["env_step_wait_us"] == 2_200.0 for r in parallel)
-        assert all(r["env_step_wait_us"] == 0.0 for r in runs if r["architecture"] == "single_env")
+        assert all(r["env_step_wait_us"] == 0.0 for r in runs if r["design"] == "single_env")
         for r in parallel:  # every design's checkpoints on the same env steps: pqn's rollouts end on them
-            if r["architecture"] == "pqn":
+            if r["design"] == "pqn":
                 assert r["eval_every"] % (r["rollout_steps"] * r["num_workers"]) == 0
 
 

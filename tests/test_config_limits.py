@@ -99,7 +99,7 @@ def _named(*names: str, **updates) -> tuple[str, DQNConfig]:
     for name in names:
         values.update(NAMED_CONFIGS[name])
     values.update(updates)
-    return values.pop("architecture", "single_env"), DQNConfig.from_dict(values)
+    return values.pop("design", "single_env"), DQNConfig.from_dict(values)
 
 
 ENVS = ("cartpole", "minatar_breakout", "minatar_breakout_cpu", "minatar_asterix", "minatar_freeway")
@@ -184,7 +184,7 @@ def test_the_command_line_refuses_a_thousand_workers_and_records_nothing(tmp_pat
         pytest.skip(f"this machine ({cores} cores, {memory} bytes free) could hold 1,000 actors")
     out = tmp_path / "runs"
     proc = subprocess.run([sys.executable, "-m", "experiments.train", "with", "num_workers=1000",
-                           "architecture=actor_learner", "-F", str(out)], cwd=ROOT, capture_output=True, text=True,
+                           "design=actor_learner", "-F", str(out)], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
     assert proc.returncode == 2, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]

@@ -150,7 +150,7 @@ def test_a_resumed_run_continues_its_curves_without_a_point_twice(tmp_path):
 
 def test_the_tracked_run_writes_beside_its_record_and_the_switch_turns_it_off(tmp_path):
     store = tmp_path / "runs"
-    base = [sys.executable, "-m", "experiments.train", "with", "architecture=single_env", "total_env_steps=600",
+    base = [sys.executable, "-m", "experiments.train", "with", "design=single_env", "total_env_steps=600",
             "learning_starts=100", "eval_every=300", "eval_episodes=2", "hidden_sizes=[16]", "log_every=100"]
     for switch in ("tensorboard=True", "tensorboard=False"):
         done = subprocess.run([*base, switch, "-F", str(store)], cwd=ROOT, capture_output=True, text=True,
@@ -238,7 +238,7 @@ def test_a_minute_long_actor_learner_run_shows_its_first_curves_within_30_s(tmp_
     store = tmp_path / "runs"
     started = time.time()
     run = subprocess.Popen([sys.executable, "-m", "experiments.train", "with", "practitioner_shape",
-                            "architecture=actor_learner", "num_workers=4", "eval_every=50000", "-F", str(store)],
+                            "design=actor_learner", "num_workers=4", "eval_every=50000", "-F", str(store)],
                            cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT}, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True,
                            # Ctrl-C as a terminal delivers it, even where this test was started in the

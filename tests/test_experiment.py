@@ -26,7 +26,7 @@ def _runs(folder):
 
 def test_documented_command_line_stores_a_completed_run(tmp_path):
     out = tmp_path / "runs"
-    proc = _train(["with", "architecture=single_env", "env_id=CartPole-v1", "seed=3", *TINY, "-F", str(out)])
+    proc = _train(["with", "design=single_env", "env_id=CartPole-v1", "seed=3", *TINY, "-F", str(out)])
     assert proc.returncode == 0, proc.stderr[-2000:]
     [run] = _runs(out)
     assert run["status"] == "COMPLETED"
@@ -34,7 +34,7 @@ def test_documented_command_line_stores_a_completed_run(tmp_path):
     for key in ("env_steps", "updates", "train_seconds", "env_steps_per_sec", "updates_per_sec", "realised_utd",
                 "final_holdout_return"):
         assert key in result
-    assert result["architecture"] == "single_env" and result["env_steps"] == 600
+    assert result["design"] == "single_env" and result["env_steps"] == 600
     host = run["host"]
     assert host["cpu_count"] >= 1 and host["cpu_model"] and host["packages"]["torch"].startswith("2.13.0")
     assert "commit" in host["git"] and "OMP_NUM_THREADS" in host["thread_env"]
@@ -70,8 +70,18 @@ def test_default_observer_is_file_storage_under_results(tmp_path):
     assert [r["status"] for r in _runs(tmp_path / "results" / "runs")] == ["COMPLETED"]
 
 
+def test_the_old_spelling_architecture_is_read_as_design_and_said_once(tmp_path):
+    out = tmp_path / "runs"
+    proc = _train(["with", "architecture=single_env", "env_id=CartPole-v1", "seed=3", *TINY, "-F", str(out)])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [run] = _runs(out)
+    assert run["result"]["design"] == "single_env"
+    said = [line for line in proc.stderr.splitlines() if "the old spelling of design=" in line]
+    assert len(said) == 1, proc.stderr[-2000:]
+
+
 BAD_INPUT = [
-    (["architecture=nope"], "architecture: unknown 'nope'"),
+    (["design=nope"], "design: unknown 'nope'"),
     (["env_id=NoSuchEnv-v0"], "env_id: unknown gymnasium id"),
     (["batch_size=0"], "batch_size: must be an integer >= 1"),
     (["buffer_size=-4"], "buffer_size: must be an integer >= 1"),
@@ -79,7 +89,7 @@ BAD_INPUT = [
     (["eps_start=1.5"], "eps_start: must be in [0, 1]"),
     (["eps_end=-0.1"], "eps_end: must be in [0, 1]"),
     (["learning_starts=5000", "total_env_steps=1000"], "learning_starts: must be <= total_env_steps"),
-    (["architecture=actor_learner", "num_workers=0"], "num_workers: must be an integer >= 1"),
+    (["design=actor_learner", "num_workers=0"], "num_workers: must be an integer >= 1"),
     (["actor_learner", "weight_sync_period=0"], "weight_sync_period: must be an integer >= 1"),
 ]
 
@@ -126,8 +136,8 @@ def test_named_configs_are_valid():
     from experiments.configs import NAMED_CONFIGS
 
     for name, values in NAMED_CONFIGS.items():
-        DQNConfig.from_dict({k: v for k, v in values.items() if k != "architecture"})  # raises on a bad value
-        assert values.get("architecture", "single_env") in ARCHITECTURES
+        DQNConfig.from_dict({k: v for k, v in values.items() if k != "design"})  # raises on a bad value
+        assert values.get("design", "single_env") in ARCHITECTURES
     assert {"cartpole", "minatar_breakout", "actor_learner", "vector_env"} <= set(NAMED_CONFIGS)
 
 

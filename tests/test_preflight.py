@@ -29,7 +29,7 @@ def _cli(design: str, values: dict) -> subprocess.CompletedProcess:
 
 def _tracked(design: str, values: dict, store) -> subprocess.CompletedProcess:
     args = [f"{key}={value}" for key, value in values.items()]
-    return subprocess.run([sys.executable, "-m", "experiments.train", "with", f"architecture={design}", *args,
+    return subprocess.run([sys.executable, "-m", "experiments.train", "with", f"design={design}", *args,
                            "-F", str(store)], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": ROOT})
 

@@ -125,7 +125,7 @@ def test_the_smoke_sweep_runs_on_a_users_env_and_a_restart_skips_it(env_dir, tmp
     assert first.returncode == 0, first.stderr[-3000:]
     runs = _statuses(out)
     assert len(runs) == len(NAMES) and all(r["status"] == "COMPLETED" for r in runs.values())
-    assert {r["result"]["architecture"] for r in runs.values()} == set(NAMES)
+    assert {r["result"]["design"] for r in runs.values()} == set(NAMES)
     assert all(r["result"]["env_steps"] == 3_000 for r in runs.values())
     assert all(r["meta"]["comment"] == f"with env_id={ENV_ID} eval_every=1500 total_env_steps=3000"
                for r in runs.values())  # stored with each run, for the report's labels

@@ -112,7 +112,7 @@ class DQNConfig:
     """Time added to every env step, in microseconds, that blocks without using the CPU: an env
     whose work happens elsewhere (a simulator process, a socket, a device); adds to the busy cost."""
     num_workers: int = 1
-    """Actor/worker processes or envs (parallel architectures; single_env ignores it)."""
+    """Actor/worker processes or envs (parallel designs; single_env ignores it)."""
     weight_sync_period: int = 10
     """actor_learner: learner updates between weight publications to the actors; with a CUDA
     learner, every design's host copy that acts is refreshed on this period too."""

@@ -78,8 +78,8 @@ class Run:
     """The bookkeeping of one run (see the module docstring). `net` is what the holdout evaluator
     plays: the learner's online network, or hogwild's shared one."""
 
-    def __init__(self, architecture: str, cfg: DQNConfig, reporter: Reporter, net):
-        self.architecture, self.cfg, self.reporter = architecture, cfg, reporter
+    def __init__(self, design: str, cfg: DQNConfig, reporter: Reporter, net):
+        self.design, self.cfg, self.reporter = design, cfg, reporter
         self.evaluator = HoldoutEvaluator(cfg, net)
         self.stops: list[Stop] = stops(cfg)
         self._parts: dict[str, Part] = {}
@@ -201,7 +201,7 @@ class Run:
         self._next_save = env_steps + self.cfg.checkpoint_every
         self._saves += 1
         save_checkpoint(self.cfg.checkpoint_path, {
-            **stamp(self.architecture, self.cfg), "env_steps": env_steps, "train_seconds": self.clock.elapsed(),
+            **stamp(self.design, self.cfg), "env_steps": env_steps, "train_seconds": self.clock.elapsed(),
             "run": self._state(), "parts": {name: part.state() for name, part in self._parts.items()},
             "extras": dict(extras or {})})
         self.timers.add("checkpoint", time.perf_counter() - began)
@@ -230,7 +230,7 @@ class Run:
         saved = load_checkpoint(self.cfg.checkpoint_path)
         if saved is None:
             return None
-        check_owner(saved, self.architecture, self.cfg)
+        check_owner(saved, self.design, self.cfg)
         self._load_state(saved["run"])
         for name, part in self._parts.items():
             part.restore(saved["parts"][name])

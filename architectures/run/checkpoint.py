@@ -3,7 +3,7 @@
 A checkpoint is a plain dict of tensors, numpy arrays and numbers saved with torch.save. It is
 written to `<path>.tmp` and renamed over `<path>`, so a run killed while saving leaves the
 previous checkpoint intact, never a half-written one; a save that fails (a full disk) removes
-its temp file and stops the run with one line. It records the architecture and the config that
+its temp file and stops the run with one line. It records the design and the config that
 wrote it: a run resumes only from its own checkpoint, and a file left by a run with another
 config is refused with one line naming the first key that differs (a silent resume of someone
 else's run would mix two experiments in one result).
@@ -72,7 +72,7 @@ def _not_a_directory(path: str) -> None:
                           f"{os.path.join(path, 'run.pt')!r}")
 
 
-def check_before_run(architecture: str, cfg: DQNConfig) -> None:
+def check_before_run(design: str, cfg: DQNConfig) -> None:
     """Every checkpoint_path problem, found before any work: one ConfigError line, file kept."""
     path = cfg.checkpoint_path
     if not path:
@@ -91,7 +91,7 @@ def check_before_run(architecture: str, cfg: DQNConfig) -> None:
     hold_lock(path)
     saved = load_checkpoint(path)
     if saved is not None:
-        check_owner(saved, architecture, cfg)
+        check_owner(saved, design, cfg)
         stat = os.stat(path)
         _READ[(os.path.abspath(path), stat.st_size, stat.st_mtime_ns)] = saved  # read once, not twice
 
@@ -136,20 +136,22 @@ def load_checkpoint(path: str) -> dict | None:
     return saved
 
 
-def stamp(architecture: str, cfg: DQNConfig) -> dict:
+def stamp(design: str, cfg: DQNConfig) -> dict:
     """What a checkpoint records of the run that wrote it."""
-    return {"format": CHECKPOINT_FORMAT, "architecture": architecture, "config": cfg.to_dict()}
+    return {"format": CHECKPOINT_FORMAT, "design": design, "config": cfg.to_dict()}
 
 
-def check_owner(saved: dict, architecture: str, cfg: DQNConfig) -> None:
-    """Raise a one-line ConfigError unless `saved` was written by this architecture and config."""
+def check_owner(saved: dict, design: str, cfg: DQNConfig) -> None:
+    """Raise a one-line ConfigError unless `saved` was written by this design and config (a checkpoint
+    written before the stamp said `design` says `architecture`)."""
     path = cfg.checkpoint_path
     if saved.get("format") != CHECKPOINT_FORMAT:
         raise ConfigError(f"checkpoint_path: {path!r} has checkpoint format {saved.get('format', 1)}, this suite "
                           f"writes {CHECKPOINT_FORMAT}; move it aside to start the run afresh")
-    if saved["architecture"] != architecture:
-        raise ConfigError(f"checkpoint_path: {path!r} was written by {saved['architecture']}, not {architecture}; "
-                          f"resume it with architecture={saved['architecture']}, or choose another checkpoint_path")
+    writer = saved.get("design", saved.get("architecture"))
+    if writer != design:
+        raise ConfigError(f"checkpoint_path: {path!r} was written by {writer}, not {design}; "
+                          f"resume it with design={writer}, or choose another checkpoint_path")
     now, defaults = cfg.to_dict(), DQNConfig().to_dict()
     for key, value in now.items():
         was = saved["config"].get(key, defaults[key])  # a key added since the save ran at its default
