@@ -80,7 +80,7 @@ class DivergenceWatch:
             self.diverged_at = env_steps
         return {"q_max_abs": q_abs, "grad_norm": grad_norm}
 
-    def state(self) -> dict:
+    def save(self) -> dict:
         return dict(vars(self))
 
     def restore(self, state: dict) -> None:
@@ -131,7 +131,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
 
         # ------------------------------------------------------------------ checkpointing
         if actor.ended and run.save_due(env_steps):  # on an episode end: nothing in flight
-            run.save(env_steps, {"actor": actor.state()})
+            run.save(env_steps, {"actor": actor.save()})
 
     run.end_clock()  # closing the env is not training
     actor.close()

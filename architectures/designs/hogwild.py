@@ -149,7 +149,7 @@ class Worker:
 
     def save(self) -> dict:
         cfg = self.cfg
-        return {"actor": self.loop.state(), "replay_rng": self.replay_rng.bit_generator.state,
+        return {"actor": self.loop.save(), "replay_rng": self.replay_rng.bit_generator.state,
                 "replay": self.replay.state_dict() if cfg.hogwild_replay == "local" and cfg.checkpoint_replay else None,
                 "adam": self.learner.optimizer.state_dict() if self.optimizer_state is None else None}
 

@@ -146,7 +146,7 @@ class PQN:
 
     # ------------------------------------------------------------------ checkpoints (between rollouts)
     def save(self) -> dict:
-        return {"streams": [s.state() for s in self.streams], "net": self.net.state_dict(),
+        return {"streams": [s.save() for s in self.streams], "net": self.net.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "policy_rng": self.policy.rng.bit_generator.state,
                 "shuffle_rng": self.shuffle.bit_generator.state, "rollouts": self.done_rollouts,
                 "updates": self.updates, "seconds": dict(self.seconds), "envs": self.envs.counters()}

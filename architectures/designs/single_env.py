@@ -63,7 +63,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
 
         # ------------------------------------------------------------------ checkpointing
         if actor.ended and run.save_due(env_steps):  # on an episode end: nothing in flight
-            run.save(env_steps, {"actor": actor.state()})
+            run.save(env_steps, {"actor": actor.save()})
 
     run.end_clock()  # closing the env is not training
     actor.close()

@@ -110,7 +110,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
         # ------------------------------------------------------------------ evaluation / checkpoint (every env in)
         if not ready and not envs.flying:
             learning.learn_owed(env_steps)  # at the same update count single_env would have
-            if run.at_stop(env_steps, lambda: {"streams": [s.state() for s in streams], "seconds": dict(seconds),
+            if run.at_stop(env_steps, lambda: {"streams": [s.save() for s in streams], "seconds": dict(seconds),
                                                "policy_rng": policy.rng.bit_generator.state, "envs": envs.counters()}):
                 break
             continue

@@ -109,7 +109,7 @@ class EpisodeStream:
         raise NonFiniteEnvValue(f"env {self.env_id} (worker {self.index}) returned a non-finite {what} at its env "
                                 f"step {self.steps:,}; nothing from that step entered the replay")
 
-    def state(self) -> dict:
+    def save(self) -> dict:
         return {"steps": self.steps, "seeds": self.seeds.state, "episode_seed": self.episode_seed,
                 "stats": asdict(self.stats), "max_abs_reward": self.max_abs_reward,
                 "pending": len(self.adder.pending)}
@@ -183,8 +183,8 @@ class EnvLoop(EpisodeStream):
         self.fold_s += t3 - t2
         return transitions
 
-    def state(self) -> dict:
-        return {**super().state(), "policy_rng": self.policy.rng.bit_generator.state,
+    def save(self) -> dict:
+        return {**super().save(), "policy_rng": self.policy.rng.bit_generator.state,
                 "seconds": {"act": self.act_s, "env": self.env_s, "fold": self.fold_s}}
 
     def restore(self, state: dict) -> int:

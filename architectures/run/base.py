@@ -45,10 +45,13 @@ from architectures.run.sync_points import Stop, stops
 from architectures.run.results import run_result
 
 
-class Part(Protocol):
-    """What a run saves and restores of a design's component."""
+class Saveable(Protocol):
+    """What a run saves and restores of a design's component (Acme's Saveable): the one naming pair,
+    save() / restore(state), of every part of this suite that a checkpoint holds. (The core data
+    structures beside torch's modules, the replay buffers and the learner, keep torch's
+    state_dict / load_state_dict.)"""
 
-    def state(self) -> dict: ...
+    def save(self) -> dict: ...
 
     def restore(self, state: dict) -> Any: ...
 
@@ -82,7 +85,7 @@ class Run:
         self.design, self.cfg, self.reporter = design, cfg, reporter
         self.evaluator = HoldoutEvaluator(cfg, net)
         self.stops: list[Stop] = stops(cfg)
-        self._parts: dict[str, Part] = {}
+        self._parts: dict[str, Saveable] = {}
         self._next_stop = 0  # index into stops
         self.clock, self.timers = Stopwatch(), Timers()
         self._logged = {"updates": 0, "episodes": 0, "length_sum": 0, "return_sum": 0.0}
@@ -95,7 +98,7 @@ class Run:
         self.curves = Curves(cfg, reporter)  # what a watcher wants beside the log (run/curves.py)
 
     # ------------------------------------------------------------------ parts
-    def attach(self, name: str, part: Part) -> Part:
+    def attach(self, name: str, part: Saveable) -> Saveable:
         """Save and restore `part` with the run, under `name`."""
         if name in self._parts:
             raise ValueError(f"run part {name!r} attached twice")
@@ -202,7 +205,7 @@ class Run:
         self._saves += 1
         save_checkpoint(self.cfg.checkpoint_path, {
             **stamp(self.design, self.cfg), "env_steps": env_steps, "train_seconds": self.clock.elapsed(),
-            "run": self._state(), "parts": {name: part.state() for name, part in self._parts.items()},
+            "run": self._state(), "parts": {name: part.save() for name, part in self._parts.items()},
             "extras": dict(extras or {})})
         self.timers.add("checkpoint", time.perf_counter() - began)
         self.clock.resume()

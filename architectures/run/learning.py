@@ -161,7 +161,7 @@ class ReplayLearning:
             parts["diagnostics"] = (self.diag_s, updates)
         return parts
 
-    def state(self) -> dict:
+    def save(self) -> dict:
         return {"learner": self.learner.state_dict(),
                 "replay": self.replay.state_dict() if self.cfg.checkpoint_replay else None,
                 "replay_rng": self.replay_rng.bit_generator.state,

@@ -115,7 +115,7 @@ class RayActorGroup:
                 self.ray.wait([self.starting[i][0]], timeout=self.timeout_s)
                 self._up(i)
             try:
-                asked = [(i, a.state.remote()) for i, a in enumerate(self.actors) if i not in self.vacant]
+                asked = [(i, a.save.remote()) for i, a in enumerate(self.actors) if i not in self.vacant]
                 states = {i: fetch(self.ray, ref, i, rows[i]) for i, ref in asked}
                 return [states[i] if i in states else self.vacant[i] for i in range(len(self.actors))]
             except ActorLost as lost:

@@ -76,7 +76,7 @@ class Actor:
         return initial_priority(self.loop.policy, transition) if self.cfg.prioritized else 0.0
 
     def save(self) -> dict:
-        return self.loop.state()
+        return self.loop.save()
 
     def restore(self, state: dict) -> None:
         self.loop.restore(state)
@@ -87,7 +87,7 @@ class Actor:
         loop = self.loop
         loop.seeds = training_episode_seeds(self.cfg.seed, self.stream)
         first = next(loop.seeds)
-        return {**loop.state(), "steps": int(row["env_steps"]), "episode_seed": first, "pending": 0,
+        return {**loop.save(), "steps": int(row["env_steps"]), "episode_seed": first, "pending": 0,
                 "stats": {"episodes": int(row["episodes"]), "length_sum": int(row["episode_length_sum"]),
                           "return_sum": float(row["episode_return_sum"])}}
 

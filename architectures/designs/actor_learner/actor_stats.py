@@ -52,7 +52,7 @@ class Publications:
     def check(self, latest: int) -> None:
         check_weights_flow(self.status, self.pending, self.since, latest)
 
-    def state(self) -> dict:
+    def save(self) -> dict:
         return {"count": self.count, "seconds": self.seconds}
 
     def restore(self, state: dict) -> None:
@@ -62,7 +62,7 @@ class Publications:
 class ActorStats:
     """What the learner of an actor_learner run keeps of its actors, on either backend: their
     counters (`status`, one row per actor), the acting weights' staleness at hand-off, the weight
-    publications and the hand-off tally. `parts` is what a checkpoint saves of them, `restore`
+    publications and the hand-off tally. `save` is what a checkpoint holds of them, `restore`
     puts it back, `result` is the run's result."""
 
     def __init__(self, cfg: DQNConfig, status: np.ndarray):
@@ -100,9 +100,9 @@ class ActorStats:
                    "update": learning.update_s, "wait": tally.wait_seconds}
         return {"learner": learner, "actors": {role: float(self.status[f"t_{role}"].mean()) for role in ACTOR_ROLES}}
 
-    def parts(self, actor_states: list[dict]) -> dict:
+    def save(self, actor_states: list[dict]) -> dict:
         return {"actors": actor_states, "status": self.status.copy(), "staleness": self.staleness.state_dict(),
-                "worker_staleness": self.worker_staleness.copy(), "publications": self.publications.state(),
+                "worker_staleness": self.worker_staleness.copy(), "publications": self.publications.save(),
                 "tally": vars(self.tally).copy()}
 
     def restore(self, saved: dict, run: Run) -> list[dict]:

@@ -82,7 +82,7 @@ class InProcessTransport:
         return env_steps == self.run.stops[self.run.next_stop].env_steps
 
     def extras(self) -> dict:
-        return self.actor_stats.parts([actor.save() for actor in self.actors])
+        return self.actor_stats.save([actor.save() for actor in self.actors])
 
     def release(self) -> None:
         pass  # the actors step only when this loop asks

@@ -182,7 +182,7 @@ class SharedMemoryTransport:
         return all_at_sync_point(self.run, self.status, env_steps)
 
     def extras(self) -> dict:
-        return self.actor_stats.parts(self.pool.collect())
+        return self.actor_stats.save(self.pool.collect())
 
     def release(self) -> None:
         self.control[Control.RELEASED] = self.run.next_stop

@@ -65,7 +65,7 @@ class RayActor:
             raise self.failed
         return os.getpid(), this_node()
 
-    def state(self) -> dict:
+    def save(self) -> dict:
         return self.actor.save()
 
     def collect(self, steps: int, weights: list, after_checkpoint: bool, run_steps: int) -> tuple[bytes, np.ndarray]:

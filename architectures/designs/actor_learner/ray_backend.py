@@ -164,7 +164,7 @@ class RayTransport:
                 == self.run.stops[self.run.next_stop].env_steps)
 
     def extras(self) -> dict:
-        return {**self.actor_stats.parts(self.group.states(self.status)), "received": self.received.copy(),
+        return {**self.actor_stats.save(self.group.states(self.status)), "received": self.received.copy(),
                 "losses": self.group.costs()}
 
     def release(self) -> None:
