@@ -463,3 +463,32 @@ def test_the_publication_rule_publishes_on_the_period_and_retries_a_busy_source(
     layout.unflatten_into(flat, copies)
     assert all(np.array_equal(a, b) for a, b in zip(copies, params))
     assert torch.equal(torch.cat([p.reshape(-1) for p in online.parameters()]), torch.from_numpy(flat))
+
+
+def test_a_registration_made_while_the_reaper_is_being_told_another_is_queued_not_deadlocked(monkeypatch):
+    """The garbage collector can finalize a semaphore (an unregistration) inside a send, in the same thread:
+    that send must queue its line and the one under way write it next, in order (a plain lock deadlocked)."""
+    import threading
+
+    from architectures.transport import reaper
+
+    written = []
+
+    class Stdin:
+        def write(self, text):
+            written.append(text)
+            if len(written) == 1:  # as a finalizer would, in the middle of the first write
+                reaper._send("- semaphore /mp-collected")
+
+    class Proc:
+        stdin = Stdin()
+
+        def poll(self):
+            return None
+
+    monkeypatch.setattr(reaper, "_proc", Proc())
+    done = threading.Event()
+    thread = threading.Thread(target=lambda: (reaper._send("+ shared_memory /pdqn_x"), done.set()), daemon=True)
+    thread.start()
+    assert done.wait(5), "the nested send deadlocked"
+    assert written == ["+ shared_memory /pdqn_x\n", "- semaphore /mp-collected\n"]

@@ -20,22 +20,39 @@ import subprocess
 import sys
 import threading
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _proc: subprocess.Popen | None = None
 _installed = False
+_pending: list[str] = []
+_sending = False
 
 
 def _send(line: str) -> None:
-    global _proc
+    """Pass one registration line to the reaper. Re-entrant: the garbage collector can run a finalizer
+    (a semaphore's unregistration) in the middle of a send, in this very thread; that call queues its
+    line and returns, and the send under way writes it next. (A plain lock here deadlocked the run that
+    allocated shared memory while an earlier run's locks were collected.)"""
+    global _proc, _sending
     with _lock:
-        if _proc is None or _proc.poll() is not None:
-            _proc = subprocess.Popen([sys.executable, "-m", "architectures.transport.reaper"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
-                                     start_new_session=True, text=True, bufsize=1)
+        _pending.append(line)
+        if _sending:
+            return
+        _sending = True
         try:
-            _proc.stdin.write(line + "\n")
-        except (BrokenPipeError, OSError):  # the reaper is gone (killed by hand): nothing more we can do
-            pass
+            while _pending:
+                if _proc is None or _proc.poll() is not None:
+                    _proc = subprocess.Popen([sys.executable, "-m", "architectures.transport.reaper"],
+                                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True,
+                                             text=True, bufsize=1)
+                batch = "".join(f"{queued}\n" for queued in _pending)
+                _pending.clear()
+                try:
+                    _proc.stdin.write(batch)
+                except (BrokenPipeError, OSError):  # the reaper is gone (killed by hand): nothing more we can do
+                    pass
+        finally:
+            _sending = False
 
 
 def install() -> None:
