@@ -30,6 +30,8 @@ def test_a_validated_named_config_is_what_its_committed_runs_ran(named, store, s
     defaults = DQNConfig().to_dict()
     for config in runs:
         ran = {k: config.get(k, defaults.get(k)) for k in values if k not in RUN_ONLY}
+        if "design" in ran:  # records before the key was `design` say `architecture`
+            ran["design"] = config.get("design", config.get("architecture"))
         assert ran == {k: v for k, v in values.items() if k not in RUN_ONLY}
     finals = []
     for path in sorted(glob.glob(os.path.join(ROOT, "results", "reference", store, "*", "run.json"))):

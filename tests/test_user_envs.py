@@ -157,7 +157,7 @@ def test_overrides_make_other_runs_and_show_in_the_listing(env_dir, tmp_path):
     (["with", "no_such_config"], "error: with no_such_config: unknown named config"),
     (["with", "env_id=user_envs_empty:Nope-v0"], "error: env_id: module 'user_envs_empty' does not register"),
     (["with", "seed=3"], "error: seed: set by the sweep itself"),
-    (["with", "hogwild"], "error: with hogwild: an architecture's named config"),
+    (["with", "hogwild"], "error: with hogwild: a design's named config"),
     (["with"], "error: with: name a config or KEY=VALUE"),
 ])
 def test_a_bad_override_stops_the_sweep_before_any_run(env_dir, tmp_path, args, message):
