@@ -19,7 +19,6 @@ import time
 from typing import Callable
 
 import numpy as np
-import torch
 
 from architectures.core.config import DQNConfig
 from architectures.core.envs import rng_seeds, training_episode_seeds
@@ -46,7 +45,6 @@ class Actor:
 
     def __init__(self, cfg: DQNConfig, index: int, row: np.ndarray, client: Callable[[list], VariableClient],
                  run_steps: Callable[[], int], stream: int | None = None):
-        torch.set_num_threads(1)
         self.cfg, self.index, self.row = cfg, index, row
         self.stream = index if stream is None else stream
         self.loop = EnvLoop(cfg, index, None, actor_epsilon(cfg, index, run_steps))

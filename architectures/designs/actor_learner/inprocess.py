@@ -30,7 +30,7 @@ from architectures.designs.actor_learner.runner import learn
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
 from architectures.run.sync_points import room
-from architectures.run.worker_rows import write_episodes
+from architectures.run.worker_rows import publish_times, write_episodes
 from architectures.transport.channels import WeightChannel
 from architectures.transport.shared import DONE, RUNNING, STATUS_DTYPE
 from architectures.transport.variables import ChannelClient, NullLock
@@ -74,8 +74,7 @@ class InProcessTransport:
             self.actor_stats.tally.transitions += count
             row["transitions"] += count
             write_episodes(row, actor.loop.stats)
-            for role, seconds in actor.times().items():
-                row[f"t_{role}"] = seconds
+            publish_times(row, actor.times())
         return int(self.status["env_steps"].sum())
 
     def at_sync_point(self, env_steps: int) -> bool:
@@ -113,7 +112,6 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     states = actor_stats.restore(resumed.extras, run) if resumed is not None else [None] * n
     actors = [make_actor(cfg, i, status[i], lambda params: ChannelClient(channel, params),
                          lambda: int(status["env_steps"].sum())) for i in range(n)]
-    torch.set_num_threads(cfg.learner_thread_count)  # an Actor sets one thread, as an actor process would
     for actor, state in zip(actors, states):
         if state is not None:
             actor.restore(state)

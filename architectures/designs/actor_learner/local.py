@@ -90,6 +90,7 @@ class ActorArgs:
 def _act(index: int, arrays: dict, waiter: Waiter, args: ActorArgs) -> None:
     # ------------------------------------------------------------------ setup
     cfg, resume = args.cfg, args.resume
+    torch.set_num_threads(1)
     yield_to_learner(cfg.actor_nice)
     status, control = arrays["status"][index], Control(arrays["control"])
     ring = TransitionRing(arrays[f"ring{index}_records"], arrays[f"ring{index}_priorities"],

@@ -15,6 +15,7 @@ import pickle
 import time
 
 import numpy as np
+import torch
 
 from architectures.core.config import DQNConfig
 from architectures.core.env_guard import name_this_process
@@ -46,6 +47,7 @@ class RayActor:
             self.failed = err
 
     def _start(self, index: int, cfg: DQNConfig, fault: tuple[str, int] | None, resume: dict | None) -> None:
+        torch.set_num_threads(1)
         self.index, self.cfg = index, cfg
         self.run_steps = 0  # the run's env steps requested so far (free-running actors' epsilon)
         self.stats = np.zeros((), STATUS_DTYPE)
