@@ -155,9 +155,7 @@ def _amount(value: float, unit: str) -> str:
 def _cell(word: str, margin: float, shown: float, shift: float, low: float, high: float, unit: str, *,
           seeds: int | None = None, games: str = "") -> str:
     """'as well (within +-m)', 'worse', 'better' or 'not settled (could show +-m)', then the shift [90%]."""
-    size = (lambda v: _amount(v, unit).lstrip("+"))
-    text = {"as well": f"as well (within +-{size(margin)}{unit})",
-            "not settled": f"not settled (could show +-{size(shown)}{unit})"}.get(word, word)
+    text = at_scale.verdict_words(word, _amount(margin, unit).lstrip("+") + unit, _amount(shown, unit).lstrip("+") + unit)
     where = f"; {games.count(',') + 1} games x {seeds} seeds" if games else ""
     return f"{text}; shift {_amount(shift, unit)} [{_amount(low, unit)}, {_amount(high, unit)}]{where}"
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
-from analysis.report.claims import ALPHA, verdict
+from analysis.report.claims import ALPHA, CAP, EQUIVALENCE_MARGIN, SOLVED_AT, verdict
 from analysis.report.common import FigureData, Note, _ci, diverged, holdout_auc, macro_name, runs_read
 from analysis.report.suite import matrix
 
@@ -30,16 +30,16 @@ FAMILIES = (("CartPole, 8 workers", "CartPole", 8), ("CartPole, 16 workers", "Ca
             ("MinAtar, 16 workers, across games", "MinAtar", 16))
 """The pre-registered families (docs/learning-at-scale.md), each Holm-corrected apart; the per-game
 MinAtar family (12 comparisons) is the secondary, descriptive one."""
-SCALES = {"CartPole": 500.0, "Breakout": 15.4, "Freeway": 55.0, "SpaceInvaders": 34.3}
+SCALES = {"CartPole": CAP["CartPole"], "Breakout": 15.4, "Freeway": 55.0, "SpaceInvaders": 34.3}
 """Each env's return scale, fixed before the remaining MinAtar runs were read (docs/learning-at-scale.md,
 "Equivalence"): CartPole's episode cap; on MinAtar single_env's median final holdout return at 500k env
 steps in the earlier `minatar` (Breakout) and `minatar_suite` sweeps (tests/test_at_scale.py recomputes
 them from those stored runs)."""
 MINATAR_SEEDS = 5
 """scale_minatar's seeds a cell (101-105), as pre-registered."""
-MARGIN = 0.10
+MARGIN = EQUIVALENCE_MARGIN
 """The equivalence margin, a share of the scale: +-50 on CartPole, +-0.10 of each game's scale across games."""
-THRESHOLDS = {"CartPole": 475.0, "Breakout": 0.8 * 15.4, "Freeway": 0.8 * 55.0, "SpaceInvaders": 0.8 * 34.3}
+THRESHOLDS = {"CartPole": SOLVED_AT["CartPole"], **{game: 0.8 * SCALES[game] for game in GAMES}}
 """Time to a threshold: gymnasium's reward_threshold where the env has one (CartPole-v1), else 80% of the scale."""
 
 
@@ -234,13 +234,15 @@ def _amount(value: float, unit: str) -> str:
     return f"{100 * value:.1f}%" if unit else f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}"
 
 
+def verdict_words(word: str, margin: str, shown: str) -> str:
+    """The four words as every table prints them: 'as well (within +-m)', 'not settled (could show +-m)',
+    'worse', 'better' (`margin` and `shown` already written in the table's units)."""
+    return {"as well": f"as well (within +-{margin})", "not settled": f"not settled (could show +-{shown})"}.get(word, word)
+
+
 def verdict_text(row) -> str:
-    """The verdict as the answer prints it: 'as well (within +-m)', 'not settled (+-m shown)', 'worse', 'better'."""
-    if row.word == "as well":
-        return f"as well (within +-{_amount(row.margin, row.unit)})"
-    if row.word == "not settled":
-        return f"not settled (could show +-{_amount(row.shown, row.unit)})"
-    return row.word
+    """A family row's verdict (verdict_words, the amounts in the row's units)."""
+    return verdict_words(row.word, _amount(row.margin, row.unit), _amount(row.shown, row.unit))
 
 
 def _share_range(results: list[dict], kind: str) -> str:

@@ -18,6 +18,9 @@ CAP = {"CartPole": 500.0}
 """The most an episode can return, per env: a run that reached it had solved the task."""
 ALPHA = 0.05
 P_FORMAT = "{:.3f}"
+EQUIVALENCE_MARGIN = 0.10
+"""The margin of "learns as well", a share of each env's return scale (docs/learning-at-scale.md): the
+same for every comparison that can say it (at scale, the CartPole improvement table, the MinAtar suite)."""
 
 
 def verdict(probability: float, corrected_p: float) -> str:

@@ -26,7 +26,7 @@ import pandas as pd
 
 from analysis import stats
 from analysis.load import RunSet
-from analysis.report.claims import verdict
+from analysis.report.claims import EQUIVALENCE_MARGIN, verdict
 from analysis.report.common import ARCH_ORDER, FigureData, Note, _ci, diverged, holdout_auc, macro_name
 
 SUITE_SWEEPS = ("minatar", "minatar_suite")
@@ -37,8 +37,6 @@ ANCHOR = {"Breakout": 10.0, "Asterix": 17.0, "Freeway": 50.0, "SpaceInvaders": 4
 """Young & Tian (2019) DQN's final return at 5M frames, read by eye from their curves (30 runs;
 Freeway's by ~1.5M frames; Seaquest's before MinAtar v1.0.10's oxygen fix): ../shared/reference-numbers.md."""
 ANCHOR_FRAMES = 5_000_000
-EQUIVALENCE_MARGIN = 0.10
-"""The equivalence margin across games, a share of each game's anchor (docs/learning-at-scale.md's 10%)."""
 MEASURES = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout return"}
 PROFILE_POINTS = 41
 """Thresholds of the performance profile, from 0 to the largest normalised score."""

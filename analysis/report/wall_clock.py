@@ -88,9 +88,15 @@ def time_to(steps: np.ndarray, rates, *, draws: int = DRAWS, seed: int = SEED,
     return point, float(low), float(high)
 
 
-def _rates(runs: pd.DataFrame, design: str, workers: int) -> np.ndarray:
-    cell = runs[(runs["architecture"] == design) & ((runs["num_workers"] == workers) | (design == "single_env"))]
-    return cell[SPEED].dropna().to_numpy(float)
+def _cell(runs: pd.DataFrame, design: str, workers: int) -> pd.DataFrame:
+    """The rate runs of `design` at `workers` (single_env's at any count)."""
+    if runs.empty:
+        return runs
+    return runs[(runs["architecture"] == design) & ((runs["num_workers"] == workers) | (design == "single_env"))]
+
+
+def _rates(cell: pd.DataFrame) -> np.ndarray:
+    return cell[SPEED].dropna().to_numpy(float) if not cell.empty else np.array([])
 
 
 def _seconds(value: float) -> str:
@@ -113,11 +119,11 @@ def _threshold_rows(rs: RunSet, note: Note) -> list[dict]:
         curves = curves_of(rs.holdout, group["run_id"])
         steps = np.array([steps_to(c, threshold) for c in curves])
         for source, runs in sources:
-            rates = _rates(runs, design, int(workers)) if not runs.empty else np.array([])
+            cell = _cell(runs, design, int(workers))
+            rates = _rates(cell)
             if not len(rates):
                 continue
             point, low, high = time_to(steps, rates)
-            cell = runs[(runs["architecture"] == design) & ((runs["num_workers"] == workers) | (design == "single_env"))]
             rows.append({"design": design, "workers": int(workers), "source": source, "seeds": len(curves),
                          "reached": int(np.isfinite(steps).sum()), "steps": float(np.median(steps)),
                          "rate_runs": len(rates), "rate": float(np.median(rates)),
@@ -145,7 +151,7 @@ def _check_rows(rs: RunSet, note: Note) -> tuple[pd.DataFrame, pd.DataFrame]:
     for design in [a for a in ARCH_ORDER if a in set(measured["architecture"])]:
         workers = int(measured.loc[measured["architecture"] == design, "num_workers"].iloc[0])
         mine = curves_of(local.holdout, curves.loc[curves["architecture"] == design, "run_id"])
-        rates = _rates(speed, design, workers)
+        rates = _rates(_cell(speed, design, workers))
         if not mine or not len(rates):
             note(f"per wall-clock check: {design} has no curves or no busy-step speed runs; left out")
             continue
