@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import NoRunsError, load_runs
-from analysis.report.common import _markdown
+from analysis.report.common import markdown
 
 KEYS = ["n_step", "lr", "utd", "target_update_period"]
 """The config keys a calibration grid varies (those present and not constant form a cell)."""
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     except NoRunsError as err:
         parser.exit(2, f"error: --runs: {err}\n")
     table = cells(rs.runs, rs.holdout, args.upto)
-    print(_markdown(table.round(2)))
+    print(markdown(table.round(2)))
     return 0
 
 

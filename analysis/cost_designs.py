@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from analysis.cost_terms import (MissingCosts, Prediction, Setting, _bounded, _contention, _idling, _loops_apply,
-                                 _settled, _shared_finish, at_n)
+from analysis.cost_terms import (MissingCosts, Prediction, Setting, bounded, contention, idling_cost, loops_apply,
+                                 settled, shared_finish, at_n)
 
 
 def _single_env(design: str, s: Setting) -> Prediction:
@@ -17,30 +17,30 @@ def _single_env(design: str, s: Setting) -> Prediction:
 def _hogwild(design: str, s: Setting) -> Prediction:
     """Each worker's CPU slowed by the others on a CPU at once; its wait is its own."""
     c, n, k, wait, utd, cores = s.c, s.n, s.k, s.wait, s.utd, s.cores
-    if c.get("hogwild_in_loop") and c.get("hogwild_at_cores") and cores > 1 and _loops_apply(c, utd):
+    if c.get("hogwild_in_loop") and c.get("hogwild_at_cores") and cores > 1 and loops_apply(c, utd):
         # One worker's CPU per own env step, measured alone and with `cores` workers sharing
         # the parameters; linear in the workers on a CPU at once, and the cores' bound beyond.
         wait_cpu = float(c.get("env_wait_cpu", 0.0))  # the loops were measured with the wait off
-        idling = _idling(c, k, utd)
+        idling = idling_cost(c, k, utd)
         alone, crowded = c["hogwild_in_loop"] + wait_cpu + idling, c["hogwild_at_cores"] * cores + wait_cpu + idling
         per_worker = alone
         for _ in range(3):  # the workers on a CPU at once depend on how long each one's CPU takes
             busy = min(n, cores, n * per_worker / (wait + per_worker))
             per_worker = alone + (crowded - alone) * (max(busy, 1.0) - 1) / (cores - 1)
         rates = {"workers": n * 1e6 / (wait + per_worker), "cores": cores * 1e6 / per_worker}
-        return _bounded(design, n, rates, n * per_worker / (wait + per_worker) > cores)
+        return bounded(design, n, rates, n * per_worker / (wait + per_worker) > cores)
     worker = s.loop
-    if c.get("hogwild_in_loop") and _loops_apply(c, utd):  # one worker's loop as it ran: bookkeeping included
-        worker = c["hogwild_in_loop"] + float(c.get("env_wait_cpu", 0.0)) + _idling(c, k, utd)  # as single_env idles
-    slow = _contention(c, min(n, cores, n * worker / (wait + worker)), cores)
+    if c.get("hogwild_in_loop") and loops_apply(c, utd):  # one worker's loop as it ran: bookkeeping included
+        worker = c["hogwild_in_loop"] + float(c.get("env_wait_cpu", 0.0)) + idling_cost(c, k, utd)  # as single_env idles
+    slow = contention(c, min(n, cores, n * worker / (wait + worker)), cores)
     rates = {"workers": n * 1e6 / (wait + worker * slow), "cores": cores * 1e6 / (worker * slow)}
-    return _bounded(design, n, rates, n * worker / (wait + worker) > cores)
+    return bounded(design, n, rates, n * worker / (wait + worker) > cores)
 
 
 def _actor_learner_entry(design: str, s: Setting) -> Prediction:
     c, n, k, wait, utd, cores, period = s.c, s.n, s.k, s.wait, s.utd, s.cores, s.weight_sync_period
     if s.waits:  # the learner idles while its actors are few; the actors wait on every env step, as k's loop
-        return _settled(c, lambda kl: _actor_learner(n, c, kl, wait, utd, cores, period, actors=k), "learner")
+        return settled(c, lambda kl: _actor_learner(n, c, kl, wait, utd, cores, period, actors=k), "learner")
     return _actor_learner(n, c, k, wait, utd, cores, period)
 
 
@@ -53,12 +53,12 @@ def _actor_learner(n: int, c: dict, k: dict, wait: float, utd: float, cores: int
     learner = utd * (k["sample"] + k["update"] + c["diagnostics"] + c["weight_publish"] / weight_sync_period) \
         + c["ring_drain"]
     shared = c.get("actor_learner_shared")
-    if n + 1 > cores and shared and _loops_apply(c, utd) and wait == 0:
+    if n + 1 > cores and shared and loops_apply(c, utd) and wait == 0:
         # More processes than cores, all busy: each role's CPU per env step as it paid
         # time-sharing the cores (measured at `cores` actors), contention included.
         actor, learner = shared["actors"], shared["learner"]
         rates = {"actors": n * 1e6 / actor, "learner": 1e6 / learner, "cores": cores * 1e6 / (actor + learner)}
-        return _bounded("actor_learner", n, rates, True)
+        return bounded("actor_learner", n, rates, True)
     measured = c.get("actor_learner_waiting_actors")
     if wait > 0 and measured and c.get("actor_learner_waiting_learner"):
         # Past the cores, where the env waits: the CPU each role paid per env step in
@@ -68,22 +68,22 @@ def _actor_learner(n: int, c: dict, k: dict, wait: float, utd: float, cores: int
         learner_cpu = at_n(c["actor_learner_waiting_learner"], n)
         rates = {"actors": n * 1e6 / (wait + actor_cpu), "learner": 1e6 / learner,
                  "cores": cores * 1e6 / (actor_cpu + learner_cpu)}
-        point = _bounded("actor_learner", n, rates, n * actor_cpu / (wait + actor_cpu) + 1 > cores)
+        point = bounded("actor_learner", n, rates, n * actor_cpu / (wait + actor_cpu) + 1 > cores)
         return dataclasses.replace(point, shared_measured=True)
     rates = {"actors": n * 1e6 / (wait + actor), "learner": 1e6 / learner,
              "cores": cores * 1e6 / (actor + learner)}
     busy = min(rates.values()) * (actor + learner) / 1e6  # processes' worth of CPU in use
-    slow = _contention(c, busy, cores)
+    slow = contention(c, busy, cores)
     rates = {"actors": n * 1e6 / (wait + actor * slow), "learner": rates["learner"] / slow,
              "cores": rates["cores"] / slow}
-    return _bounded("actor_learner", n, rates, n * actor / (wait + actor) + 1 > cores)
+    return bounded("actor_learner", n, rates, n * actor / (wait + actor) + 1 > cores)
 
 
 def _vector_env_entry(design: str, s: Setting) -> Prediction:
     c, n, k, wait, utd, cores = s.c, s.n, s.k, s.wait, s.utd, s.cores
     model = _vector_async if c.get("vector_trip") else _vector_env  # envs that answer as each is ready, or lockstep
     if s.waits:  # the main process idles while the envs are few
-        return _settled(c, lambda km: model(n, c, km, wait, utd, cores), "main")
+        return settled(c, lambda km: model(n, c, km, wait, utd, cores), "main")
     return model(n, c, k, wait, utd, cores)
 
 
@@ -96,16 +96,16 @@ def _vector_async(n: int, c: dict, k: dict, wait: float, utd: float, cores: int,
     main = at_n(c["vector_main"], n) + (k["fold_store"] + utd * (k["sample"] + k["update"] + c["diagnostics"])
                                         if learns else c["fold"])
     rates = {"envs": n * 1e6 / (wait + trip), "main": 1e6 / main, "cores": cores * 1e6 / (env_cpu + main)}
-    slow = _contention(c, min(rates.values()) * (env_cpu + main) / 1e6, cores)
+    slow = contention(c, min(rates.values()) * (env_cpu + main) / 1e6, cores)
     rates = {"envs": rates["envs"], "main": rates["main"] / slow, "cores": rates["cores"] / slow}
-    return _bounded("vector_env" if learns else "pqn", n, rates, n * env_cpu / (wait + trip) + 1 > cores)
+    return bounded("vector_env" if learns else "pqn", n, rates, n * env_cpu / (wait + trip) + 1 > cores)
 
 
 def _vector_env(n: int, c: dict, k: dict, wait: float, utd: float, cores: int) -> Prediction:
     """vector_env at n envs from the loop components `k` (lockstep, as at dc629ec; docs/plan-and-cost-model.md)."""
     parts = _vector_parts(n, c, k, utd, cores, wait)
     step = parts["step"]
-    if c.get("vector_round_trip_learning") and _loops_apply(c, utd):
+    if c.get("vector_round_trip_learning") and loops_apply(c, utd):
         # The loop's act and round trip (send, the owed learning beside the envs' steps,
         # receive) as measured in that loop; the components alone missed them by up to 35%.
         # A waiting env's reply comes no sooner than its wait after the send.
@@ -131,10 +131,10 @@ def _vector_parts(n: int, c: dict, k: dict, utd: float, cores: int, wait: float 
     serial = at_n(c["act_batch"], n) + send + recv + n * k["fold_store"]
     slow = 1.0
     for _ in range(2):  # the busy processes slow each other; settle it in two passes
-        learner_done, envs_done = _shared_finish([learn * slow] + [env_side * slow] * n, cores)
+        learner_done, envs_done = shared_finish([learn * slow] + [env_side * slow] * n, cores)
         envs_done = max(envs_done, wait + env_side * slow)  # the wait overlaps everything but their reply
         step = serial * slow + max(learner_done, envs_done)
-        slow = _contention(c, (serial + learn + n * env_side) / step, cores)
+        slow = contention(c, (serial + learn + n * env_side) / step, cores)
     bottleneck = "learner" if learner_done >= envs_done else "envs"
     if n + 1 > cores and envs_done > env_side * slow * 1.05 and learner_done < envs_done:
         bottleneck = "cores"

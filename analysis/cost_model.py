@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.cost_designs import ENTRIES
-from analysis.cost_terms import (MissingCosts, Prediction, Setting, _idle_factor, _loop,  # noqa: F401
-                                 _shared_finish, at_n, waiting_duty)
+from analysis.cost_terms import (MissingCosts, Prediction, Setting, idle_factor, loop_costs,  # noqa: F401
+                                 shared_finish, at_n, waiting_duty)
 from architectures import registry
 
 REGISTRY = registry.DESIGNS
@@ -62,8 +62,8 @@ def predict(design: str, workers: int, costs: dict, *, utd: float, cores: int,
     {N: us}."""
     c = costs
     wait = float(c.get("env_wait", 0.0)) - float(c.get("env_wait_cpu", 0.0))  # wall time per env step, no CPU
-    waits = _idle_factor(c, 0.0) > 0
-    k = _loop(c, waiting_duty(c) if waits else 1.0)  # a process that steps a waiting env idles as single_env's
+    waits = idle_factor(c, 0.0) > 0
+    k = loop_costs(c, waiting_duty(c) if waits else 1.0)  # a process that steps a waiting env idles as single_env's
     names = {d.name: d.cost_model for d in REGISTRY}
     if names.get(design) not in ENTRIES:
         raise ValueError(f"design: unknown {design!r} (valid: {', '.join(DESIGNS)})")

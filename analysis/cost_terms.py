@@ -51,16 +51,16 @@ class Setting:
         return k["env_step"] + k["act"] + k["fold_store"] + self.utd * (k["sample"] + k["update"])
 
 
-def _loop(c: dict, duty: float = 1.0) -> dict:
+def loop_costs(c: dict, duty: float = 1.0) -> dict:
     """The per-env-step components as single_env's loop pays them (`in_loop`, when measured: the
     env step and the store between updates evict what a warm, alone measurement keeps cached),
-    for a process busy `duty` of its time (see `_idle_factor`)."""
+    for a process busy `duty` of its time (see `idle_factor`)."""
     il = c.get("in_loop") or {}
     out = {"env_step": il.get("env_step", c["env_step"]) + float(c.get("env_wait_cpu", 0.0)),
            "act": il.get("act", c["act"]),
            "fold_store": il.get("replay_add", c["fold"] + c["store"]), "sample": il.get("sample", c["sample"]),
            "update": il.get("update", c["update"])}
-    f = _idle_factor(c, duty)
+    f = idle_factor(c, duty)
     if f > 0:
         iw = c["in_loop_waiting"]
         for name, key in (("act", "act"), ("fold_store", "replay_add"), ("sample", "sample"), ("update", "update")):
@@ -78,7 +78,7 @@ def waiting_duty(c: dict) -> float:
     return cpu / (wait + cpu)
 
 
-def _idle_factor(c: dict, duty: float) -> float:
+def idle_factor(c: dict, duty: float) -> float:
     """How much of the waiting loop's dearer act, store, sample and update a process busy `duty`
     of its time pays: all of it at the waiting loop's own duty or below, none when always busy, linear
     between: a process that sleeps between updates pays more for each (docs/plan-and-cost-model.md,
@@ -89,14 +89,14 @@ def _idle_factor(c: dict, duty: float) -> float:
     return float(min(1.0, max(0.0, (1.0 - duty) / max(1e-9, 1.0 - low))))
 
 
-def _idling(c: dict, k: dict, utd: float) -> float:
+def idling_cost(c: dict, k: dict, utd: float) -> float:
     """What a loop with components `k` pays per env step beyond the busy loop's."""
-    busy = _loop(c)
+    busy = loop_costs(c)
     return (k["act"] - busy["act"] + k["fold_store"] - busy["fold_store"]
             + utd * (k["sample"] - busy["sample"] + k["update"] - busy["update"]))
 
 
-def _contention(c: dict, busy: float, cores: int) -> float:
+def contention(c: dict, busy: float, cores: int) -> float:
     """Slowdown of each process while `busy` processes run at once: 1 alone, the measured factor
     with every core busy (`contention`), linear between."""
     full = max(1.0, float(c.get("contention", 1.0)))  # below 1 is noise: a co-runner never speeds a loop up
@@ -121,7 +121,7 @@ def at_n(table: dict, n: int) -> float:
     return v1 + max(0.0, v1 - v0) * (n - n1) / (n1 - n0)
 
 
-def _shared_finish(jobs: list[float], cores: int) -> tuple[float, float]:
+def shared_finish(jobs: list[float], cores: int) -> tuple[float, float]:
     """Processor sharing: jobs (CPU microseconds, one process each) start together on `cores`;
     each of k runnable jobs runs at min(1, cores / k). Returns (first job's finish, last's)."""
     remaining = sorted((w, i) for i, w in enumerate(jobs))
@@ -137,7 +137,7 @@ def _shared_finish(jobs: list[float], cores: int) -> tuple[float, float]:
     return done_at[0], max(done_at.values())
 
 
-def _loops_apply(c: dict, utd: float) -> bool:
+def loops_apply(c: dict, utd: float) -> bool:
     """Whether the loops measured whole (hogwild_in_loop, vector_round_trip_learning) stand for a
     run at `utd`: they were measured learning at `loops_utd` (older measurements do not say: then
     at any utd > 0); elsewhere the model builds the loop from its components."""
@@ -145,17 +145,18 @@ def _loops_apply(c: dict, utd: float) -> bool:
     return utd > 0 and (measured is None or abs(float(measured) - utd) < 1e-9)
 
 
-def _bounded(design: str, n: int, rates: dict, oversubscribed: bool) -> Prediction:
+def bounded(design: str, n: int, rates: dict, oversubscribed: bool) -> Prediction:
+    """The prediction a design's slowest role sets: its rate is the least of `rates`, that role named."""
     role = min(rates, key=rates.get)
     return Prediction(design, n, rates[role], role, oversubscribed, rates)
 
 
-def _settled(c: dict, build, role: str) -> Prediction:
+def settled(c: dict, build, role: str) -> Prediction:
     """A prediction whose `role` (the learner, vector_env's main process) pays its update at its
     own duty: build(components at a duty) and the duty it implies (the run's rate over the role's
     own bound), settled together from an idle start."""
     duty = 0.0
     for _ in range(20):
-        p = build(_loop(c, duty))
+        p = build(loop_costs(c, duty))
         duty = min(1.0, p.env_steps_per_sec / p.rates[role])  # the role's share of its time busy
     return p

@@ -28,8 +28,8 @@ from datetime import datetime
 
 import pandas as pd
 
-from analysis.stores import (MACHINE_FILE, SKIP_FOLDERS, Document, NoRunsError, _file_documents,  # noqa: F401
-                             _mongo_documents, _name_runs, find_run_dirs, machine_of, shown)
+from analysis.stores import (MACHINE_FILE, SKIP_FOLDERS, Document, NoRunsError, file_documents,  # noqa: F401
+                             mongo_documents, name_runs, find_run_dirs, machine_of, shown)
 from architectures.core.atomic import atomic_write
 
 KEY_COLUMNS = ["run_id", "sweep", "architecture", "num_workers", "utd", "seed", "env"]
@@ -107,7 +107,7 @@ def _seconds(stamp) -> float | None:
 
 def _frames(documents: list[Document], problems: list[str]) -> RunSet:
     run_rows, metric_rows, holdout_rows = [], [], []
-    for run_id, where, run, config, metrics, _, sacred_id in _name_runs(documents, problems):
+    for run_id, where, run, config, metrics, _, sacred_id in name_runs(documents, problems):
         status = run.get("status")
         result = run.get("result")
         if status != "COMPLETED":
@@ -214,11 +214,11 @@ def load_runs(sources: list[str], *, cache_dir: str | None = None, mongo_client_
     documents = []
     for source in sources:
         if source.startswith(("mongodb://", "mongodb+srv://")):
-            documents.extend(_mongo_documents(source, problems, mongo_client_factory))
+            documents.extend(mongo_documents(source, problems, mongo_client_factory))
         elif not os.path.isdir(source):
             problems.append(f"runs folder {source!r} does not exist; skipped")
         else:
-            found = list(_file_documents(source, problems))
+            found = list(file_documents(source, problems))
             if not found:
                 problems.append(f"runs folder {source!r} holds no Sacred runs (no <run id>/run.json); skipped")
             documents.extend(found)

@@ -24,7 +24,7 @@ class NoRunsError(RuntimeError):
 
 
 class Document(NamedTuple):
-    """One stored run as read: `run_id` is its Sacred id until _name_runs makes it unique."""
+    """One stored run as read: `run_id` is its Sacred id until name_runs makes it unique."""
 
     run_id: str
     where: str
@@ -64,7 +64,8 @@ def _read_json(path: str):
         return json.load(f)
 
 
-def _file_documents(root: str, problems: list[str]):
+def file_documents(root: str, problems: list[str]):
+    """Every run under a file-store root as a document, a run that cannot be read added to `problems`."""
     for path in find_run_dirs(root):
         run_id = os.path.basename(path)
         try:
@@ -81,7 +82,8 @@ def _file_documents(root: str, problems: list[str]):
 
 
 # ---------------------------------------------------------------------- MongoDB
-def _mongo_documents(url: str, problems: list[str], client_factory=None):
+def mongo_documents(url: str, problems: list[str], client_factory=None):
+    """Every run of a MongoDB store as a document (the database named in `url`, else `sacred`)."""
     import pymongo
 
     database = pymongo.uri_parser.parse_uri(url).get("database") or "sacred"
@@ -98,7 +100,7 @@ def _mongo_documents(url: str, problems: list[str], client_factory=None):
                        str(run["_id"]))
 
 
-def _name_runs(documents: list[Document], problems: list[str]) -> list[Document]:
+def name_runs(documents: list[Document], problems: list[str]) -> list[Document]:
     """Each run once, under an id unique among them: a run folder (or MongoDB run) reached twice,
     e.g. by `--runs A A/sub`, is read once and named; a Sacred id held by runs of several stores
     becomes `<store>/<id>`, the store's path from the folder those stores share (`store2/1`), or

@@ -40,7 +40,7 @@ import time
 
 from experiments.plan_confirm import confirm
 from experiments.plan_measure import (CONFIRM_RUNS, CONFIRM_START_S, FIXED_ENV_STEPS, FIXED_SECONDS,  # noqa: F401
-                                      _threads, env_step_seconds, estimate_seconds)
+                                      update_threads, env_step_seconds, estimate_seconds)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -144,7 +144,7 @@ MEASUREMENTS = {
     "in_loop": "measuring single_env's loop", "design_in_loop": "measuring hogwild's loop",
     "shared_roles": "measuring actor_learner's roles sharing the cores",
     "waiting_roles": "measuring actor_learner's roles where the env waits",
-    "contention": "measuring single_env's loop beside co-runners", "_threads": "timing the update by torch threads",
+    "contention": "measuring single_env's loop beside co-runners", "update_threads": "timing the update by torch threads",
     "confirm": "a confirming run", "_figure": "drawing plan.png", "env_step_seconds": "timing the env step",
 }
 """The function a failure happened in (the innermost of these on its traceback) -> what plan was doing."""
@@ -205,7 +205,7 @@ def _plan(args, cfg, overrides) -> int:
     by_device = measure_devices(cfg, costs, learner_devices(), args.budget * 0.1,
                                 lambda line: print(line, file=sys.stderr))
     stage("the update at each torch thread count")
-    threads = _threads(cfg, cores)
+    threads = update_threads(cfg, cores)
     best_threads = min(threads, key=threads.get) if threads else 1
     if 1 not in threads or threads[best_threads] > 0.9 * threads[1]:
         best_threads = 1  # under 10% faster is not worth a core the actors could use

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from experiments.plan_measure import ROOT, _last_line
+from experiments.plan_measure import ROOT, last_line
 
 
 def confirm(cfg, design: str, workers: int, predicted: float, seconds: float, costs: dict, cores: int) -> dict:
@@ -27,7 +27,7 @@ def confirm(cfg, design: str, workers: int, predicted: float, seconds: float, co
     proc = subprocess.run([sys.executable, "-m", "architectures", design, *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=max(600, 20 * seconds))
     if proc.returncode != 0:
-        raise RuntimeError(f"{design} ({workers}) failed: {_last_line(proc)}")
+        raise RuntimeError(f"{design} ({workers}) failed: {last_line(proc)}")
     result = json.loads(proc.stdout)
     return {"design": design, "workers": workers, "env_steps": steps,
             "measured_env_steps_per_sec": result["env_steps_per_sec"], "predicted_env_steps_per_sec": predicted,

@@ -13,12 +13,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _last_line(proc: subprocess.CompletedProcess) -> str:
+def last_line(proc: subprocess.CompletedProcess) -> str:
     """A failed child's last line of stderr, or its exit code when it said nothing."""
     return (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}, nothing on stderr"])[-1]
 
 
-def _threads(cfg, cores: int) -> dict[int, float]:
+def update_threads(cfg, cores: int) -> dict[int, float]:
     """The update's median us at 1 .. min(cores, 4) torch threads, in fresh processes."""
     out = {}
     for threads in range(1, min(cores, 4) + 1):
@@ -28,7 +28,7 @@ def _threads(cfg, cores: int) -> dict[int, float]:
         if proc.returncode == 0:
             out[threads] = json.loads(proc.stdout.strip().splitlines()[-1])
         else:  # said, not dropped: the recommendation then keeps 1 thread
-            print(f"  update at {threads} torch thread(s) could not be timed: {_last_line(proc)}", file=sys.stderr)
+            print(f"  update at {threads} torch thread(s) could not be timed: {last_line(proc)}", file=sys.stderr)
     return out
 
 

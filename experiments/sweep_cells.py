@@ -11,15 +11,15 @@ from architectures.registry import NAMES, PARALLEL
 from experiments.configs import NAMED_CONFIGS
 from experiments.sweep_spec import Cell
 
-_TINY = dict(total_env_steps=5_000, eval_every=2_500, eval_episodes=3, learning_starts=500, log_every=1_000,
+TINY = dict(total_env_steps=5_000, eval_every=2_500, eval_episodes=3, learning_starts=500, log_every=1_000,
              eps_decay_steps=2_000, buffer_size=5_000)
-_SLOW = dict(num_workers=2, slow_worker_cost_us=1_000.0)
+SLOW = dict(num_workers=2, slow_worker_cost_us=1_000.0)
 """Uneven workers: worker 0's env steps cost 1 ms more (CartPole's own step is ~15 us)."""
-_ARCHS = NAMES  # every design: the smoke sweep and the headlines run each one
+ARCHS = NAMES  # every design: the smoke sweep and the headlines run each one
 _NO_EVAL = dict(eval_episodes=0, log_every=5_000)
 
 
-def _scaling(steps_by_cost: dict[float, int], workers: list[int], env: str = "cartpole",
+def scaling(steps_by_cost: dict[float, int], workers: list[int], env: str = "cartpole",
              high_utd: dict | None = None) -> list[Cell]:
     """Every design against workers at each env step cost, with the components; and, at a free env
     step, high_utd at the headline's ratio (`high_utd`), so the headline's speeds all come from
@@ -53,7 +53,7 @@ SPEED_WORKERS = {"busy": {"actor_learner": 2, "vector_env": 2, "hogwild": 2, "pq
 and where it waits (the practitioner's shape), the count its earlier runs here put near its best."""
 
 
-def _speed(busy_steps: int, waiting_steps: int) -> list[Cell]:
+def speed(busy_steps: int, waiting_steps: int) -> list[Cell]:
     """The answer's speeds on this machine: single_env and each parallel design (SPEED_WORKERS) on
     CartPole whose step burns 1 ms of CPU, and on the practitioner's shape (a 2.2 ms wait),
     evaluation off, one at a time, seed by seed."""
@@ -72,7 +72,7 @@ training at its `speed` rate on the 1 ms busy step at 2 workers (single_env 714,
 actor_learner 1,277, hogwild 1,414 env steps/s there, whole-run medians of 7 runs), rounded up."""
 
 
-def _wallclock() -> list[Cell]:
+def wallclock() -> list[Cell]:
     """The composition's check at 2 workers on CartPole whose step burns 1 ms of CPU: each design's
     budget from WALLCLOCK_STEPS, holdout at every tenth (each checkpoint's training seconds recorded
     off the clock), the cartpole config otherwise; the same cells serve the learning curves (two at a
@@ -85,13 +85,13 @@ def _wallclock() -> list[Cell]:
     return cells
 
 
-def _tensorboard_cost(busy_steps: int, waiting_steps: int) -> list[Cell]:
+def tensorboard_cost(busy_steps: int, waiting_steps: int) -> list[Cell]:
     """Every `speed` cell twice, its event files on and off (docs/watching.md: they must cost no more than
     the runs' own spread), logging every 1,000 env steps as the named configs do (the speed cells
     log every 5,000, which would hide a writer's cost). Every other cell runs its files-off arm
     first, so an order effect shows as a difference between the two halves."""
     return [Cell(cell.named, dict(cell.updates, log_every=1_000, tensorboard=on))
-            for i, cell in enumerate(_speed(busy_steps, waiting_steps)) for on in ((True, False), (False, True))[i % 2]]
+            for i, cell in enumerate(speed(busy_steps, waiting_steps)) for on in ((True, False), (False, True))[i % 2]]
 
 
 SCALE_WAIT_US = 2_200.0
@@ -103,7 +103,7 @@ SCALE_MINATAR_GAMES = ("Breakout", "Freeway", "SpaceInvaders")
 """The three MinAtar games where single_env is clearly above the floor at 500k env steps (the suite)."""
 
 
-def _at_scale(named: str, workers: tuple[int, ...], **budget) -> list[Cell]:
+def at_scale(named: str, workers: tuple[int, ...], **budget) -> list[Cell]:
     """Learning per env step at the practitioner's worker counts (docs/learning-at-scale.md): single_env and every
     parallel design at each count in `workers`, on one holdout grid. single_env runs without the
     wait: its loop steps, stores and updates in one fixed order whatever a step lasts, so the wait
@@ -120,10 +120,10 @@ def _at_scale(named: str, workers: tuple[int, ...], **budget) -> list[Cell]:
     return cells
 
 
-def _scale_minatar(steps: int, workers: tuple[int, ...] = (16,)) -> list[Cell]:
-    """`_at_scale` on each of SCALE_MINATAR_GAMES with the suite's calibrated values (`minatar_cpu`)."""
+def scale_minatar(steps: int, workers: tuple[int, ...] = (16,)) -> list[Cell]:
+    """`at_scale` on each of SCALE_MINATAR_GAMES with the suite's calibrated values (`minatar_cpu`)."""
     return [cell for game in SCALE_MINATAR_GAMES
-            for cell in _at_scale("minatar_cpu", workers, env_id=f"MinAtar/{game}-v1", total_env_steps=steps)]
+            for cell in at_scale("minatar_cpu", workers, env_id=f"MinAtar/{game}-v1", total_env_steps=steps)]
 
 
 OWN_WAIT_WORKERS = {"actor_learner": (2, 4, 8, 16, 24), "vector_env": (4, 8), "hogwild": (4, 8)}
@@ -145,7 +145,8 @@ the others' budgets are guesses with a margin (a run that ends early shortens th
 for all, one that ends late costs only machine time)."""
 
 
-def _per_hour(seconds_scale: float = 1.0) -> list[Cell]:
+def per_hour(seconds_scale: float = 1.0) -> list[Cell]:
+    """The `per_hour` sweep's cells, each design's env steps scaled by `seconds_scale`."""
     cells = []
     for arch, (n, steps) in PER_HOUR.items():
         steps = int(steps * seconds_scale)
@@ -155,7 +156,7 @@ def _per_hour(seconds_scale: float = 1.0) -> list[Cell]:
     return cells
 
 
-def _shape(steps: int, workers: dict[str, tuple[int, ...]] | None = None, named: str = "practitioner_shape") -> list[Cell]:
+def shape(steps: int, workers: dict[str, tuple[int, ...]] | None = None, named: str = "practitioner_shape") -> list[Cell]:
     """The practitioner's shape (a 2.2 ms env step that waits, a ~0.6 ms update at utd 0.25):
     single_env and each parallel design at its worker counts in `workers` (every design at
     SHAPE_WORKERS by default; CHECK_WORKERS for `shape_check`), evaluation off, one at a time."""
@@ -165,7 +166,7 @@ def _shape(steps: int, workers: dict[str, tuple[int, ...]] | None = None, named:
         Cell((named, arch), dict(budget, num_workers=n)) for arch, counts in workers.items() for n in counts]
 
 
-def _vector_check(busy_steps: int, wait_steps: int, pqn_steps: dict[str, int]) -> list[Cell]:
+def vector_check(busy_steps: int, wait_steps: int, pqn_steps: dict[str, int]) -> list[Cell]:
     """The vector_check sweep's speed checks, each against a prediction committed before its runs: vector_env at 2
     envs on a 1 ms busy CartPole step beside single_env and actor_learner; vector_env and
     actor_learner at 4 and 8 on a CartPole step that waits 2 ms (the practitioner's learner); pqn
@@ -189,8 +190,9 @@ def _vector_check(busy_steps: int, wait_steps: int, pqn_steps: dict[str, int]) -
 HEADLINE_HIGH_UTD = {"utd": 4.0, "layer_norm": True}
 
 
-def _headline(env: str, high_utd: dict = HEADLINE_HIGH_UTD, **budget) -> list[Cell]:
-    return [Cell((env, a), dict(high_utd, **budget) if a == "high_utd" else dict(budget)) for a in _ARCHS]
+def headline(env: str, high_utd: dict = HEADLINE_HIGH_UTD, **budget) -> list[Cell]:
+    """Every design in ARCHS on one named config, high_utd with its utd settings."""
+    return [Cell((env, a), dict(high_utd, **budget) if a == "high_utd" else dict(budget)) for a in ARCHS]
 
 
 # MinAtar's conv update costs ~1.1 ms here, so high_utd runs at 1 update per env step (4x the
@@ -205,7 +207,7 @@ MINATAR_GAMES = ("Asterix", "Freeway", "SpaceInvaders", "Seaquest")
 """The MinAtar suite beside Breakout (whose cells are the `minatar` sweep's)."""
 
 
-def _minatar_suite(steps: int) -> list[Cell]:
+def minatar_suite(steps: int) -> list[Cell]:
     """Each game in MINATAR_GAMES with the calibrated values (`minatar_cpu`), single_env and the three
     parallel designs at their default 2 workers; high_utd stays at its Breakout cell (~40 min a run
     alone at utd 1)."""
@@ -219,7 +221,8 @@ def _reset_period(utd: float) -> int:
     return int(10_000 * utd)
 
 
-def _utd_grid(steps: int) -> list[Cell]:
+def utd_grid(steps: int) -> list[Cell]:
+    """high_utd at each utd with each mitigation (none, LayerNorm, resets, both) at `steps` env steps."""
     def mitigations(utd: float) -> dict[str, dict]:
         period = _reset_period(utd)
         return {"none": {}, "layer_norm": {"layer_norm": True}, "resets": {"reset_period": period},
@@ -232,11 +235,11 @@ def _utd_grid(steps: int) -> list[Cell]:
 
 
 UTD_LONG_STEPS = 100_000
-"""The utd sweep's long cells (`_utd_long`): the headline's budget, past the 50k at which the grid stops,
+"""The utd sweep's long cells (`utd_long`): the headline's budget, past the 50k at which the grid stops,
 where high_utd at utd 4 with LayerNorm solves CartPole and then falls (the stability table)."""
 
 
-def _utd_long() -> list[Cell]:
+def utd_long() -> list[Cell]:
     """single_env, high_utd at the headline's utd 4 with LayerNorm, and that with resets of the last
     layer or of the whole network every 10k env steps' worth of updates (Nikishin et al. reset the last
     layers, D'Oro et al. the whole network): do resets keep it from falling after it solves? Holdout every
@@ -248,18 +251,19 @@ def _utd_long() -> list[Cell]:
         for layers in ("last", "all")]
 
 
-_NETWORKS = ("cartpole_mlp", "minatar_conv", "wide_mlp")
-_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+NETWORKS = ("cartpole_mlp", "minatar_conv", "wide_mlp")
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def _timing_grid(budget: dict, **axes) -> list[Cell]:
+def timing_grid(budget: dict, **axes) -> list[Cell]:
+    """One cell for every combination of the values in `axes`, on top of `budget`."""
     cells = [dict(budget)]
     for key, values in axes.items():
         cells = [dict(c, **{key: v}) for c in cells for v in values]
     return [Cell((), c) for c in cells]
 
 
-def _calibration(env: str, steps: int, grid: dict[str, tuple], target_env_steps: int = 1_000) -> list[Cell]:
+def calibration(env: str, steps: int, grid: dict[str, tuple], target_env_steps: int = 1_000) -> list[Cell]:
     """single_env on `env` over the grid (which must include utd). The target period is held in
     env steps (1,000 env steps at every utd: Young & Tian's 1,000 updates at utd 1), and each run
     checkpoints so a long calibration survives the end of a working session."""

@@ -73,7 +73,7 @@ def assert_clean() -> None:
     assert leaked_segments(os.getpid()) == []
 
     def workers() -> list[int]:
-        return alive([p for p in descendants(os.getpid()) if not any(s in _cmdline(p) for s in SERVICES)])
+        return alive([p for p in descendants(os.getpid()) if not any(s in cmdline(p) for s in SERVICES)])
 
     deadline = time.monotonic() + 5
     while workers() and time.monotonic() < deadline:
@@ -81,7 +81,8 @@ def assert_clean() -> None:
     assert workers() == []
 
 
-def _cmdline(pid: int) -> str:
+def cmdline(pid: int) -> str:
+    """A process's command line, or empty when it has gone."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return f.read().replace(b"\0", b" ").decode()

@@ -15,7 +15,7 @@ ray = pytest.importorskip("ray", reason="ray is not installed (optional extra): 
 
 from experiments.netns_hosts import Hosts  # noqa: E402
 from tests.test_ray import TINY, TWO_RUN_SWEEP  # noqa: E402
-from tests.test_sweep import _statuses  # noqa: E402
+from tests.test_sweep import statuses  # noqa: E402
 
 pytestmark = pytest.mark.slow
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -82,7 +82,7 @@ def test_a_sweep_across_hosts_runs_each_run_once_on_a_node_it_records(hosts, tmp
     proc = hosts.run(1, cmd, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Ray: 3 node(s), 4 CPUs" in proc.stderr
-    found = _statuses(out)
+    found = statuses(out)
     assert len(found) == 2 and all(r["status"] == "COMPLETED" for r in found.values())
     for name in found:
         with open(out / name / "info.json") as f:
@@ -150,7 +150,7 @@ def test_a_sweep_run_lost_with_its_host_runs_again_on_another(hosts, tmp_path):
         if lost is not None:
             hosts.start(lost)  # the host back, for any test after this one
     assert sweep.returncode == 0, err[-3000:]
-    found = _statuses(out)
+    found = statuses(out)
     assert len(found) == 2 and all(r["status"] == "COMPLETED" for r in found.values()), err[-3000:]
     for name in found:  # a run on the lost host ran again on the other one
         with open(out / name / "info.json") as f:

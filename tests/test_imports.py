@@ -218,3 +218,25 @@ def test_no_code_points_at_the_issue_tracker():
     # without "#", is found; the word inside another is not.
     assert pattern.search("as issue " + "21 asked") and pattern.search("Issues #" + "3")
     assert not pattern.search("tissue " + "2")
+
+
+def _private_imports(path: str) -> list[str]:
+    """`from X import _name` in a file: another module's private name used as its interface."""
+    return [f"{node.module}.{alias.name}" for node in ast.walk(_tree(path)) if isinstance(node, ast.ImportFrom)
+            for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__")]
+
+
+def test_no_private_name_is_imported_across_modules(tmp_path):
+    """What another module needs has a public name and a docstring; a leading underscore means
+    "only this module reads it", so importing one elsewhere hides the real interface."""
+    found = []
+    for package in (*PACKAGES, "tests"):
+        for folder, _, files in os.walk(os.path.join(ROOT, package)):
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    found += [f"{os.path.relpath(path, ROOT)}: {n}" for n in _private_imports(path)]
+    assert not found, "private names imported across modules:\n" + "\n".join(found)
+    probe = tmp_path / "probe.py"  # the check can fail: a private name is found, a dunder is not
+    probe.write_text("from analysis.stats import _hidden, public\nfrom x import __version__\n")
+    assert _private_imports(str(probe)) == ["analysis.stats._hidden"]

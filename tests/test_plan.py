@@ -11,7 +11,7 @@ import time
 import pytest
 
 from analysis import cost_model
-from analysis.cost_model import _shared_finish, predict, predict_all, recommend
+from analysis.cost_model import shared_finish, predict, predict_all, recommend
 from experiments.components_loops import vector_sizes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,9 +23,9 @@ COSTS = dict(env_step=10.0, act=10.0, fold=2.0, store=2.0, sample=20.0, update=5
 
 
 def test_processor_sharing_finishes_jobs_as_fair_shares_would():
-    assert _shared_finish([100.0, 100.0], cores=2) == (100.0, 100.0)  # one core each
-    assert _shared_finish([100.0, 100.0, 100.0], cores=2) == pytest.approx((150.0, 150.0))  # 2/3 core each
-    first, last = _shared_finish([50.0, 200.0, 200.0], cores=2)  # 2/3 each until 50 done, then 1 each
+    assert shared_finish([100.0, 100.0], cores=2) == (100.0, 100.0)  # one core each
+    assert shared_finish([100.0, 100.0, 100.0], cores=2) == pytest.approx((150.0, 150.0))  # 2/3 core each
+    first, last = shared_finish([50.0, 200.0, 200.0], cores=2)  # 2/3 each until 50 done, then 1 each
     assert first == pytest.approx(75.0) and last == pytest.approx(75.0 + 150.0)
 
 
@@ -351,7 +351,7 @@ def test_a_killed_contention_measurement_leaves_no_co_runner_behind():
     import signal
     import time
 
-    from tests.test_actor_learner import _cmdline, alive, descendants
+    from tests.test_actor_learner import cmdline, alive, descendants
 
     code = ("import time\n"
             "from architectures.core.config import DQNConfig\n"
@@ -371,7 +371,7 @@ def test_a_killed_contention_measurement_leaves_no_co_runner_behind():
         deadline = time.monotonic() + 90
         runners: list[int] = []
         while len(runners) < 2 and time.monotonic() < deadline:  # both co-runners spawned
-            runners = [p for p in descendants(proc.pid) if "spawn_main" in _cmdline(p)]
+            runners = [p for p in descendants(proc.pid) if "spawn_main" in cmdline(p)]
             time.sleep(0.2)
         assert len(runners) >= 2, "the co-runners never started"
     finally:

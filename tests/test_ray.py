@@ -20,7 +20,7 @@ from architectures.core.metrics import NullReporter  # noqa: E402
 from architectures.designs.actor_learner.ray_backend import train as train_on_ray  # noqa: E402
 from architectures.transport import ray_support  # noqa: E402
 from architectures.transport.workers import FAULT_ENV, WorkerFailed  # noqa: E402
-from tests.test_sweep import _statuses  # noqa: E402
+from tests.test_sweep import statuses  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(total_env_steps=2_000, eval_every=1_000, eval_episodes=2, learning_starts=300, hidden_sizes=[16],
@@ -278,19 +278,19 @@ def test_a_sweep_through_ray_stores_every_run_once_and_resumes(cluster, tmp_path
     first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=150)
     assert first.returncode == 0, first.stderr[-2000:]
     assert "Ray: 1 node(s), 2 CPUs" in first.stderr
-    found = _statuses(out)
+    found = statuses(out)
     assert len(found) == 2 and all(r["status"] == "COMPLETED" for r in found.values())
     started = {k: r["start_time"] for k, r in found.items()}
     second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert second.returncode == 0 and "2 already completed, 0 to run" in second.stderr, second.stderr[-2000:]
-    assert {k: r["start_time"] for k, r in _statuses(out).items()} == started  # not run again
+    assert {k: r["start_time"] for k, r in statuses(out).items()} == started  # not run again
 
 
 def test_a_sweep_with_an_unreachable_ray_address_stops_before_any_run(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "experiments.sweep", "smoke", "--out", str(tmp_path / "out"),
                            "--ray", "127.0.0.1:1"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "error: --ray: no Ray cluster reachable at '127.0.0.1:1'" in proc.stderr
-    assert "Traceback" not in proc.stderr and _statuses(tmp_path / "out") == {}
+    assert "Traceback" not in proc.stderr and statuses(tmp_path / "out") == {}
 
 
 def test_sweep_runs_reserve_their_processes_in_cpus():

@@ -28,7 +28,7 @@ from analysis.report import (
     uneven,
     utd,
 )
-from analysis.report.common import PREDICTED, SPEED, _markdown
+from analysis.report.common import PREDICTED, SPEED, markdown
 from tests.synthetic_runs import headline_specs, make_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -302,7 +302,7 @@ def test_the_headline_says_which_runs_it_read_and_no_nan_reaches_a_table(tmp_pat
     quality, poi = learning.speed_quality_data(rs, [].append), improvement.data(rs, [].append)
     captions = " ".join([caption for _, _, caption in quality.tables + poi.tables]
                         + [quality.parts["read"], poi.parts["read"]])
-    cells = " ".join(_markdown(frame) for _, frame, _ in quality.tables + poi.tables)
+    cells = " ".join(markdown(frame) for _, frame, _ in quality.tables + poi.tables)
     for text in said:
         assert text in captions + cells, text
     assert "nan" not in cells.lower()
@@ -590,7 +590,7 @@ def test_stability_counts_the_seeds_that_fell_after_reaching_the_cap(monkeypatch
                          for k, (a, _) in curves.items()])
     holdout = pd.DataFrame([{"run_id": k, "env_step": 1_000 * (i + 1), "return_mean": float(v)}
                             for k, (_, values) in curves.items() for i, v in enumerate(values)])
-    monkeypatch.setattr(headline_tables, "_headline_rows", lambda rs: runs)
+    monkeypatch.setattr(headline_tables, "headline_rows", lambda rs: runs)
     made = headline_tables.stability_data(RunSet(runs, pd.DataFrame(), holdout), [].append)
     rows = made.data.set_index("architecture")
     assert rows.loc["single_env", ["reached_cap", "fell_below_solved"]].tolist() == [1, 0]
@@ -687,16 +687,16 @@ def test_utd_long_cells_are_read_after_solving():
     ("measured (median [min, max])", ["measured (median", "[min, max])"]),
 ])
 def test_long_headers_stack_and_tables_only_shrink(column, lines):
-    """common._header stacks a long column name at commas, then spaces, at most HEADER_WIDTH
+    """common.stacked_header stacks a long column name at commas, then spaces, at most HEADER_WIDTH
     characters a line where its words allow (the pqn table's one-line headers shrank it past
     legibility), never inside brackets, and guards a line that opens with "[" from being read as
-    the line break's optional skip (LaTeX stopped on "median\\\\[min"); common._latex shrinks a table
+    the line break's optional skip (LaTeX stopped on "median\\\\[min"); common.latex shrinks a table
     wider than the text and never enlarges a narrow one."""
-    from analysis.report.common import HEADER_WIDTH, _header, _latex
+    from analysis.report.common import HEADER_WIDTH, stacked_header, latex
 
-    text = _header(column)
+    text = stacked_header(column)
     stacked = text.removeprefix("\\textbf{\\shortstack[l]{").removesuffix("}}").split("\\\\{}")
     assert (stacked if len(lines) > 1 else [text.removeprefix("\\textbf{").removesuffix("}")]) == lines
     assert all(len(line.replace("\\", "")) <= HEADER_WIDTH for line in lines)
-    table = _latex(pd.DataFrame({column: ["1"]}), "a caption", "t")
+    table = latex(pd.DataFrame({column: ["1"]}), "a caption", "t")
     assert "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}" in table

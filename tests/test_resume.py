@@ -26,8 +26,8 @@ from architectures.registry import NAMES
 from architectures.run.acting import actor_epsilon
 from architectures.run.sync_points import stops, worker_quota
 from tests.test_actor_learner import alive, descendants
-from tests.test_single_env import KillAt, Recorder, _Killed, untimed
-from tests.test_sweep import _statuses
+from tests.test_single_env import KillAt, Recorder, Killed, untimed
+from tests.test_sweep import statuses
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOTAL, EVAL_EVERY, SAVE_EVERY = 12_000, 4_000, 2_000
@@ -175,7 +175,7 @@ def test_high_utd_resumes_bit_for_bit(tiny_cfg, tmp_path):
                            checkpoint_path=str(tmp_path / "run.pt"))
     whole = Recorder()
     expected = high_utd.train(cfg.replace(checkpoint_path=str(tmp_path / "other.pt")), whole)
-    with pytest.raises(_Killed):
+    with pytest.raises(Killed):
         high_utd.train(cfg, KillAt(1_400))
     resumed = Recorder()
     got = high_utd.train(cfg, resumed)
@@ -193,7 +193,7 @@ def test_a_checkpoint_of_another_run_is_refused_naming_the_key(tiny_cfg, tmp_pat
     from architectures.designs.single_env import train
 
     cfg = tiny_cfg.replace(total_env_steps=2_000, checkpoint_every=300, checkpoint_path=str(tmp_path / "run.pt"))
-    with pytest.raises(_Killed):
+    with pytest.raises(Killed):
         train(cfg, KillAt(1_000))
     with pytest.raises(ConfigError, match=r"checkpoint_path: .* belongs to a run with lr=0.0005 \(this run has 0.001\)"):
         train(cfg.replace(lr=1e-3))
@@ -227,7 +227,7 @@ def test_a_killed_sweep_resumes_its_parallel_run_from_the_checkpoint(tmp_path):
                              start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        found = _statuses(out, polling=True) if out.exists() else {}
+        found = statuses(out, polling=True) if out.exists() else {}
         running = [k for k, r in found.items() if r["status"] == "RUNNING"]
         if running and (out / "_checkpoints" / f"{running[0]}.pt").exists():
             break
@@ -239,7 +239,7 @@ def test_a_killed_sweep_resumes_its_parallel_run_from_the_checkpoint(tmp_path):
     first.wait()
     second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert second.returncode == 0, second.stderr[-3000:]
-    found = _statuses(out)
+    found = statuses(out)
     assert len(found) == 2 and all(r["status"] == "COMPLETED" for r in found.values())
     resumed = found[running[0]]["result"]
     assert resumed["resumed_from_env_steps"] >= 2_000 and resumed["env_steps"] == 12_000

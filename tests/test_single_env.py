@@ -113,8 +113,8 @@ def test_training_episodes_are_logged_as_window_means_on_the_log_cadence(tiny_cf
     assert all(s % tiny_cfg.log_every == 0 and v >= 1 for v, s in returns)
 
 
-class _Killed(Exception):
-    pass
+class Killed(Exception):
+    """Raised by a reporter to stop a run where a kill would."""
 
 
 def untimed(holdouts: list[dict]) -> list[dict]:
@@ -131,7 +131,7 @@ class KillAt(Recorder):
 
     def progress(self, env_steps, *args):
         if env_steps >= self.step:
-            raise _Killed
+            raise Killed
 
 
 def test_a_resumed_run_ends_exactly_as_an_uninterrupted_one(tiny_cfg, tmp_path):
@@ -141,7 +141,7 @@ def test_a_resumed_run_ends_exactly_as_an_uninterrupted_one(tiny_cfg, tmp_path):
                            checkpoint_path=str(tmp_path / "run.pt"))
     whole = Recorder()
     expected = train(cfg.replace(checkpoint_path=str(tmp_path / "other.pt")), whole)
-    with pytest.raises(_Killed):
+    with pytest.raises(Killed):
         train(cfg, KillAt(1_400))
     assert os.path.exists(cfg.checkpoint_path)
     resumed = Recorder()

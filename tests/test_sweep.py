@@ -31,7 +31,7 @@ def _sweep(args, **kw) -> subprocess.CompletedProcess:
                           text=True, timeout=kw.get("timeout", 120))
 
 
-def _statuses(out, polling: bool = False) -> dict:
+def statuses(out, polling: bool = False) -> dict:
     """Each run's run.json. While a sweep runs (`polling`), Sacred may be mid-rewrite of one (an
     empty file): that run is left out of this look, and the next look sees it; after the
     sweep, every file must parse."""
@@ -102,7 +102,7 @@ def test_dry_run_lists_runs_and_estimate_and_runs_nothing(tmp_path):
     for arch in ("single_env", "actor_learner", "vector_env"):
         assert arch in proc.stdout
     assert "not run" in proc.stdout
-    assert _statuses(tmp_path / "out") == {}
+    assert statuses(tmp_path / "out") == {}
 
 
 def test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids(tmp_path):
@@ -170,7 +170,7 @@ def test_bad_input_fails_before_any_run(tmp_path, args, message):
     assert proc.returncode != 0
     assert message in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert _statuses(tmp_path / "out") == {} if (tmp_path / "out").exists() else True
+    assert statuses(tmp_path / "out") == {} if (tmp_path / "out").exists() else True
 
 
 def test_an_unwritable_out_fails_clearly(tmp_path):
@@ -189,7 +189,7 @@ def test_a_sweep_killed_mid_run_resumes_and_counts_every_run_once(tmp_path):
     # Wait until one run is COMPLETED and the next one has written a checkpoint, then kill the
     # sweep outright.
     while time.monotonic() < deadline:
-        found = _statuses(out, polling=True) if out.exists() else {}
+        found = statuses(out, polling=True) if out.exists() else {}
         running = [k for k, r in found.items() if r["status"] == "RUNNING"]
         if sum(r["status"] == "COMPLETED" for r in found.values()) >= 1 and running and (
                 out / "_checkpoints" / f"{running[0]}.pt").exists():
@@ -198,13 +198,13 @@ def test_a_sweep_killed_mid_run_resumes_and_counts_every_run_once(tmp_path):
     else:
         first.kill()
         pytest.fail("the sweep did not get to its second run")
-    completed_before = {k: v["start_time"] for k, v in _statuses(out).items() if v["status"] == "COMPLETED"}
+    completed_before = {k: v["start_time"] for k, v in statuses(out).items() if v["status"] == "COMPLETED"}
     first.send_signal(signal.SIGKILL)
     first.wait()
     time.sleep(0.5)  # the orphaned run dies with its parent (PR_SET_PDEATHSIG)
     second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert second.returncode == 0, second.stderr[-2000:]
-    found = _statuses(out)
+    found = statuses(out)
     assert len(found) == 3 and all(r["status"] == "COMPLETED" for r in found.values())
     for run_id, start in completed_before.items():
         assert found[run_id]["start_time"] == start  # completed runs were not run again
@@ -221,7 +221,7 @@ def test_ctrl_c_on_a_sweep_is_one_line_saying_what_was_kept_and_how_to_resume(tm
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:  # one run completed, the next one running
-        found = _statuses(out, polling=True) if out.exists() else {}
+        found = statuses(out, polling=True) if out.exists() else {}
         if {"COMPLETED", "RUNNING"} <= {r["status"] for r in found.values()}:
             break
         time.sleep(0.05)
@@ -229,7 +229,7 @@ def test_ctrl_c_on_a_sweep_is_one_line_saying_what_was_kept_and_how_to_resume(tm
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr[-2000:]
     [line] = [x for x in stderr.splitlines() if x.startswith("error:")]
-    [cut] = [k for k, r in _statuses(out).items() if r["status"] == "INTERRUPTED"]  # every record parses
+    [cut] = [k for k, r in statuses(out).items() if r["status"] == "INTERRUPTED"]  # every record parses
     assert line.startswith(f"error: interrupted (Ctrl-C): 1 of 3 runs are complete and kept in {out}; 1 interrupted "
                            f"({cut})") and line.endswith("run the same command again to resume (completed runs are "
                                                          "skipped)")
@@ -371,7 +371,7 @@ def test_timing_experiment_times_the_learner_update(tmp_path):
                            "updates=20", "warmup=2", "torch_threads=1", "-F", str(tmp_path), "-l", "WARNING"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    (run,) = _statuses(tmp_path).values()
+    (run,) = statuses(tmp_path).values()
     r = run["result"]
     assert run["status"] == "COMPLETED" and r["updates"] == 20 and r["threads_in_effect"] == 1
     assert 0 < r["update_us_p10"] <= r["update_us_median"] <= r["update_us_p90"]
@@ -385,7 +385,7 @@ def test_timing_bad_input_fails_fast(tmp_path, arg, message):
     proc = subprocess.run([sys.executable, "-m", "experiments.timing", "with", arg, "-F", str(tmp_path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and f"error: {message}" in proc.stderr
-    assert _statuses(tmp_path) == {}
+    assert statuses(tmp_path) == {}
 
 
 @pytest.mark.slow
@@ -411,7 +411,7 @@ def test_a_full_disk_fails_clearly_and_leaves_completed_runs_intact(tmp_path):
         cmd = [sys.executable, "-c", TINY_SWEEP, "tiny", "--out", str(out)]
         first = subprocess.run([*cmd, "--seeds", "1"], cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert first.returncode == 0, first.stderr[-2000:]
-        (run_id,) = _statuses(out)
+        (run_id,) = statuses(out)
         before = (out / run_id / "run.json").read_bytes()
         # Fill the disk to the last byte, unbuffered: a buffered file's close would flush its
         # unwritten rest and raise ENOSPC again (it did, in CI on 2026-12-05).
@@ -425,7 +425,7 @@ def test_a_full_disk_fails_clearly_and_leaves_completed_runs_intact(tmp_path):
         assert second.returncode != 0 and "No space left on device" in second.stderr, second.stderr[-2000:]
         assert "Traceback" not in second.stderr
         assert (out / run_id / "run.json").read_bytes() == before  # the completed run is untouched
-        assert list(_statuses(out)) == [run_id]
+        assert list(statuses(out)) == [run_id]
     finally:
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
@@ -445,7 +445,7 @@ def test_a_failing_run_is_named_and_the_others_still_complete(tmp_path):
     assert proc.returncode == 1
     assert "failed (exit 1; status FAILED)" in proc.stderr and "_logs" in proc.stderr
     assert "rerun the same command" in proc.stderr
-    assert sorted(r["status"] for r in _statuses(tmp_path).values()) == ["COMPLETED", "FAILED"]
+    assert sorted(r["status"] for r in statuses(tmp_path).values()) == ["COMPLETED", "FAILED"]
     # --report builds from what is there, naming the failed run it left out.
     assert (tmp_path / "report" / "figures" / "learning_curves.csv").exists()
     assert (tmp_path / "report" / "generated" / "numbers.tex").exists()
@@ -461,7 +461,7 @@ def test_a_bad_value_in_a_sweeps_own_cell_stops_it_before_any_run(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, "tiny", "--seeds", "1", "--out", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "error: lr: must be a number > 0" in proc.stderr
-    assert _statuses(tmp_path) == {}
+    assert statuses(tmp_path) == {}
 
 
 def test_a_second_sweep_on_the_same_store_is_refused(tmp_path):
@@ -476,7 +476,7 @@ def test_a_second_sweep_on_the_same_store_is_refused(tmp_path):
                               capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
     assert "another sweep (pid 4242) is running on the store" in proc.stderr
-    assert _statuses(tmp_path) == {}  # nothing ran, nothing was moved aside
+    assert statuses(tmp_path) == {}  # nothing ran, nothing was moved aside
     assert not (tmp_path / "_incomplete").exists()
 
 
@@ -542,5 +542,5 @@ def test_each_run_stores_how_many_ran_at_once(tmp_path):
     assert "also running" not in first and f"(also running: {first_id})" in second  # the later names the earlier
     alone = subprocess.run([*cmd, "--seeds", "3"], cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert alone.returncode == 0, alone.stderr[-2000:]
-    at_once = sorted(run["result"]["runs_at_once"] for run in _statuses(tmp_path / "out").values())
+    at_once = sorted(run["result"]["runs_at_once"] for run in statuses(tmp_path / "out").values())
     assert at_once == [1, 2, 2]

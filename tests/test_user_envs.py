@@ -12,7 +12,7 @@ import pytest
 from architectures import get_train_fn
 from architectures.core.config import ConfigError, DQNConfig
 from architectures.registry import NAMES
-from tests.test_sweep import _statuses
+from tests.test_sweep import statuses
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -78,7 +78,7 @@ def test_actor_learner_on_ray_trains_on_a_users_env(env_dir, tmp_path):
                            "-F", str(tmp_path / "runs"), "-l", "WARNING"], cwd=ROOT, env=_env(env_dir),
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (run,) = _statuses(tmp_path / "runs").values()
+    (run,) = statuses(tmp_path / "runs").values()
     assert run["status"] == "COMPLETED" and run["result"]["env_steps"] == 2_000 and run["result"]["backend"] == "ray"
 
 
@@ -108,7 +108,7 @@ def test_spaces_dqn_cannot_use_stop_the_run_before_anything_is_recorded(env_dir,
                           cwd=ROOT, env=_env(env_dir), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith(f"error: env_id: '{env_id}' ")
     assert message in proc.stderr and "Traceback" not in proc.stderr
-    assert not out.exists() or _statuses(out) == {}
+    assert not out.exists() or statuses(out) == {}
 
 
 # ---------------------------------------------------------------------- sweeps with overrides
@@ -123,7 +123,7 @@ def test_the_smoke_sweep_runs_on_a_users_env_and_a_restart_skips_it(env_dir, tmp
     args = ["smoke", "--out", out, "with", f"env_id={ENV_ID}", "total_env_steps=3000", "eval_every=1500"]
     first = _sweep(args, env_dir)
     assert first.returncode == 0, first.stderr[-3000:]
-    runs = _statuses(out)
+    runs = statuses(out)
     assert len(runs) == len(NAMES) and all(r["status"] == "COMPLETED" for r in runs.values())
     assert {r["result"]["design"] for r in runs.values()} == set(NAMES)
     assert all(r["result"]["env_steps"] == 3_000 for r in runs.values())
@@ -165,4 +165,4 @@ def test_a_bad_override_stops_the_sweep_before_any_run(env_dir, tmp_path, args, 
     proc = _sweep(["smoke", "--out", str(out), *args], env_dir, timeout=60)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert message in proc.stderr and "Traceback" not in proc.stderr
-    assert not out.exists() or _statuses(out) == {}
+    assert not out.exists() or statuses(out) == {}

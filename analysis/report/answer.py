@@ -24,7 +24,7 @@ from analysis import stats
 from analysis.load import LEARNING_RATE, RunSet
 from analysis.report import at_scale, improvement, sixteen, suite, wall_clock
 from analysis.report.claims import ALPHA
-from analysis.report.common import FigureData, Note, _sweep, macro_name
+from analysis.report.common import FigureData, Note, sweep_runs, macro_name
 
 DESIGNS = ("actor_learner", "vector_env", "hogwild", "pqn", "high_utd")
 SETTINGS = {"busy": ("CartPole", "a 1 ms busy env step"), "waiting": ("practitioner_shape", "a 2.2 ms waiting step")}
@@ -46,7 +46,7 @@ def ratio_interval(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
 
 def _speeds(rs: RunSet) -> pd.DataFrame:
     """The `speed` sweep's comparisons: one row per (setting, design), Holm over all of them."""
-    runs = _sweep(rs.runs, "speed")
+    runs = sweep_runs(rs.runs, "speed")
     rows = []
     for setting in SETTINGS:
         part = runs[runs["env_step_cost_us"].fillna(0) > 0] if setting == "busy" else runs[

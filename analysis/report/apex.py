@@ -10,7 +10,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.claims import SOLVED_AT, compare_measures, verdict
-from analysis.report.common import FigureData, Note, _ci, _sweep, holdout_auc, macro_name
+from analysis.report.common import FigureData, Note, ci, sweep_runs, holdout_auc, macro_name
 
 def _p(value: float) -> str:
     """An exact p as printed: below the fourth decimal it reads "< 0.0001", never "0.0000"."""
@@ -21,7 +21,7 @@ MEASURES = {"final_holdout_return": "final holdout return", "holdout_auc": "mean
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
-    runs = _sweep(rs.runs, "apex_epsilons").copy()
+    runs = sweep_runs(rs.runs, "apex_epsilons").copy()
     if runs.empty:
         note("apex: no runs of the `apex_epsilons` sweep; run `python -m experiments.sweep apex_epsilons --jobs 2 --nice`")
         return None
@@ -40,9 +40,9 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     for column, label in MEASURES.items():
         vs = compared[column]
         word = verdict(vs.probability, vs.holm)
-        rows.append({"measure": label, "apex IQM [95%]": _ci(*stats.interval(apex[column]), fmt="{:.0f}"),
-                     "shared schedule IQM [95%]": _ci(*stats.interval(shared[column]), fmt="{:.0f}"),
-                     "P(apex > schedule) [95%]": _ci(vs.probability, vs.low, vs.high, fmt="{:.2f}"),
+        rows.append({"measure": label, "apex IQM [95%]": ci(*stats.interval(apex[column]), fmt="{:.0f}"),
+                     "shared schedule IQM [95%]": ci(*stats.interval(shared[column]), fmt="{:.0f}"),
+                     "P(apex > schedule) [95%]": ci(vs.probability, vs.low, vs.high, fmt="{:.2f}"),
                      "rank p": _p(vs.p), "Holm p": _p(vs.holm), "verdict": word})
         slug = "final" if column == "final_holdout_return" else "auc"
         for suffix, value, fmt in (("poi", vs.probability, "{:.2f}"), ("holm", _p(vs.holm), "{}"),

@@ -19,7 +19,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.claims import ALPHA, CAP, EQUIVALENCE_MARGIN, SOLVED_AT, verdict
-from analysis.report.common import FigureData, Note, _ci, diverged, holdout_auc, macro_name, runs_read
+from analysis.report.common import FigureData, Note, ci, diverged, holdout_auc, macro_name, runs_read
 from analysis.report.suite import matrix
 
 SWEEPS = ("scale_cartpole", "scale_minatar")
@@ -164,7 +164,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     for r in frame.itertuples():
         table.append({"family": r.family, "design (workers)": f"{r.design} ({r.workers})", "games": r.games,
                       "seeds (design / single_env)": f"{r.seeds} / {r.baseline_seeds}",
-                      "P(> single_env) on the mean holdout return [95% CI]": _ci(r.probability, r.low, r.high,
+                      "P(> single_env) on the mean holdout return [95% CI]": ci(r.probability, r.low, r.high,
                                                                                   fmt="{:.2f}"),
                       "rank p": f"{r.p:.3f}", "Holm p": f"{r.holm:.3f}",
                       "shift [90% CI]": f"{_amount(r.shift, r.unit)} [{_amount(r.shift_low, r.unit)}, "
@@ -194,8 +194,8 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     summary = []
     for (env, arch, n), group in descriptive:
         summary.append({"env": env, "design (workers)": f"{arch} ({int(n)})", "seeds": len(group),
-                        "mean holdout return, IQM [95% CI]": _ci(*stats.interval(group[PRIMARY].dropna()), fmt="{:.1f}"),
-                        "final holdout return, IQM [95% CI]": _ci(*stats.interval(group["final_holdout_return"].dropna()),
+                        "mean holdout return, IQM [95% CI]": ci(*stats.interval(group[PRIMARY].dropna()), fmt="{:.1f}"),
+                        "final holdout return, IQM [95% CI]": ci(*stats.interval(group["final_holdout_return"].dropna()),
                                                                   fmt="{:.1f}")})
     made.table("at_scale_returns", pd.DataFrame(summary),
                f"Holdout returns at scale ({runs_read(runs)}): per env, design and worker count, the mean holdout return "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.load import RunSet
-from analysis.report.common import (DEDICATED_SWEEPS, FigureData, Note, _headline, _sweep, env_first, headline_runs,
+from analysis.report.common import (DEDICATED_SWEEPS, FigureData, Note, headline, sweep_runs, env_first, headline_runs,
                                     macro_name)
 
 
@@ -26,9 +26,9 @@ def _shares_of_time(result: dict, train_seconds: float) -> list[tuple[str, str, 
 
 
 def time_data(rs: RunSet, note: Note) -> FigureData | None:
-    runs = _sweep(rs.runs, "scaling")
+    runs = sweep_runs(rs.runs, "scaling")
     if runs.empty:
-        runs = _headline(rs.runs)
+        runs = headline(rs.runs)
     if runs.empty:
         note("time breakdown: no runs of the `scaling` or `architectures` sweeps")
         return None
@@ -72,11 +72,11 @@ def time_data(rs: RunSet, note: Note) -> FigureData | None:
 def plot_time(report, made: FigureData) -> None:
     """The components summed into eight groups (a legend of 17 near-alike reds could not be read),
     single_env and each design at one and two workers, one panel a setting, at the text's width."""
-    from analysis.report.plotting import TEXT_WIDTH_IN, _GROUP_COLORS, component_group, plt
+    from analysis.report.plotting import TEXT_WIDTH_IN, GROUP_COLORS, component_group, plt
 
     data = made.data[made.data["num_workers"].fillna(1) <= 2].assign(group=lambda d: d["component"].map(component_group))
     panels = list(dict.fromkeys(zip(data["env"], data["env_step_cost_us"])))  # CartPole's first, as sorted
-    groups = [g for g in _GROUP_COLORS if g in set(data["group"])]
+    groups = [g for g in GROUP_COLORS if g in set(data["group"])]
     bars = sorted(data.groupby(["architecture", "num_workers", "role"]).groups)
     fig, axes = plt.subplots(1, len(panels), figsize=(TEXT_WIDTH_IN, 0.14 * len(bars) + 1.3), squeeze=False,
                              sharey=True)
@@ -88,7 +88,7 @@ def plot_time(report, made: FigureData) -> None:
             left = 0.0
             for group in groups:
                 share = float(bar.loc[bar["group"] == group, "share_of_train_time"].sum())
-                ax.barh(y, share, left=left, color=_GROUP_COLORS[group], height=0.8)
+                ax.barh(y, share, left=left, color=GROUP_COLORS[group], height=0.8)
                 left += share
             bottleneck = bar["bottleneck"].iloc[0] if not bar.empty else ""
             starred = (bottleneck.startswith(("learner", "main")) if key[2] == "main process"
@@ -101,7 +101,7 @@ def plot_time(report, made: FigureData) -> None:
         ax.set_xlabel("share of training time")
         ax.set_xlim(0, 1.1)
         ax.set_title(f"{env}, env step {cost / 1000:g} ms")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=_GROUP_COLORS[g]) for g in groups]
+    handles = [plt.Rectangle((0, 0), 1, 1, color=GROUP_COLORS[g]) for g in groups]
     fig.legend(handles, groups, loc="lower center", ncol=len(groups), bbox_to_anchor=(0.5, 1.0), frameon=False)
     fig.tight_layout()
     report.figure(fig, "time_breakdown", made.data)

@@ -11,11 +11,12 @@ import numpy as np
 import pandas as pd
 
 
-def _tex_escape(text: str) -> str:
+def tex_escape(text: str) -> str:
+    """Text with LaTeX's special characters escaped, for captions and table cells."""
     return str(text).replace("%", "\\%").replace("_", "\\_").replace("&", "\\&").replace("#", "\\#")
 
 
-def _cell(value) -> str:
+def cell(value) -> str:
     """A table cell as text: a missing number is "-", never "nan" (a data function that has too few
     runs for a value says so in the cell itself; this is the last guard)."""
     if isinstance(value, (float, np.floating)) and not np.isfinite(value):
@@ -23,10 +24,11 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _markdown(frame: pd.DataFrame) -> str:
+def markdown(frame: pd.DataFrame) -> str:
+    """A frame as a Markdown table, each cell formatted as `cell` does."""
     header = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "---|" * len(frame.columns)
-    rows = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join([header, rule, *rows])
 
 
@@ -36,21 +38,21 @@ shrunk to it, so its headers, not its values, set how small it prints (the pqn t
 single-line headers once shrank it past legibility)."""
 
 
-def _header(column: str) -> str:
+def stacked_header(column: str) -> str:
     """A long column name stacked into lines: broken at its commas, then at spaces, each line at
     most HEADER_WIDTH characters where its words allow (tests/test_report_data.py::
     test_long_headers_stack_and_tables_only_shrink)."""
     text = str(column)
-    lines = [line for part in (_top_level_parts(text) if len(text) > HEADER_WIDTH else [text])
+    lines = [line for part in (top_level_parts(text) if len(text) > HEADER_WIDTH else [text])
              for line in textwrap.wrap(part, HEADER_WIDTH, break_long_words=False, break_on_hyphens=False)]
-    parts = [_tex_escape(line) for line in lines or [text]]
+    parts = [tex_escape(line) for line in lines or [text]]
     if len(parts) == 1:
         return "\\textbf{" + parts[0] + "}"
     # "\\{}": a line that opens with "[" would be read as the line break's optional skip.
     return "\\textbf{\\shortstack[l]{" + "\\\\{}".join(parts) + "}}"
 
 
-def _top_level_parts(text: str) -> list[str]:
+def top_level_parts(text: str) -> list[str]:
     """`text` split at the ", " that sit outside brackets: "median [min, max]" stays whole."""
     parts, depth, start = [], 0, 0
     for i, char in enumerate(text):
@@ -61,18 +63,19 @@ def _top_level_parts(text: str) -> list[str]:
     return parts + [text[start:]]
 
 
-def _latex(frame: pd.DataFrame, caption: str, label: str) -> str:
+def latex(frame: pd.DataFrame, caption: str, label: str) -> str:
     """A booktabs table, shrunk to the text width when wider and never enlarged (a narrow table
     scaled up to the width printed in a larger type than the text)."""
-    columns = " & ".join(_header(c) for c in frame.columns)
-    rows = " \\\\\n".join(" & ".join(_tex_escape(_cell(v)) for v in row) for row in frame.itertuples(index=False))
+    columns = " & ".join(stacked_header(c) for c in frame.columns)
+    rows = " \\\\\n".join(" & ".join(tex_escape(cell(v)) for v in row) for row in frame.itertuples(index=False))
     width = "\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi"
-    return (f"\\begin{{table}}[t]\n\\centering\\small\n\\caption{{{_tex_escape(caption)}}}\\label{{tab:{label}}}\n"
+    return (f"\\begin{{table}}[t]\n\\centering\\small\n\\caption{{{tex_escape(caption)}}}\\label{{tab:{label}}}\n"
             f"\\resizebox{{{width}}}{{!}}{{\\begin{{tabular}}{{{'l' * len(frame.columns)}}}\n\\toprule\n"
             f"{columns} \\\\\n\\midrule\n{rows} \\\\\n\\bottomrule\n\\end{{tabular}}}}\n\\end{{table}}\n")
 
 
-def _ci(point: float, low: float, high: float, fmt: str = "{:,.0f}") -> str:
+def ci(point: float, low: float, high: float, fmt: str = "{:,.0f}") -> str:
+    """A point with its interval as the tables print it; one seed says so instead of an interval."""
     if not np.isfinite(point):
         return "-"
     if not (np.isfinite(low) and np.isfinite(high)):

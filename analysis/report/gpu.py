@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import RunSet
-from analysis.report.common import SPEED, FigureData, Note, _sweep, macro_name, with_speed
+from analysis.report.common import SPEED, FigureData, Note, sweep_runs, macro_name, with_speed
 
 MACHINE = "sixteen_cores_gpu"
 TARGETS = {"GpuUpdateTarget": 150, "GpuLearnerTarget": 6_000}
@@ -21,8 +21,8 @@ PATHS = {("cpu", "host"): "CPU", ("cuda", "host"): "CUDA, host batch", ("cuda", 
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
-    timing = _sweep(rs.runs, f"{MACHINE}/device")
-    shape = _sweep(rs.runs, f"{MACHINE}/seed_shape")
+    timing = sweep_runs(rs.runs, f"{MACHINE}/device")
+    shape = sweep_runs(rs.runs, f"{MACHINE}/seed_shape")
     if timing.empty and shape.empty:
         note(f"gpu: no runs of the lent GPU machine ({MACHINE}); experiments.on_device makes them")
         return None

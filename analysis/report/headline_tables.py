@@ -8,8 +8,8 @@ import pandas as pd
 
 from analysis.load import RunSet
 from analysis.report.claims import CAP, SOLVED_AT, after_solving
-from analysis.report.common import ARCH_ORDER, FigureData, Note, _arch_label, env_first, macro_name, runs_read
-from analysis.report.learning import _headline_rows, _slug
+from analysis.report.common import ARCH_ORDER, FigureData, Note, arch_label, env_first, macro_name, runs_read
+from analysis.report.learning import headline_rows, slug
 
 # ---------------------------------------------------------------------- hyperparameters
 HYPERPARAMETERS = [("hidden_sizes", "hidden layers (an MLP; MinAtar: one 3x3 conv, 16 channels, then these)"),
@@ -30,7 +30,7 @@ def hyperparameters_data(rs: RunSet, note: Note) -> FigureData | None:
     """The headline's hyperparameters, per env, read from the stored runs' configs (so the table is
     what ran, not what a config file says now): single_env's values, and a note where another
     design's runs differ in a shared key beyond DESIGN_KEYS (tests/test_report_data.py)."""
-    runs = _headline_rows(rs)
+    runs = headline_rows(rs)
     if runs.empty or "config" not in runs:
         note("hyperparameters: no headline runs")
         return None
@@ -94,14 +94,14 @@ def stability_data(rs: RunSet, note: Note) -> FigureData | None:
     (the cap less its lowest return after). On CartPole at 100k, high_utd (utd 4, LayerNorm) reached
     500 and then fell below 475 in every seed while the other designs rarely did; the text had
     said only that it 'ends less often at the cap' (tests/test_report_data.py)."""
-    runs = _headline_rows(rs)
+    runs = headline_rows(rs)
     runs = runs[runs["env"].isin(list(CAP))]
     if runs.empty:
         note("stability: no headline runs of an env with a known cap (CartPole)")
         return None
     rows = []
     for (env, arch), group in runs.groupby(["env", "architecture"], sort=True):
-        rows.append({"env": env, "architecture": arch, "label": _arch_label(group.iloc[0]), "seeds": len(group),
+        rows.append({"env": env, "architecture": arch, "label": arch_label(group.iloc[0]), "seeds": len(group),
                      **after_solving(rs.holdout, group["run_id"], CAP[env], SOLVED_AT[env])})
     data = pd.DataFrame(rows)
     data["order"] = data["architecture"].map(ARCH_ORDER.index)
@@ -118,7 +118,7 @@ def stability_data(rs: RunSet, note: Note) -> FigureData | None:
                 lambda v: "-" if not np.isfinite(v) else f"{100 * v:.0f}%"),
             "drop from the cap, median over seeds": part["median_drop"].map(
                 lambda v: "-" if not np.isfinite(v) else f"{v:.0f}")})
-        made.table(f"stability_{_slug(env)}", table,
+        made.table(f"stability_{slug(env)}", table,
                    f"{env}, the headline runs ({runs_read(runs[runs['env'] == env])}): the seeds whose holdout return "
                    f"reached {cap:.0f} at a checkpoint, "
                    f"how many of them fell below {solved:.0f} at a later checkpoint, the share of their checkpoints "

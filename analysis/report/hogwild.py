@@ -14,7 +14,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.claims import ALPHA, SOLVED_AT, compare_measures, macro_measure, verdict
-from analysis.report.common import (SPEED, FigureData, Note, _arch_label, _ci, _sweep, holdout_auc, macro_name,
+from analysis.report.common import (SPEED, FigureData, Note, arch_label, ci, sweep_runs, holdout_auc, macro_name,
                                     speed_missing, speeds_only_where_made_alone)
 
 LOCK_METRICS = {"final_holdout_return": "final holdout return", "holdout_auc": "mean holdout over checkpoints",
@@ -23,12 +23,12 @@ LOCK_METRICS = {"final_holdout_return": "final holdout return", "holdout_auc": "
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
-    runs = _sweep(rs.runs, "hogwild").copy()
+    runs = sweep_runs(rs.runs, "hogwild").copy()
     if runs.empty:
         note("hogwild: no runs of the `hogwild` sweep; run `python -m experiments.sweep hogwild`")
         return None
     runs["config"] = runs.apply(lambda r: f"hogwild ({'lock' if r['hogwild_lock'] else 'no lock'})"
-                                if r["architecture"] == "hogwild" else _arch_label(r), axis=1)
+                                if r["architecture"] == "hogwild" else arch_label(r), axis=1)
     runs["holdout_auc"] = holdout_auc(rs.holdout, runs["run_id"])
     runs = speeds_only_where_made_alone(runs)
     speed_missing(runs, note, "hogwild")  # named; its learning is still compared
@@ -75,9 +75,9 @@ def _lock_question(made: FigureData, data: pd.DataFrame) -> None:
         fmt = "{:,.0f}" if metric == SPEED else "{:.1f}"
         word = verdict(vs.probability, vs.holm)
         rows.append({"metric": LOCK_METRICS[metric], "seeds (no lock, lock)": f"{len(x)}, {len(y)}",
-                     "no lock IQM [95% CI]": _ci(*stats.interval(x, "iqm"), fmt),
-                     "lock IQM [95% CI]": _ci(*stats.interval(y, "iqm"), fmt),
-                     "P(no lock > lock) [95% CI]": _ci(vs.probability, vs.low, vs.high, "{:.2f}"),
+                     "no lock IQM [95% CI]": ci(*stats.interval(x, "iqm"), fmt),
+                     "lock IQM [95% CI]": ci(*stats.interval(y, "iqm"), fmt),
+                     "P(no lock > lock) [95% CI]": ci(vs.probability, vs.low, vs.high, "{:.2f}"),
                      "rank test p (Holm)": f"{vs.p:.3f} ({vs.holm:.3f})", "verdict": word})
         for suffix, value in (("", vs.probability), ("low", vs.low), ("high", vs.high)):
             made.number(macro_name("hog", "lock", "poi", macro_measure(metric), *[suffix][:bool(suffix)]), value,

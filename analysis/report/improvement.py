@@ -13,14 +13,14 @@ from analysis.report import at_scale
 from analysis.report.claims import ALPHA, P_FORMAT, macro_measure, verdict
 from analysis.report.common import ARCH_ORDER, FigureData, Note, macro_name, runs_read
 from analysis.report.selection import SPEED
-from analysis.report.learning import _headline_rows, _slug, measured_speeds
+from analysis.report.learning import headline_rows, slug, measured_speeds
 
 # ---------------------------------------------------------------------- 9. probability of improvement
 IMPROVEMENT_METRICS = ["final_holdout_return", "holdout_auc", SPEED]
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
-    runs = _headline_rows(rs)
+    runs = headline_rows(rs)
     if runs.empty or "single_env" not in set(runs["architecture"]):
         note("probability of improvement: needs `architectures` sweep runs including single_env")
         return None
@@ -91,7 +91,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
             "P(design > single_env) [95% CI]": [_probability(r) for r in part.itertuples()],
             "rank test p": part["rank_p"].map(P_FORMAT.format),
             "Holm p": part["holm_p"].map(P_FORMAT.format), "verdict": part["verdict"]})
-        made.table(f"improvement_{_slug(env)}", table,
+        made.table(f"improvement_{slug(env)}", table,
                    f"{env} ({runs_read(runs[runs['env'] == env])}): each design against single_env, the probability that one of its runs beats a single_env "
                    "run with its percentile-bootstrap 95% interval, the exact two-sided rank test's p, and that p "
                    f"after Holm's correction over the {int((part['family'] == 'learning').sum())} learning "

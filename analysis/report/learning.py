@@ -13,14 +13,14 @@ import pandas as pd
 from analysis import stats
 from analysis.load import LEARNING_RATE, RunSet
 from analysis.report.claims import SOLVED_AT
-from analysis.report.common import (FigureData, Note, _arch_label, _ci, _headline, _regular_curves, diverged,
+from analysis.report.common import (FigureData, Note, arch_label, ci, headline, regular_curves, diverged,
                                     diverged_line, headline_runs, holdout_auc, macro_name, made_alone, runs_read,
                                     speeds_only_where_made_alone)
 
 
 def _note_pooled(note: Note, runs: pd.DataFrame, figure: str) -> None:
     """The headline figures pool an architecture's runs; say so where they differ in config."""
-    labels = runs.apply(_arch_label, axis=1) if not runs.empty else pd.Series(dtype=str)
+    labels = runs.apply(arch_label, axis=1) if not runs.empty else pd.Series(dtype=str)
     for (env, arch), group in labels.groupby([runs["env"], runs["architecture"]]):
         if group.nunique() > 1:
             note(f"{figure}: {env} {arch} pools runs of {group.nunique()} configs "
@@ -32,16 +32,16 @@ SPEED = LEARNING_RATE
 the rate its long runs see; a short scaling run's whole-run rate averages a fast warm-up in."""
 
 
-def _headline_rows(rs: RunSet) -> pd.DataFrame:
+def headline_rows(rs: RunSet) -> pd.DataFrame:
     """The headline runs, their mean holdout over checkpoints, and their speed only where it is a
     measurement: a run a sweep made beside others (`--jobs N`, `runs_at_once` N > 1) shared the
     CPU, so its env steps/s is NaN here (runs older than that field count as made alone)."""
-    runs = speeds_only_where_made_alone(_headline(rs.runs))
+    runs = speeds_only_where_made_alone(headline(rs.runs))
     runs["holdout_auc"] = holdout_auc(rs.holdout, runs["run_id"])
     return runs
 
 
-def _slug(env: str) -> str:
+def slug(env: str) -> str:
     """An env's name as a table file name takes it: 'CartPole' -> 'cartpole'."""
     return re.sub(r"[^a-z0-9]+", "_", env.lower())
 
@@ -81,13 +81,13 @@ def measured_speeds(rs: RunSet, group: pd.DataFrame) -> tuple[np.ndarray, str]:
 
 # ---------------------------------------------------------------------- 3. learning curves
 def curves_data(rs: RunSet, note: Note) -> FigureData | None:
-    holdout = rs.holdout[rs.holdout["run_id"].isin(_headline(rs.runs)["run_id"])]
-    _note_pooled(note, _headline(rs.runs), "learning curves")
+    holdout = rs.holdout[rs.holdout["run_id"].isin(headline(rs.runs)["run_id"])]
+    _note_pooled(note, headline(rs.runs), "learning curves")
     if holdout.empty:
         note("learning curves: no holdout checkpoints from the `architectures` sweep (or another sweep "
              "of training runs); run `python -m experiments.sweep architectures`")
         return None
-    holdout = _regular_curves(note, holdout, "learning curves")
+    holdout = regular_curves(note, holdout, "learning curves")
     runs = rs.runs.set_index("run_id")
     missing_time = holdout["train_seconds"].isna()
     if missing_time.any():
@@ -107,7 +107,7 @@ def curves_data(rs: RunSet, note: Note) -> FigureData | None:
                          "return_iqm": point, "return_low": low, "return_high": high})
     made = FigureData(pd.DataFrame(rows))
     made.parts["read"] = runs_read(rs.runs[rs.runs["run_id"].isin(holdout["run_id"])])
-    _catch_up(made)
+    catch_up(made)
     return made
 
 
@@ -133,7 +133,7 @@ def _solo_clock(note: Note, rs: RunSet, holdout: pd.DataFrame) -> pd.DataFrame:
 
 
 def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
-    runs = _headline_rows(rs)
+    runs = headline_rows(rs)
     if runs.empty:
         note("speed against quality: no runs of the `architectures` sweep (or another sweep of "
              "training runs)")
@@ -149,7 +149,7 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
         final = stats.interval(group["final_holdout_return"].to_numpy(), "iqm")
         area = stats.interval(group["holdout_auc"].dropna().to_numpy(), "iqm") if group["holdout_auc"].notna().any() \
             else (np.nan,) * 3
-        rows.append({"env": env, "architecture": arch, "label": _arch_label(group.iloc[0]), "seeds": len(group),
+        rows.append({"env": env, "architecture": arch, "label": arch_label(group.iloc[0]), "seeds": len(group),
                      "solved": int((group["final_holdout_return"] >= SOLVED_AT[env]).sum()) if env in SOLVED_AT
                      else np.nan, "speed_from": source,
                      "steps_per_sec_median": speed[0], "steps_per_sec_low": speed[1], "steps_per_sec_high": speed[2],
@@ -164,12 +164,12 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
     made = FigureData(data)
     table = pd.DataFrame({
         "env": data["env"], "architecture": data["label"], "seeds": data["seeds"],
-        "env steps/s, median [95% CI]": [_ci(r.steps_per_sec_median, r.steps_per_sec_low, r.steps_per_sec_high)
+        "env steps/s, median [95% CI]": [ci(r.steps_per_sec_median, r.steps_per_sec_low, r.steps_per_sec_high)
                                          for r in data.itertuples()],
         "speed from": data["speed_from"],
-        "final holdout return, IQM [95% CI]": [_ci(r.final_return_iqm, r.final_return_low, r.final_return_high,
+        "final holdout return, IQM [95% CI]": [ci(r.final_return_iqm, r.final_return_low, r.final_return_high,
                                                    "{:.1f}") for r in data.itertuples()],
-        "mean holdout return over checkpoints, IQM [95% CI]": [_ci(r.auc_iqm, r.auc_low, r.auc_high, "{:.1f}")
+        "mean holdout return over checkpoints, IQM [95% CI]": [ci(r.auc_iqm, r.auc_low, r.auc_high, "{:.1f}")
                                                                for r in data.itertuples()],
         "seeds solved": [f"{r.solved:.0f} (>= {SOLVED_AT[r.env]:.0f})" if r.env in SOLVED_AT else "-"
                          for r in data.itertuples()]})
@@ -179,7 +179,7 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
     made.table("architectures", table, caption.format(runs_read(runs)))
     if data["env"].nunique() > 1:  # and one table per env, e.g. architectures_breakout for the minatar sweep
         for env in data["env"].unique():
-            made.table(f"architectures_{_slug(env)}", table[table["env"] == env].drop(columns="env"),
+            made.table(f"architectures_{slug(env)}", table[table["env"] == env].drop(columns="env"),
                        caption.format(f"{env}, {runs_read(runs[runs['env'] == env])}"))
     made.parts["read"] = f"{runs_read(runs)}. {speeds_from(data)}"
     for r in data.itertuples():
@@ -194,7 +194,7 @@ def speed_quality_data(rs: RunSet, note: Note) -> FigureData | None:
         made.number(macro_name(r.env, r.architecture, "seeds"), r.seeds, "{}")
         if r.env in SOLVED_AT:
             made.number(macro_name(r.env, r.architecture, "solved"), r.solved, "{:.0f}")
-    _window_check_numbers(made, data["env"])
+    window_check_numbers(made, data["env"])
     return made
 
 
@@ -226,7 +226,7 @@ def _count_diverged(note: Note, rs: RunSet, data: pd.DataFrame, table: pd.DataFr
         return table, caption
     note(f"speed against quality: {line}")
     every = headline_runs(rs.runs)
-    every = every.assign(out=diverged(every), label=every.apply(_arch_label, axis=1))
+    every = every.assign(out=diverged(every), label=every.apply(arch_label, axis=1))
     counts = every.groupby(["env", "architecture"], sort=True).agg(runs=("out", "size"), out=("out", "sum"),
                                                                    label=("label", "first"))
     shown = list(zip(data["env"], data["architecture"]))
@@ -241,4 +241,4 @@ def _count_diverged(note: Note, rs: RunSet, data: pd.DataFrame, table: pd.DataFr
 
 
 from analysis.report.learning_plot import plot_curves, plot_speed_quality  # noqa: E402  (drawn apart)
-from analysis.report.learning_windows import _catch_up, _window_check_numbers, window_check  # noqa: E402,F401
+from analysis.report.learning_windows import catch_up, window_check_numbers, window_check  # noqa: E402,F401

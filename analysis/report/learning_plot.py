@@ -29,7 +29,7 @@ def plot_curves(report, made: FigureData) -> None:
 
 
 def plot_speed_quality(report, made: FigureData) -> None:
-    from analysis.report.plotting import PALETTE, _log_axis, plt
+    from analysis.report.plotting import PALETTE, log_axis, plt
 
     data = made.data
     envs = sorted(data["env"].unique())
@@ -45,7 +45,7 @@ def plot_speed_quality(report, made: FigureData) -> None:
         frontier = part[part["non_dominated"]].sort_values("steps_per_sec_median")
         ax.plot(frontier["steps_per_sec_median"], frontier["auc_iqm"], "k--", lw=1,
                 label="frontier of the point estimates (not a test)")
-        _log_axis(ax, "x")
+        log_axis(ax, "x")
         ax.set_xlabel("env steps/s (median over seeds, 95% CI; log scale)")
         ax.set_ylabel("mean holdout return over checkpoints\n(IQM over seeds, 95% CI)")
         ax.set_title(env)

@@ -34,7 +34,7 @@ def window_check(path: str = WINDOW_CHECK) -> dict:
     return {key: float(v) for key, v in runs.groupby(["env", "architecture"])[SPEED].median().items()}
 
 
-def _window_check_numbers(made: FigureData, envs) -> None:
+def window_check_numbers(made: FigureData, envs) -> None:
     """<Env>WindowCheck<Design>Steps and <Env>WindowCheckHighUtdSpeedup (high_utd's speed over
     single_env's, side by side), for the envs the headline has."""
     check = window_check()
@@ -47,7 +47,7 @@ def _window_check_numbers(made: FigureData, envs) -> None:
                         check[env, "high_utd"] / check[env, "single_env"], "{:.2f}")
 
 
-def _catch_up(made: FigureData) -> None:
+def catch_up(made: FigureData) -> None:
     """On the curves' wall-clock axis: when single_env ended (<Env>SingleEnvEndSeconds), and the
     first checkpoint at which high_utd's IQM reached single_env's final IQM, in env steps and
     seconds (<Env>HighUtdCatchUpSteps, ...Seconds), and in seconds at high_utd's speed measured

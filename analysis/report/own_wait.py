@@ -12,7 +12,7 @@ import numpy as np
 
 from analysis.load import RunSet
 from analysis.report.common import FigureData, Note, committed
-from analysis.report.shape import _cells, _plan
+from analysis.report.shape import shape_cells, prediction_plan
 
 PREDICTIONS = committed("results", "reference", "own_wait", "predicted.json")
 """Written by `python -m experiments.predict own_wait ...` and committed before the sweep ran."""
@@ -21,12 +21,12 @@ WITHIN = 0.25
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
-    made = _cells(rs, note, "own_wait", PREDICTIONS, "own_wait_model", "OwnWait",
+    made = shape_cells(rs, note, "own_wait", PREDICTIONS, "own_wait_model", "OwnWait",
                   "plan's prediction from the wait it told apart itself")
     if made is None:
         return None
     points = made.parts["points"]
-    plan = _plan(PREDICTIONS)
+    plan = prediction_plan(PREDICTIONS)
     told = ""
     if plan is not None:
         costs = plan["component_costs_us"]

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import TRAINING_EXPERIMENTS, RunSet
-from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep
+from analysis.report.common import ARCH_ORDER, FigureData, Note, sweep_runs
 from analysis.stats import Comparison, compare, interval, with_holm
 
 GRID = 10
@@ -40,7 +40,7 @@ def _compare(scores: dict[str, np.ndarray], designs: list[str]) -> dict[str, Com
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
-    runs = _sweep(rs.runs, "per_hour")
+    runs = sweep_runs(rs.runs, "per_hour")
     runs = runs[runs["experiment"].isin(TRAINING_EXPERIMENTS)]
     if runs.empty:
         note("per hour: no runs of the `per_hour` sweep; run `python -m experiments.sweep per_hour`")

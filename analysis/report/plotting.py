@@ -15,7 +15,7 @@ import seaborn as sns  # noqa: E402
 
 from analysis.report.common import ARCH_ORDER  # noqa: E402
 
-__all__ = ["MARKERS", "PALETTE", "TEXT_WIDTH_IN", "matplotlib", "plt", "sns", "_log_axis", "_component_colors",
+__all__ = ["MARKERS", "PALETTE", "TEXT_WIDTH_IN", "matplotlib", "plt", "sns", "log_axis", "_component_colors",
            "component_group"]
 
 TEXT_WIDTH_IN = 6.8
@@ -34,7 +34,7 @@ PALETTE = {arch: _OKABE_ITO.get(arch, "#56B4E9") for arch in ARCH_ORDER}
 MARKERS = dict(zip(ARCH_ORDER, ["o", "s", "^", "D", "v", "P", "X", "*"]))
 
 
-def _log_axis(ax, which: str) -> None:
+def log_axis(ax, which: str) -> None:
     """A log axis labelled in plain numbers, minor ticks included (a 2-decade range has few majors)."""
     getattr(ax, f"set_{which}scale")("log")
     axis = ax.xaxis if which == "x" else ax.yaxis
@@ -56,7 +56,7 @@ _GROUPS = {"act": "act", "env_step": "env", "env_wait": "env", "env_reset": "env
            "n_step": "replay", "handoff": "hand-off", "handoff_drain": "hand-off", "weight_publish": "weights",
            "weight_sync": "weights", "diagnostics": "other", "wait": "wait"}
 """The breakdown's components in eight groups: a legend of eight colours can be read at print size."""
-_GROUP_COLORS = {"act": "#56B4E9", "env": "#009E73", "learn": "#D55E00", "replay": "#CC79A7", "hand-off": "#E69F00",
+GROUP_COLORS = {"act": "#56B4E9", "env": "#009E73", "learn": "#D55E00", "replay": "#CC79A7", "hand-off": "#E69F00",
                  "weights": "#0072B2", "other": "#F0E442", "wait": "#d9d9d9"}
 
 
@@ -66,4 +66,4 @@ def component_group(component: str) -> str:
 
 def _component_colors(components: list[str]) -> dict:
     """Fixed colours for the component groups (work in strong colours, waiting in grey)."""
-    return {c: _GROUP_COLORS[component_group(c)] for c in components}
+    return {c: GROUP_COLORS[component_group(c)] for c in components}

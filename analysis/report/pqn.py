@@ -22,7 +22,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.claims import SOLVED_AT
-from analysis.report.common import (SPEED, FigureData, Note, _ci, _sweep, committed, macro_name, predicted_speed,
+from analysis.report.common import (SPEED, FigureData, Note, ci, sweep_runs, committed, macro_name, predicted_speed,
                                     with_speed)
 from analysis.report.learning import solo_runs
 
@@ -48,13 +48,13 @@ def _bench(path: str) -> pd.DataFrame | None:
 
 def data(rs: RunSet, note: Note, bench: str | None = None) -> FigureData | None:
     runs = rs.runs
-    pqn = _sweep(runs, "pqn")
+    pqn = sweep_runs(runs, "pqn")
     pqn = pqn[pqn["env"] == "CartPole"]
     if pqn.empty:
         note("pqn: no runs of the `pqn` sweep; run `python -m experiments.sweep pqn --jobs 2 --nice`")
         return None
     threshold = SOLVED_AT["CartPole"]
-    headline = _sweep(runs, "architectures")
+    headline = sweep_runs(runs, "architectures")
     groups = {"pqn": pqn} | {a: headline[(headline["env"] == "CartPole") & (headline["architecture"] == a)]
                              for a in COMPARED}
     side = _bench(SIDE_BY_SIDE["CartPole"] if bench is None else bench)
@@ -80,8 +80,8 @@ def data(rs: RunSet, note: Note, bench: str | None = None) -> FigureData | None:
                      f"final >= {threshold:.0f}": f"{int((final >= threshold).sum())} of {len(group)}",
                      f"reached {threshold:.0f} at a checkpoint": f"{len(solved)} of {len(group)}",
                      "env steps to first reach it, median [95% CI]":
-                         _ci(*stats.interval(solved, "median"), "{:,.0f}") if len(solved) else "-",
-                     "final holdout IQM [95% CI]": _ci(*stats.interval(final, "iqm"), "{:.1f}"),
+                         ci(*stats.interval(solved, "median"), "{:,.0f}") if len(solved) else "-",
+                     "final holdout IQM [95% CI]": ci(*stats.interval(final, "iqm"), "{:.1f}"),
                      "env steps/s side by side (rounds)": f"{speed_median:,.0f} ({len(speed)})" if len(speed) else
                      "not measured", "seconds to reach it (synthetic)": f"{seconds:,.0f}" if np.isfinite(seconds)
                      else "-"})

@@ -14,7 +14,7 @@ import pandas as pd
 
 from analysis import cost_model, stats
 from analysis.load import TRAINING_EXPERIMENTS, RunSet
-from analysis.report.common import (ARCH_ORDER, PREDICTED, SPEED, FigureData, Note, _sweep, env_first, macro_name,
+from analysis.report.common import (ARCH_ORDER, PREDICTED, SPEED, FigureData, Note, sweep_runs, env_first, macro_name,
                                     with_speed)
 
 ROUNDING = {SPEED: 1, "parallel_efficiency": 4, PREDICTED: 1, "prediction_error": 4}
@@ -53,12 +53,12 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     """scaling.csv (rounded), and in parts the unrounded `points` and, per env step cost (one
     column of the figure), single_env's rate, the worker counts and the model's predictions; with
     the numbers the text quotes about how the sweep ran (_settings, _window_minutes), its warm-up
-    (_once_learning), the model's measured terms (_terms), the window before it (_previous_window)
-    and plan's confirming runs (_plan_confirmed)."""
+    (_once_learning), the model's measured terms (_terms), the window before it (previous_window)
+    and plan's confirming runs (plan_confirmed)."""
     made = _cells(rs, note)
     if made is None:
         return None
-    runs = _sweep(rs.runs, "scaling")
+    runs = sweep_runs(rs.runs, "scaling")
     training = runs[runs["experiment"].isin(TRAINING_EXPERIMENTS)]
     measured = runs[runs["experiment"] == "components"]
     cores = int(measured.iloc[0]["result"].get("cores") or 0) if not measured.empty else 0
@@ -68,14 +68,14 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         _once_learning(made, training, cores)
         _terms(made, measured, cores)
     if "CartPole" in set(training["env"]):
-        _previous_window(made, _cells)
-        _plan_confirmed(made, note)
+        previous_window(made, _cells)
+        plan_confirmed(made, note)
     return made
 
 
 def _cells(rs: RunSet, note: Note) -> FigureData | None:
     """The measured cells against the model's prediction (data, less the numbers around them)."""
-    scaling = _sweep(rs.runs, "scaling")
+    scaling = sweep_runs(rs.runs, "scaling")
     runs = scaling[scaling["experiment"].isin(TRAINING_EXPERIMENTS)]
     if runs.empty:
         note("scaling: no runs of the `scaling` sweep; run `python -m experiments.sweep scaling`")
@@ -233,8 +233,8 @@ def _once_learning(made: FigureData, runs: pd.DataFrame, cores: int) -> None:
 
 def _learner_alone(c: dict, config: dict) -> float:
     """The learner's CPU per env step as the time-sharing bound first assumed it: its components as
-    single_env's loop pays them (cost_model._actor_learner's `learner`, before `actor_learner_shared`)."""
-    k = cost_model._loop(c)
+    single_env's loop pays them (cost_designs._actor_learner's `learner`, before `actor_learner_shared`)."""
+    k = cost_model.loop_costs(c)
     utd, period = float(config["utd"]), int(config.get("weight_sync_period") or 10)
     return utd * (k["sample"] + k["update"] + c["diagnostics"] + c["weight_publish"] / period) + c["ring_drain"]
 
@@ -266,4 +266,4 @@ def _terms(made: FigureData, measured: pd.DataFrame, cores: int) -> None:
 
 
 from analysis.report.scaling_plot import plot  # noqa: E402  (drawn apart: this module stays short)
-from analysis.report.scaling_windows import _plan_confirmed, _previous_window  # noqa: E402
+from analysis.report.scaling_windows import plan_confirmed, previous_window  # noqa: E402

@@ -10,7 +10,7 @@ from analysis.report.common import ARCH_ORDER, SPEED, FigureData
 
 
 def plot(report, made: FigureData) -> None:
-    from analysis.report.plotting import MARKERS, PALETTE, TEXT_WIDTH_IN, _log_axis, plt
+    from analysis.report.plotting import MARKERS, PALETTE, TEXT_WIDTH_IN, log_axis, plt
 
     points, columns = made.parts["points"], made.parts["columns"]
     spread = made.parts.get("spread", {})
@@ -39,7 +39,7 @@ def plot(report, made: FigureData) -> None:
             ax.axhline(base, color=PALETTE["single_env"], lw=1, label="single_env")
         if predicted:
             ax.plot([], [], "--", color="grey", lw=1, label="cost model")
-        _log_axis(ax, "y")
+        log_axis(ax, "y")
         if col == 0:
             ax.set_ylabel("env steps/s once learning\n(median, min-max)")
         ax.set_title(f"{env}, env step {'free' if not cost else f'{cost / 1000:g} ms busy'}")

@@ -23,7 +23,7 @@ outputs: each plan's recommendation and its confirming run against the model's p
 the model's test out of sample."""
 
 
-def _previous_window(made: FigureData, cells) -> None:
+def previous_window(made: FigureData, cells) -> None:
     """The window before the reference set (PREVIOUS_WINDOW), CartPole at a free env step: hogwild
     (1)'s rate (ScalingPreviousHogwildOne), how much slower per worker hogwild ran at as many workers
     as cores (...HogwildPerWorker), the model's miss there (...HogwildError: that window measured
@@ -59,7 +59,7 @@ CONFIRMED = re.compile(r"^confirmed:\s+(\w+) \((\d+),.*predicted ([\d,.]+), meas
 RECOMMENDED = re.compile(r"^recommended:\s+(\w+) with (\d+) worker")
 
 
-def _plan_confirmed(made: FigureData, note: Note) -> None:
+def plan_confirmed(made: FigureData, note: Note) -> None:
     """Each plan's recommendation in PLAN_TEXT and how its confirming run missed the model's
     prediction of it (measured / predicted - 1, from the printed rates) and what it measured:
     PlanCartPoleRecommended, PlanCartPoleMissFirst, ...Second, PlanCartPoleMeasuredFirst, ...Second.

@@ -16,7 +16,8 @@ Note = Callable[[str], None]
 """Where a data function says what it left out (build passes Report.note; tests pass list.append)."""
 
 
-def _sweep(runs: pd.DataFrame, name: str) -> pd.DataFrame:
+def sweep_runs(runs: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The runs of one named sweep."""
     return runs[runs["sweep"] == name]
 
 
@@ -132,7 +133,7 @@ def headline_runs(runs: pd.DataFrame) -> pd.DataFrame:
     return chosen
 
 
-def _headline(runs: pd.DataFrame) -> pd.DataFrame:
+def headline(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs that compare architectures at equal env steps (headline_runs), less those that
     diverged: a diverged run is never an ordinary row of the headline's IQMs and intervals; the
     architectures table counts them beside each design instead (learning.speed_quality_data;
@@ -151,7 +152,8 @@ def diverged_line(runs: pd.DataFrame) -> str | None:
     return f"{len(out)} of {len(chosen)} headline runs diverged and are left out: {', '.join(out)}"
 
 
-def _arch_label(row) -> str:
+def arch_label(row) -> str:
+    """A run's design as the tables name it: with its worker count, or its utd for high_utd."""
     if row["architecture"] in ("single_env", "high_utd"):
         label = row["architecture"] if row["architecture"] == "single_env" else f"high_utd (utd {row['utd']:g})"
     else:
@@ -160,7 +162,7 @@ def _arch_label(row) -> str:
     return f"{label} [{overrides}]" if isinstance(overrides, str) and overrides else label  # a sweep's `with ...`
 
 
-def _regular_curves(note: Note, holdout: pd.DataFrame, figure: str) -> pd.DataFrame:
+def regular_curves(note: Note, holdout: pd.DataFrame, figure: str) -> pd.DataFrame:
     """Keep runs whose checkpoint grid matches their group's most common grid; name the others."""
     keep = []
     for _, group in holdout.groupby(["env", "architecture", "num_workers"], sort=True):

@@ -20,7 +20,7 @@ import pandas as pd
 
 from analysis.load import TRAINING_EXPERIMENTS, RunSet
 from analysis.report.claims import cpu_bound
-from analysis.report.common import (ARCH_ORDER, PREDICTED, PREDICTION_KEY, SPEED, FigureData, Note, _sweep, committed,
+from analysis.report.common import (ARCH_ORDER, PREDICTED, PREDICTION_KEY, SPEED, FigureData, Note, sweep_runs, committed,
                                     macro_name, predicted_speed, with_speed)
 
 PREDICTIONS = committed("results", "reference", "seed_shape", "predicted.json")
@@ -82,7 +82,7 @@ def _and(items) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _plan(predictions: str) -> dict | None:
+def prediction_plan(predictions: str) -> dict | None:
     """The plan that measured the components a prediction was made from (plan/plan.json beside it)."""
     path = os.path.join(os.path.dirname(predictions), "plan", "plan.json")
     if not os.path.exists(path):
@@ -96,7 +96,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     practitioner's curve as the figure draws it (ShapePractitioner...), and the update that
     prediction took from its plan: measured alone (ShapeUpdateAlone) and in single_env's busy loop
     (ShapeBusyLoopUpdate), where the runs paid more (ShapeActorLearnerUpdateMin, ...Max)."""
-    made = _cells(rs, note, "seed_shape", PREDICTIONS, "seed_shape_model", "Shape", "the cost model's prediction")
+    made = shape_cells(rs, note, "seed_shape", PREDICTIONS, "seed_shape_model", "Shape", "the cost model's prediction")
     if made is None:
         return None
     one = PRACTITIONER[PRACTITIONER["workers"] == 1]
@@ -108,7 +108,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         made.number("ShapePractitionerSpreadLow", float(spread["low"].iloc[0]))
         made.number("ShapePractitionerSpreadHigh", float(spread["high"].iloc[0]))
     made.number("ShapePractitionerCores", PRACTITIONER_CORES, "{:d}")
-    plan = _plan(PREDICTIONS)
+    plan = prediction_plan(PREDICTIONS)
     if plan:
         costs = plan["component_costs_us"]
         made.number("ShapeUpdateAlone", costs["update"]["us"])
@@ -119,7 +119,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
 
 def check_data(rs: RunSet, note: Note) -> FigureData | None:
     """The second prediction against the `shape_check` runs (table shape_check_model)."""
-    return _cells(rs, note, "shape_check", CHECK_PREDICTIONS, "shape_check_model", "ShapeCheck",
+    return shape_cells(rs, note, "shape_check", CHECK_PREDICTIONS, "shape_check_model", "ShapeCheck",
                   "the cost model's second prediction (with the waiting loop's update; actors at nice 19)")
 
 
@@ -127,10 +127,10 @@ def confirm_data(rs: RunSet, note: Note) -> FigureData | None:
     """The third prediction against the `shape_confirm` runs (table shape_confirm_model), and
     plan's recommendation in it: the plan that made the prediction (beside predicted.json) names
     the point it recommended and the actors' CPU per env step it measured past the cores."""
-    made = _cells(rs, note, "shape_confirm", CONFIRM_PREDICTIONS, "shape_confirm_model", "ShapeConfirm",
+    made = shape_cells(rs, note, "shape_confirm", CONFIRM_PREDICTIONS, "shape_confirm_model", "ShapeConfirm",
                   "the cost model's third prediction (each actor_learner role's CPU past the cores as its own runs "
                   "paid it)")
-    plan = _plan(CONFIRM_PREDICTIONS) if made is not None else None
+    plan = prediction_plan(CONFIRM_PREDICTIONS) if made is not None else None
     if plan is None:
         return made
     best = plan["recommended"]
@@ -165,9 +165,10 @@ def _cores_busy(result: dict) -> float:
     return float((result.get("cpu") or {}).get("cores_busy", np.nan))
 
 
-def _cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str, prefix: str,
+def shape_cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name: str, prefix: str,
            prediction: str) -> FigureData | None:
-    runs = _sweep(rs.runs, sweep)
+    """One shape sweep's measured rates beside the predictions committed before it ran, as a table with its numbers."""
+    runs = sweep_runs(rs.runs, sweep)
     runs = runs[runs["experiment"].isin(TRAINING_EXPERIMENTS)]
     if runs.empty:
         note(f"shape: no runs of the `{sweep}` sweep; run `python -m experiments.sweep {sweep}`")

@@ -17,7 +17,7 @@ import pandas as pd
 
 from analysis.load import LEARNING_RATE, RunSet
 from analysis.report.claims import CPU_FULL, cpu_bound
-from analysis.report.common import FigureData, Note, _sweep, macro_name
+from analysis.report.common import FigureData, Note, sweep_runs, macro_name
 from analysis.report.shape import PRACTITIONER, PRACTITIONER_CORES
 
 SWEEP = "sixteen_cores/seed_shape"
@@ -65,13 +65,13 @@ def _points(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
-    runs = _sweep(rs.runs, SWEEP)
+    runs = sweep_runs(rs.runs, SWEEP)
     runs = runs[runs["architecture"].isin(DESIGNS)]
     if runs.empty:
         note(f"sixteen_cores: no runs of `{SWEEP}` (results/reference/sixteen_cores, from a 16-core machine)")
         return None
     points = _points(runs)
-    emulation = _sweep(rs.on_machine("").runs, EMULATION)
+    emulation = sweep_runs(rs.on_machine("").runs, EMULATION)
     emulated = _points(emulation[emulation["architecture"].isin(DESIGNS)]) if not emulation.empty else None
     points["machine"] = "16 cores, busy env"
     frame = points if emulated is None else pd.concat([points, emulated.assign(machine="2 cores, waiting env")],

@@ -27,7 +27,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.claims import EQUIVALENCE_MARGIN, verdict
-from analysis.report.common import ARCH_ORDER, FigureData, Note, _ci, diverged, holdout_auc, macro_name
+from analysis.report.common import ARCH_ORDER, FigureData, Note, ci, diverged, holdout_auc, macro_name
 
 SUITE_SWEEPS = ("minatar", "minatar_suite")
 GAMES = ("Breakout", "Asterix", "Freeway", "SpaceInvaders", "Seaquest")
@@ -127,7 +127,7 @@ def _per_game(made: FigureData, runs: pd.DataFrame) -> None:
         line = {"game": r["game"], "design": r["design"] if r["design"] in ("single_env", "high_utd")
                 else f"{r['design']} ({r['workers']})", "seeds": r["seeds"]}
         for column, label in MEASURES.items():
-            line[f"{label}, IQM [95% CI]"] = _ci(*r[column], fmt="{:.1f}")
+            line[f"{label}, IQM [95% CI]"] = ci(*r[column], fmt="{:.1f}")
             name = macro_name("minatar", r["game"], r["design"], "final" if column == "final_holdout_return" else "auc")
             made.number(name, r[column][0], "{:.1f}")
         vs = r.get("holdout_auc_vs")
@@ -179,13 +179,13 @@ def _aggregate(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: li
         made.number(macro_name("minatar agg", r["design"], label, "low"), r["iqm"][1], "{:.2f}")
         made.number(macro_name("minatar agg", r["design"], label, "high"), r["iqm"][2], "{:.2f}")
         line = {"design": r["design"], "measure": MEASURES["final_holdout_return" if label == "final" else "holdout_auc"]
-                + " / anchor", "IQM over games x seeds [95% CI]": _ci(*r["iqm"], fmt="{:.2f}"),
+                + " / anchor", "IQM over games x seeds [95% CI]": ci(*r["iqm"], fmt="{:.2f}"),
                 "P(> single_env) over game-seed pairs [95% CI]": "-", "stratified rank p": "-", "Holm p": "-",
                 "verdict": "-"}
         if "vs" in r:
             vs = r["vs"]
             word = verdict(vs.probability, vs.holm)
-            line.update({"P(> single_env) over game-seed pairs [95% CI]": _ci(vs.probability, vs.low, vs.high,
+            line.update({"P(> single_env) over game-seed pairs [95% CI]": ci(vs.probability, vs.low, vs.high,
                                                                               fmt="{:.2f}"),
                          "stratified rank p": f"{vs.p:.3f}", "Holm p": f"{vs.holm:.3f}", "verdict": word})
             for suffix, value, fmt in (("poi", vs.probability, "{:.2f}"), ("poi low", vs.low, "{:.2f}"),

@@ -31,7 +31,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
 
 
 def plot(report, made: FigureData) -> None:
-    from analysis.report.plotting import TEXT_WIDTH_IN, _log_axis, plt
+    from analysis.report.plotting import TEXT_WIDTH_IN, log_axis, plt
 
     data = made.data
     networks = sorted(data["network"].unique())
@@ -46,7 +46,7 @@ def plot(report, made: FigureData) -> None:
         ax.set_title(network)
         ax.set_xlabel("torch intra-op threads")
         ax.set_xticks(sorted(part["torch_threads"].unique()))
-        _log_axis(ax, "y")
+        log_axis(ax, "y")
         if i == 0:
             ax.set_ylabel("one gradient step (ms)\nmedian, bars p10-p90")
         ax.legend()

@@ -16,7 +16,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.claims import compare_measures, macro_measure, verdict
-from analysis.report.common import (SPEED, FigureData, Note, _arch_label, _ci, _regular_curves, _sweep, holdout_auc,
+from analysis.report.common import (SPEED, FigureData, Note, arch_label, ci, regular_curves, sweep_runs, holdout_auc,
                                     macro_name, speed_missing, speeds_only_where_made_alone)
 
 SHARE_KINDS = ("env_steps", "replay", "sampled")
@@ -30,7 +30,7 @@ take are estimated from the measured interval's half width, which shrinks as 1 /
 
 def config_label(row) -> str:
     """actor_learner's rows name their quota rule; the others are labelled as in the headline."""
-    label = _arch_label(row)  # "actor_learner (2)", or "actor_learner (2) [with ...]" under a sweep's overrides
+    label = arch_label(row)  # "actor_learner (2)", or "actor_learner (2) [with ...]" under a sweep's overrides
     if row["architecture"] == "actor_learner" and isinstance(row.get("actor_quotas"), str):
         head = f"actor_learner ({int(row['num_workers'])})"
         label = label.replace(head, f"actor_learner ({int(row['num_workers'])}, {row['actor_quotas']} quotas)", 1)
@@ -51,7 +51,7 @@ def _staleness(result: dict, which: str) -> float:
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
-    runs = _sweep(rs.runs, "uneven").copy()
+    runs = sweep_runs(rs.runs, "uneven").copy()
     if runs.empty:
         note("uneven workers: no runs of the `uneven` sweep; run `python -m experiments.sweep uneven --jobs 1`")
         return None
@@ -82,7 +82,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
 
 
 def _curves(note: Note, rs: RunSet, runs: pd.DataFrame) -> pd.DataFrame:
-    holdout = _regular_curves(note, rs.holdout[rs.holdout["run_id"].isin(runs["run_id"])], "uneven workers")
+    holdout = regular_curves(note, rs.holdout[rs.holdout["run_id"].isin(runs["run_id"])], "uneven workers")
     holdout = holdout.assign(config=holdout["run_id"].map(runs.set_index("run_id")["config"]))
     rows = []
     for (config, step), at in holdout.groupby(["config", "env_step"], sort=True):
@@ -105,16 +105,16 @@ def _table(made: FigureData, data: pd.DataFrame) -> None:
         area = stats.interval(group["holdout_auc"].dropna().to_numpy(), "iqm")
         shares = {k: group[f"slow_share_{k}"].median() for k in SHARE_KINDS}
         row = {"design": config, "seeds": len(group),
-               "env steps/s once learning [95% CI]": _ci(*speed) if len(speeds) else "not measured",
+               "env steps/s once learning [95% CI]": ci(*speed) if len(speeds) else "not measured",
                **{f"slow share, {k.replace('_', ' ')}": f"{v:.2f}" if np.isfinite(v) else "-"
                   for k, v in shares.items()},
                "weight age, slow / fast": (
                    f"{group['staleness_slow'].median():.1f} / {group['staleness_fast'].median():.1f}"
                    if group["staleness_slow"].notna().any() else "-"),
-               "final, IQM [95% CI]": _ci(*final, "{:.1f}"),
-               "mean over checkpoints, IQM [95% CI]": _ci(*area, "{:.1f}")}
+               "final, IQM [95% CI]": ci(*final, "{:.1f}"),
+               "mean over checkpoints, IQM [95% CI]": ci(*area, "{:.1f}")}
         vs = against.get(config)
-        row["P(> single_env), mean [95% CI]"] = _ci(vs.probability, vs.low, vs.high, "{:.2f}") if vs else "-"
+        row["P(> single_env), mean [95% CI]"] = ci(vs.probability, vs.low, vs.high, "{:.2f}") if vs else "-"
         row["Holm p"] = f"{vs.holm:.3f}" if vs else "-"
         if vs:
             made.number(macro_name("uneven", config, "poi", "auc"), vs.probability, "{:.2f}")

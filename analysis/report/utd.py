@@ -11,7 +11,7 @@ import pandas as pd
 from analysis import stats
 from analysis.load import RunSet
 from analysis.report.claims import ALPHA, CAP, SOLVED_AT, after_solving, verdict
-from analysis.report.common import FigureData, Note, _ci, _sweep, holdout_auc, macro_name
+from analysis.report.common import FigureData, Note, ci, sweep_runs, holdout_auc, macro_name
 
 MITIGATIONS = ["none", "LayerNorm", "resets", "both"]
 EARLY_STEP = 25_000
@@ -41,7 +41,7 @@ def _long_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
     """utd_grid.csv; in parts `single`, the sweep's single_env runs the figure's title quotes."""
-    runs = _grid_runs(_sweep(rs.runs, "utd"))
+    runs = _grid_runs(sweep_runs(rs.runs, "utd"))
     grid = runs[runs["architecture"] == "high_utd"].copy()
     if grid.empty:
         note("utd grid: no runs of the `utd` sweep; run `python -m experiments.sweep utd`")
@@ -67,9 +67,9 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     made = FigureData(data, parts={"single": single})
     table = pd.DataFrame({
         "utd": data["utd"].map("{:g}".format), "mitigation": data["mitigation"].astype(str), "seeds": data["seeds"],
-        "return at 25k, IQM [95% CI]": [_ci(r.return_25k_iqm, r.return_25k_low, r.return_25k_high, "{:.0f}")
+        "return at 25k, IQM [95% CI]": [ci(r.return_25k_iqm, r.return_25k_low, r.return_25k_high, "{:.0f}")
                                         for r in data.itertuples()],
-        "final return (50k), IQM [95% CI]": [_ci(r.final_iqm, r.final_low, r.final_high, "{:.0f}")
+        "final return (50k), IQM [95% CI]": [ci(r.final_iqm, r.final_low, r.final_high, "{:.0f}")
                                              for r in data.itertuples()],
         "diverged": [f"{r.diverged_runs}/{r.seeds}" for r in data.itertuples()],
         "max |Q|, median": data["max_abs_q_median"].map("{:,.0f}".format)})
@@ -123,8 +123,8 @@ def _utd_against_single(made: FigureData, rs: RunSet, runs: pd.DataFrame, grid: 
         early = stats.interval(group["return_25k"].to_numpy(), "iqm")
         final = stats.interval(group["final_holdout_return"].to_numpy(), "iqm")
         rows.append({"architecture": arch, "utd": f"{utd:g}", "mitigation": mitigation, "seeds": len(group),
-                     "return at 25k, IQM [95% CI]": _ci(*early, "{:.0f}"),
-                     "final (50k), IQM [95% CI]": _ci(*final, "{:.0f}"),
+                     "return at 25k, IQM [95% CI]": ci(*early, "{:.0f}"),
+                     "final (50k), IQM [95% CI]": ci(*final, "{:.0f}"),
                      "final (50k), per seed": ", ".join(f"{v:.0f}" for v in group["final_holdout_return"])})
         name = ("utd", "vs", arch, utd, mitigation if mitigation != "-" else "")
         made.number(macro_name(*name, "early"), early[0], "{:.0f}")
@@ -136,7 +136,7 @@ def _utd_against_single(made: FigureData, rs: RunSet, runs: pd.DataFrame, grid: 
             mine, theirs = group[measure].dropna().to_numpy(), single[measure].dropna().to_numpy()
             vs = stats.compare(mine, theirs)
             rows[-1][f"P(> single_env) {label} [95% CI], rank-test p"] = (
-                f"{_ci(vs.probability, vs.low, vs.high, '{:.2f}')}, p {vs.p:.3f}")
+                f"{ci(vs.probability, vs.low, vs.high, '{:.2f}')}, p {vs.p:.3f}")
             for suffix, value in (("", vs.probability), ("low", vs.low), ("high", vs.high)):
                 made.number(macro_name(*name, "poi", key, *[suffix][:bool(suffix)]), value, "{:.2f}")
             made.number(macro_name(*name, "rank", "p", key), vs.p, "{:.3f}")
@@ -153,7 +153,7 @@ def _utd_against_single(made: FigureData, rs: RunSet, runs: pd.DataFrame, grid: 
 # ---------------------------------------------------------------------- the long cells
 LONG_CELLS = {"single_env": "single_env", "none": "high_utd (utd 4, LayerNorm)",
               "last": "+ last-layer resets", "all": "+ full-network resets"}
-"""The long cells (experiments/sweeps.py::_utd_long) by their reset layers, in the table's order."""
+"""The long cells (experiments/sweeps.py utd_long) by their reset layers, in the table's order."""
 COMPARED_WITH = {"none": "single_env", "last": "none", "all": "none"}
 """The questions the long cells ask, one comparison each per measure: does high_utd keep up with single_env,
 and does each kind of reset improve on no resets? Three per measure, six with Holm over them: at 5 seeds a
@@ -174,7 +174,7 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
     counts, the final and mean holdout returns, and the comparisons COMPARED_WITH names, with the exact
     rank test and Holm over the table's comparisons
     (tests/test_report_data.py::test_utd_long_cells_are_read_after_solving)."""
-    runs = _long_runs(_sweep(rs.runs, "utd"))
+    runs = _long_runs(sweep_runs(rs.runs, "utd"))
     if runs.empty:
         note("utd long cells: none run; run `python -m experiments.sweep utd` (into results/sweeps/utd; "
              "results/reference/ holds the committed runs)")
@@ -207,8 +207,8 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
     budget = int(_budgets(runs).max())
     made.table("utd_long", pd.DataFrame({
         "cell": [LONG_CELLS[r["cell"]] for r in rows], "seeds": [r["seeds"] for r in rows],
-        f"final ({budget // 1000}k), IQM [95% CI]": [_ci(*r["final"], "{:.0f}") for r in rows],
-        "mean over checkpoints, IQM [95% CI]": [_ci(*r["auc"], "{:.0f}") for r in rows],
+        f"final ({budget // 1000}k), IQM [95% CI]": [ci(*r["final"], "{:.0f}") for r in rows],
+        "mean over checkpoints, IQM [95% CI]": [ci(*r["auc"], "{:.0f}") for r in rows],
         f"reached {cap:.0f}": [r["reached_cap"] for r in rows],
         f"then fell below {solved:.0f}": [f"{r['fell_below_solved']} of {r['reached_cap']}" for r in rows],
         f"checkpoints below {solved:.0f} after the first {cap:.0f}": [
@@ -223,7 +223,7 @@ def long_data(rs: RunSet, note: Note) -> FigureData | None:
         made.table("utd_long_tests", pd.DataFrame({
             "cell": [LONG_CELLS[t["cell"]] for t in tests], "against": [LONG_CELLS[t["against"]] for t in tests],
             "measure": [labels[t["measure"]] for t in tests],
-            "P(cell > against) [95% CI]": [_ci(t["probability"], t["low"], t["high"], "{:.2f}") for t in tests],
+            "P(cell > against) [95% CI]": [ci(t["probability"], t["low"], t["high"], "{:.2f}") for t in tests],
             "rank test p": [f"{t['p']:.3f}" for t in tests], "Holm p": [f"{t['holm']:.3f}" for t in tests],
             "verdict": [t["verdict"] for t in tests]}),
             f"The long cells' comparisons: high_utd against single_env and each kind of reset against no resets, "

@@ -24,7 +24,7 @@ import pandas as pd
 
 from analysis.load import LEARNING_RATE, RunSet
 from analysis.report import at_scale
-from analysis.report.common import ARCH_ORDER, FigureData, Note, _sweep, macro_name
+from analysis.report.common import ARCH_ORDER, FigureData, Note, sweep_runs, macro_name
 
 DRAWS = 2_000
 SEED = 20261207
@@ -105,13 +105,13 @@ def _seconds(value: float) -> str:
 
 def _threshold_rows(rs: RunSet, note: Note) -> list[dict]:
     """Time to CartPole's threshold at 8 and 16 workers: the scale_cartpole curves with each rate source."""
-    learning = _sweep(rs.runs, "scale_cartpole")
+    learning = sweep_runs(rs.runs, "scale_cartpole")
     if learning.empty:
         note("per wall-clock: no runs of `scale_cartpole`; no time to a threshold")
         return []
-    speed = _sweep(rs.on_machine("").runs, "speed")
+    speed = sweep_runs(rs.on_machine("").runs, "speed")
     speed = speed[speed["env_step_cost_us"].fillna(0) == 0]  # the waiting step, the emulation's
-    sixteen = _sweep(rs.runs, SIXTEEN)
+    sixteen = sweep_runs(rs.runs, SIXTEEN)
     sources = (("emulation, 2 cores (speed sweep)", speed), ("16 cores (sixteen_cores)", sixteen))
     threshold = at_scale.THRESHOLDS["CartPole"]
     rows = []
@@ -140,8 +140,8 @@ def _threshold_rows(rs: RunSet, note: Note) -> list[dict]:
 def _check_rows(rs: RunSet, note: Note) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Each measured checkpoint of wallclock_check against the composed interval at its training seconds."""
     local = rs.on_machine("")
-    measured, curves = _sweep(local.runs, CHECK), _sweep(local.runs, CURVES)
-    speed = _sweep(local.runs, "speed")
+    measured, curves = sweep_runs(local.runs, CHECK), sweep_runs(local.runs, CURVES)
+    speed = sweep_runs(local.runs, "speed")
     speed = speed[speed["env_step_cost_us"].fillna(0) > 0]  # the 1 ms busy step
     if measured.empty or curves.empty:
         note("per wall-clock check: no runs of `wallclock_check` and `wallclock_curves` yet "
