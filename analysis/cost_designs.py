@@ -148,7 +148,7 @@ def _pqn(design: str, s: Setting) -> Prediction:
     (`_vector_async`: the envs' rate, the main process's acting and per-env books, the cores);
     before, a lockstep vector step with nothing owed (`_vector_parts` at utd 0, no replay store);
     the learning is `rollout_learn` {N: us per env step}, the rollout's targets
-    and updates timed alone with pqn's own code (experiments/components_alone.py `rollout_costs`).
+    and updates timed alone with pqn's own code (experiments/components/alone.py `rollout_costs`).
     Left out: the envs that wait for the slowest at the rollout's end; a run that learns nothing
     yet (utd 0, before learning_starts) pays no learning."""
     c, n = s.c, s.n

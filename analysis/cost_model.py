@@ -1,5 +1,5 @@
 """The cost model: env steps/s of every design at N workers, from component costs measured alone
-(experiments/components.py) and the machine's cores, naming the role that bounds each point; what
+(experiments/components/measure.py) and the machine's cores, naming the role that bounds each point; what
 `experiments.plan` recommends from and the `scaling` figure predicts with. The formulas are in
 cost_designs.py, their shared terms in cost_terms.py; docs/plan-and-cost-model.md states them and
 tells how the model got its terms."""
@@ -17,7 +17,7 @@ REGISTRY = registry.DESIGNS
 
 
 def medians(costs: dict) -> dict:
-    """Measured costs as experiments/components.py stores them -> what `predict` takes:
+    """Measured costs as experiments/components/measure.py stores them -> what `predict` takes:
     {name: {us, p10, p90}} -> {name: us}; per-N costs {name: {N: {us, ...}}} -> {name: {N: us}};
     a group such as `in_loop` {name: {group member: {us, ...}}} -> {name: {member: us}}."""
     out = {}

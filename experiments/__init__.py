@@ -1,4 +1,7 @@
-"""Wiring of architectures to Sacred: the experiment, named configs, sweeps and benchmarks."""
+"""Wiring of architectures to Sacred: the two tracked experiments (train.py, timing.py) and their entry
+points (sweep.py, docs.py, same_results.py, on_device.py), with packages by role: tracking/ (configs,
+host records, stores), sweeps/, plan/, components/ (the cost model's measurements), benches/ and
+testbed/ (the namespace hosts)."""
 
 import warnings
 

@@ -5,8 +5,8 @@
 
 A page keeps its hand-written text; only what lies between BEGIN and END is written here:
 docs/configuration.md, every DQNConfig key with its default and docstring (architectures/core/
-config.py), then every named config (experiments/configs.py) and what it sets; docs/sweeps.md,
-every named sweep (experiments/sweeps.py) with its description, seeds, runs and time estimate.
+config.py), then every named config (experiments/tracking/configs.py) and what it sets; docs/sweeps.md,
+every named sweep (experiments/sweeps/catalog.py) with its description, seeds, runs and time estimate.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _value(value) -> str:
 
 def configuration() -> str:
     from architectures.core.config import DQNConfig, describe
-    from experiments.configs import NAMED_CONFIGS
+    from experiments.tracking.configs import NAMED_CONFIGS
 
     defaults = DQNConfig().to_dict()
     lines = ["| key | default | meaning |", "|---|---|---|",
@@ -55,8 +55,8 @@ def configuration() -> str:
 
 
 def sweeps() -> str:
-    from experiments.sweep_grid import expand
-    from experiments.sweeps import SEED_SETS, SWEEPS
+    from experiments.sweeps.grid import expand
+    from experiments.sweeps.catalog import SEED_SETS, SWEEPS
 
     lines = ["Seed sets: " + "; ".join(f"`{name}` {seeds[0]}-{seeds[-1]}" for name, seeds in SEED_SETS.items())
              + ". Tuning sweeps draw calibration seeds; everything quoted as a result draws evaluation seeds.", "",

@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from architectures.core.limits import available_cores
-    from experiments.host import cpu_model
+    from experiments.tracking.host import cpu_model
 
     cores, cuda = available_cores(), torch.cuda.is_available()
     env_steps = args.env_steps or (12_000 if cores >= 8 else 1_500)

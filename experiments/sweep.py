@@ -16,7 +16,7 @@ A bad key or value stops the sweep before any run, naming it (exit 2).
 Every run is one Sacred run (`experiments.train`) in its own process, with a deterministic id
 derived from its config (`<sweep>-<hash>`), stored under `--out` (files, the default) or in
 MongoDB (`--mongo`). What a run stored, not its exit code, says whether it counts
-(experiments/run_records.py): COMPLETED with a result is done, and one whose result says it
+(experiments/sweeps/records.py): COMPLETED with a result is done, and one whose result says it
 diverged is counted apart; anything else failed. Started again after a kill, a sweep skips the
 runs that count and reruns everything else; an incomplete run's folder is moved to
 `<out>/_incomplete/` first, so no half-written run is ever counted. Runs go one at a time unless
@@ -40,13 +40,13 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from experiments import sweep_runners
-from experiments.run_records import ABSENT, after_run, tally
-from experiments.sweep_grid import Overrides, RunSpec
-from experiments.sweep_plan import Plan, announce, plan_runs, runnable_here, usage_error  # noqa: F401
-from experiments.sweep_runners import lower_priority, summary_line
-from experiments.sweep_stores import hold_store_lock
-from experiments.sweeps import SCALES, SEED_SETS, SWEEPS
+from experiments.sweeps import runners as sweep_runners
+from experiments.sweeps.records import ABSENT, after_run, tally
+from experiments.sweeps.grid import Overrides, RunSpec
+from experiments.sweeps.plan import Plan, announce, plan_runs, runnable_here, usage_error  # noqa: F401
+from experiments.sweeps.runners import lower_priority, summary_line
+from experiments.sweeps.stores import hold_store_lock
+from experiments.sweeps.catalog import SCALES, SEED_SETS, SWEEPS
 
 USAGE = "%(prog)s NAME [options] [with NAMED ... KEY=VALUE ...]"
 
@@ -101,7 +101,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Overrides]:
     if args.seeds is not None and args.seeds > available:
         seed_set = SWEEPS[args.name].seed_set
         usage_error(f"--seeds: the {seed_set} seed set has {available} seeds for this sweep "
-                    f"(got {args.seeds}); add seeds to SEED_SETS in experiments/sweeps.py")
+                    f"(got {args.seeds}); add seeds to SEED_SETS in experiments/sweeps/catalog.py")
     if args.jobs < 1:
         usage_error(f"--jobs must be >= 1 (got {args.jobs})")
     return args, overrides

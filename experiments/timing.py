@@ -27,7 +27,7 @@ import time
 
 from sacred import SETTINGS, Experiment
 
-from experiments.host import HOST_INFO, store_source_diff
+from experiments.tracking.host import HOST_INFO, store_source_diff
 
 SETTINGS.CAPTURE_MODE = "sys"
 NETWORKS = {

@@ -31,9 +31,9 @@ from architectures.core.event_files import TensorBoardReporter
 from architectures.core.limits import checkpoint_bytes
 from architectures.core.metrics import Reporters
 from architectures.run.checkpoint import remove_checkpoint
-from experiments.configs import NAMED_CONFIGS, algorithm_values
-from experiments.host import HOST_INFO, store_source_diff
-from experiments.store import (
+from experiments.tracking.configs import NAMED_CONFIGS, algorithm_values
+from experiments.tracking.host import HOST_INFO, store_source_diff
+from experiments.tracking.store import (
     AtomicFileStorageObserver,
     RecordingMongoObserver,
     StoreWriteFailed,
@@ -43,7 +43,7 @@ from experiments.store import (
     run_event_folder,
     store_failure,
 )
-from experiments.sweep_spec import RAY_NODE_ENV, RUNS_AT_ONCE_ENV
+from experiments.sweeps.spec import RAY_NODE_ENV, RUNS_AT_ONCE_ENV
 
 # Sacred's default "fd" capture tees the file descriptors through a subprocess and can deadlock
 # with child processes (sacred#705); "sys" capture only swaps sys.stdout/stderr.

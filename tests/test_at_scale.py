@@ -4,8 +4,8 @@ that claim is tested: the same seed, with and without a wait, gives the same hol
 same logged losses. And the sweeps' grids are what the pre-registration says they are."""
 
 from architectures import train
-from experiments.configs import resolve
-from experiments.sweeps import SWEEPS
+from experiments.tracking.configs import resolve
+from experiments.sweeps.catalog import SWEEPS
 
 TINY = dict(env_id="CartPole-v1", total_env_steps=1_200, learning_starts=300, eval_every=600, eval_episodes=3,
             hidden_sizes=(16,), batch_size=16, buffer_size=1_200, log_every=300, seed=7)

@@ -1,12 +1,12 @@
-"""experiments/bench_parallel.py's configs: with --named, each design runs as the sweeps run it."""
+"""experiments/benches/parallel.py's configs: with --named, each design runs as the sweeps run it."""
 
 import json
 
 import pytest
 
 from architectures.cli import parse_config
-from experiments import bench_parallel
-from experiments.configs import NAMED_CONFIGS, resolve
+from experiments.benches import parallel as bench_parallel
+from experiments.tracking.configs import NAMED_CONFIGS, resolve
 
 
 @pytest.mark.parametrize("arch", ["single_env", "actor_learner", "pqn"])

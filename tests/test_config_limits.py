@@ -93,7 +93,7 @@ def test_a_refusal_says_the_need_and_the_limit(small_machine, monkeypatch):
 
 
 def _named(*names: str, **updates) -> tuple[str, DQNConfig]:
-    from experiments.configs import NAMED_CONFIGS
+    from experiments.tracking.configs import NAMED_CONFIGS
 
     values = DQNConfig().to_dict()
     for name in names:
@@ -120,9 +120,9 @@ def test_the_repos_named_configs_still_pass(small_machine, env, design, updates)
 
 
 def test_every_sweep_cell_still_passes(small_machine):
-    from experiments.configs import algorithm_values
-    from experiments.sweep_grid import expand
-    from experiments.sweeps import SCALES, SWEEPS
+    from experiments.tracking.configs import algorithm_values
+    from experiments.sweeps.grid import expand
+    from experiments.sweeps.catalog import SCALES, SWEEPS
 
     seen = set()
     for sweep in SWEEPS.values():

@@ -26,8 +26,8 @@ NOT_RUN = {"./setup.sh": "installs (CI runs it)", "EXTRAS=bench": "installs (CI 
 """Command lines the docs show that this test does not run, and why."""
 SACRED = ("experiments.train", "experiments.components", "experiments.timing")
 DRY_RUN = ("experiments.sweep", "experiments.plan", "experiments.on_device", "architectures", "analysis.report",
-           "experiments.bench_parallel", "experiments.bench_sb3", "experiments.vector_trip", "experiments.predict",
-           "experiments.bench_event_files")
+           "experiments.benches.parallel", "experiments.benches.sb3", "experiments.benches.vector_trip", "experiments.plan.predict",
+           "experiments.benches.event_files")
 
 
 def _commands() -> list[tuple[str, str]]:

@@ -260,7 +260,7 @@ def test_a_minute_long_actor_learner_run_shows_its_first_curves_within_30_s(tmp_
 
 
 def test_the_writer_cost_bench_prints_the_import_and_a_logs_cost(capsys):
-    from experiments import bench_event_files
+    from experiments.benches import event_files as bench_event_files
 
     bench_event_files.main(["--logs", "3", "--scalars", "2", "--histograms", "1", "--rounds", "1"])
     lines = capsys.readouterr().out.splitlines()

@@ -133,7 +133,7 @@ def _value(text: str):
 def test_named_configs_are_valid():
     from architectures import ARCHITECTURES
     from architectures.core.config import DQNConfig
-    from experiments.configs import NAMED_CONFIGS
+    from experiments.tracking.configs import NAMED_CONFIGS
 
     for name, values in NAMED_CONFIGS.items():
         DQNConfig.from_dict({k: v for k, v in values.items() if k != "design"})  # raises on a bad value

@@ -22,7 +22,7 @@ from architectures.core.config import ConfigError, DQNConfig
 from architectures.core.errors import CheckpointSaveFailed, EnvFailed, NonFiniteEnvValue, RunDiverged
 from architectures.registry import NAMES
 from architectures.run.checkpoint import CHECKPOINT_FORMAT, save_checkpoint
-from experiments.store import atomic_write
+from experiments.tracking.store import atomic_write
 from tests.fault_envs import RAISED, RAISES_AT
 from tests.test_actor_learner import assert_clean
 

@@ -1,5 +1,5 @@
 """Across hosts: actor_learner's actors and a sweep's runs on other hosts of a Ray cluster, and
-what a lost host costs. The hosts are network namespaces on this machine (experiments/netns_hosts.py):
+what a lost host costs. The hosts are network namespaces on this machine (experiments/testbed/netns_hosts.py):
 separate addresses and hostnames, one switch, no route out. Skipped with the reason where Ray
 is missing or namespaces are refused (not root, or a kernel or container that forbids them)."""
 
@@ -13,7 +13,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="ray is not installed (optional extra): pip install -e '.[ray]'")
 
-from experiments.netns_hosts import Hosts  # noqa: E402
+from experiments.testbed.netns_hosts import Hosts  # noqa: E402
 from tests.test_ray import TINY, TWO_RUN_SWEEP  # noqa: E402
 from tests.test_sweep import statuses  # noqa: E402
 
@@ -217,13 +217,13 @@ def test_a_resume_on_a_smaller_cluster_re_divides_the_remaining_env_steps(hosts,
 
 def test_the_delay_line_holds_every_frame_its_time_each_way():
     """A host behind the delay line answers a round trip later by twice its one-way time, and
-    directly again once the line's ends are bridged (experiments/delay_line.py)."""
+    directly again once the line's ends are bridged (experiments/testbed/delay_line.py)."""
     refused = Hosts.refused()
     if refused:
         pytest.skip(refused)
     if not any(os.path.exists(p) for p in ("/usr/sbin/ethtool", "/sbin/ethtool")):
         pytest.skip("the delay line needs ethtool (./setup.sh --hosts)")
-    from experiments.bench_round_trip import round_trip_ms
+    from experiments.benches.round_trip import round_trip_ms
 
     lined = Hosts(count=2, cpus=1, lined=(2,)).build()
     try:

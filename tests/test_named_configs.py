@@ -10,7 +10,7 @@ import os
 import pytest
 
 from architectures.core.config import DQNConfig
-from experiments.configs import resolve
+from experiments.tracking.configs import resolve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN_ONLY = {"seed", "checkpoint_every", "checkpoint_path"}

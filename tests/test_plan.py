@@ -12,7 +12,7 @@ import pytest
 
 from analysis import cost_model
 from analysis.cost_model import shared_finish, predict, predict_all, recommend
-from experiments.components_loops import vector_sizes
+from experiments.components.loops import vector_sizes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # us per call: a CartPole-sized learner (update 600 us) and a cheap env.
@@ -190,7 +190,7 @@ def test_per_n_costs_are_interpolated_between_measured_counts():
 
 
 def test_the_median_pass_is_kept_whole_per_cost_and_per_count():
-    from experiments.components_loops import median_repeat
+    from experiments.components.loops import median_repeat
 
     passes = [{"hogwild_in_loop": {"us": 9.0, "p10": 8.0, "p90": 10.0}, "vector_send": {"1": {"us": 1.0, "p10": 1.0, "p90": 1.0}}},
               {"hogwild_in_loop": {"us": 3.0, "p10": 2.0, "p90": 4.0}, "vector_send": {"1": {"us": 7.0, "p10": 6.0, "p90": 8.0}}},
@@ -201,10 +201,10 @@ def test_the_median_pass_is_kept_whole_per_cost_and_per_count():
 
 
 def test_the_components_alone_are_measured_with_spread_in_this_process():
-    """The in-process measurements the plan starts with (experiments/components_alone.py), at a
+    """The in-process measurements the plan starts with (experiments/components/alone.py), at a
     budget of a fraction of a second: the quick check's share of what the plan test measures whole."""
     from architectures.core.config import DQNConfig
-    from experiments.components_alone import Bench, acting_costs, env_costs, hand_off_costs, learning_costs, rollout_costs
+    from experiments.components.alone import Bench, acting_costs, env_costs, hand_off_costs, learning_costs, rollout_costs
 
     bench = Bench.open(DQNConfig(hidden_sizes=(16,), batch_size=16, buffer_size=2_000))
     costs = env_costs(bench, 0.0, 0.2, log=lambda line: None)
@@ -230,7 +230,7 @@ processes' CPU, analysis/cost_model.py); the lockstep path's send, receive and r
 
 @pytest.mark.slow
 def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
-    """plan end to end, and the component measurements it makes (experiments/components.py): every
+    """plan end to end, and the component measurements it makes (experiments/components/measure.py): every
     input of the model measured, with spread, in a form the model takes as it is. One measurement
     serves both (a separate components test measured them all again: 38 s of the suite)."""
     proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(tmp_path), "--budget", "2",
@@ -266,7 +266,7 @@ def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
     (2_000.0, 0.0, 160),    # --no-confirm: the same less its four confirming runs of ~18 s (not measured)
 ])
 def test_plan_estimates_its_time_from_the_envs_step(step_us, confirm_s, expected_s):
-    from experiments.plan import estimate_seconds
+    from experiments.plan.cli import estimate_seconds
 
     assert estimate_seconds(step_us / 1e6, 40.0, confirm_s) == pytest.approx(expected_s, rel=0.1)
 
@@ -274,7 +274,7 @@ def test_plan_estimates_its_time_from_the_envs_step(step_us, confirm_s, expected
 @pytest.mark.parametrize("cost_us", [0.0, 2_000.0])
 def test_plan_times_the_env_step_it_will_meet(cost_us):
     from architectures.core.config import DQNConfig
-    from experiments.plan import env_step_seconds
+    from experiments.plan.cli import env_step_seconds
 
     began = time.perf_counter()
     step_s = env_step_seconds(DQNConfig(env_step_cost_us=cost_us))
@@ -355,7 +355,7 @@ def test_a_killed_contention_measurement_leaves_no_co_runner_behind():
 
     code = ("import time\n"
             "from architectures.core.config import DQNConfig\n"
-            "import experiments.components_loops as components\n"
+            "import experiments.components.loops as components\n"
             "calls = []\n"
             "def measuring_loop(cfg, steps):  # the parent's own loops: instant, then stuck while co-runners run\n"
             "    calls.append(steps)\n"
@@ -505,10 +505,10 @@ def test_past_the_cores_the_roles_pay_the_cpu_measured_in_their_runs(actors, act
 
 
 def test_predict_picks_cells():
-    """`experiments.predict --cells`: the scaling sweep holds CartPole and Breakout cells at the same
+    """`experiments.plan.predict --cells`: the scaling sweep holds CartPole and Breakout cells at the same
     (design, workers), and rows are one per (design, workers), so without a pick Breakout's pqn cells
     would be read off CartPole's rows; picked, they are Breakout's own, at its budget."""
-    from experiments.predict import predictions
+    from experiments.plan.predict import predictions
 
     costs = {name: ({str(n): {"us": us} for n, us in v.items()} if isinstance(v, dict) else {"us": v})
              for name, v in {**COSTS, "rollout_learn": {1: 100.0, 2: 60.0}}.items()}

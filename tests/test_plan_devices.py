@@ -7,8 +7,8 @@ import pytest
 
 from analysis.cost_model import medians, predict_all, recommend, worker_counts
 from architectures.core.config import DQNConfig
-from experiments.components import own_env_wait, without_own_wait
-from experiments.plan_devices import learner_devices, learner_in_loop, measure_devices, with_learner
+from experiments.components.measure import own_env_wait, without_own_wait
+from experiments.plan.devices import learner_devices, learner_in_loop, measure_devices, with_learner
 
 TINY = DQNConfig(hidden_sizes=(16, 16), batch_size=16)
 
@@ -62,7 +62,7 @@ def test_a_busy_step_queued_behind_other_work_is_not_read_as_a_wait():
     import multiprocessing as mp
     import os
 
-    from experiments.components_alone import timed
+    from experiments.components.alone import timed
 
     if not os.path.exists("/proc/thread-self/schedstat"):
         pytest.skip("no /proc/thread-self/schedstat here: queueing cannot be told from waiting")
@@ -108,7 +108,7 @@ def test_the_loops_lose_the_envs_own_wait_once():
 
 def test_a_blocking_user_env_is_measured_as_a_wait_and_predicted_past_the_cores():
     """The env blocks ~3 ms on a simulator process; nothing in the config says so."""
-    from experiments.components_alone import Bench, env_costs
+    from experiments.components.alone import Bench, env_costs
 
     bench = Bench.open(DQNConfig(env_id="tests.remote_envs:RemoteCartPole-v0"))
     try:

@@ -1,4 +1,4 @@
-"""experiments/plan_shapes.py: each validation shape's step takes the time and CPU its table says,
+"""experiments/plan/shapes.py: each validation shape's step takes the time and CPU its table says,
 named the user's way, through the suite's own env factory."""
 
 import time
@@ -6,7 +6,7 @@ import time
 import pytest
 
 from architectures.core.envs import make_env
-from experiments import plan_shapes
+from experiments.plan import shapes as plan_shapes
 
 
 def _time_steps(env_id: str, steps: int, seed: int = 7) -> tuple[float, float, float]:
@@ -28,7 +28,7 @@ def _time_steps(env_id: str, steps: int, seed: int = 7) -> tuple[float, float, f
 @pytest.mark.parametrize("shape", ["Busy1ms", "Wait1ms", "MixedTwoThirds"])
 def test_a_shapes_step_spends_its_cpu_and_its_wait(shape):
     spec = plan_shapes.SHAPES[shape]
-    wall, cpu, _ = _time_steps(f"experiments.plan_shapes:{shape}-v0", 100)
+    wall, cpu, _ = _time_steps(f"experiments.plan.shapes:{shape}-v0", 100)
     # The CPU is the thread's own, so it holds on a busy machine; the wall has only a floor there (a
     # shared core stretches a busy step), and the wall beyond the CPU is at least the wait.
     assert cpu == pytest.approx(spec.get("busy_us", 0.0), abs=150 + 0.2 * spec.get("busy_us", 0.0))
@@ -40,7 +40,7 @@ def _waits(monkeypatch, seed: int, steps: int = 2_000) -> list[float]:
     recorded, not slept: the draws, with no timing in the way)."""
     waits: list[float] = []
     monkeypatch.setattr(plan_shapes.time, "sleep", waits.append)
-    env = make_env("experiments.plan_shapes:HeavyTail-v0")
+    env = make_env("experiments.plan.shapes:HeavyTail-v0")
     env.reset(seed=seed)
     for _ in range(steps):
         _, _, terminated, truncated, _ = env.step(0)
@@ -59,9 +59,9 @@ def test_the_heavy_tail_is_slow_on_its_share_of_steps_drawn_from_the_episodes_se
 
 
 def test_a_slow_reset_waits_and_the_conv_net_shapes_step_minatar():
-    _, _, reset_us = _time_steps("experiments.plan_shapes:SlowReset-v0", 1)
+    _, _, reset_us = _time_steps("experiments.plan.shapes:SlowReset-v0", 1)
     assert reset_us >= 40_000
-    env = make_env("experiments.plan_shapes:BreakoutWait1ms-v0")
+    env = make_env("experiments.plan.shapes:BreakoutWait1ms-v0")
     obs, _ = env.reset(seed=1)
     assert obs.shape == (10, 10, 4)  # MinAtar Breakout's planes: the conv net's input
     env.close()

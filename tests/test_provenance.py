@@ -12,8 +12,10 @@ import pytest
 
 from analysis.report import provenance
 from analysis.report.selection import runs_read
-from experiments import host, sweep, sweep_plan
-from experiments.host import SOURCE_DIFF, source_changes, source_diff
+from experiments.tracking import host
+from experiments import sweep
+from experiments.sweeps import plan as sweep_plan
+from experiments.tracking.host import SOURCE_DIFF, source_changes, source_diff
 
 
 def _git(root, *args):
@@ -59,7 +61,7 @@ def test_the_diff_rebuilds_the_tree_on_its_commit(checkout, tmp_path):
 
 
 def test_a_run_from_a_dirty_tree_stores_its_diff_and_a_clean_one_none(checkout, tmp_path, monkeypatch):
-    from experiments.store import AtomicFileStorageObserver
+    from experiments.tracking.store import AtomicFileStorageObserver
     from experiments.train import ex
 
     monkeypatch.setattr(host, "ROOT", str(checkout))

@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(total_env_steps=2_000, eval_every=1_000, eval_episodes=2, learning_starts=300, hidden_sizes=[16],
             buffer_size=2_000, batch_size=16, log_every=500)
 TWO_RUN_SWEEP = (
-    "import sys; from experiments.sweeps import SWEEPS, Sweep, Cell; "
+    "import sys; from experiments.sweeps.catalog import SWEEPS, Sweep, Cell; "
     "SWEEPS['tiny'] = Sweep('tiny', 'two tiny single_env runs', {'small': 0.3, 'paper': 0.3}, "
     f"{{'small': [Cell(('cartpole', 'single_env'), {TINY!r})], 'paper': []}}, {{'small': 2, 'paper': 1}}); "
     "from experiments.sweep import main; sys.exit(main(sys.argv[1:]))"
@@ -294,8 +294,8 @@ def test_a_sweep_with_an_unreachable_ray_address_stops_before_any_run(tmp_path):
 
 
 def test_sweep_runs_reserve_their_processes_in_cpus():
-    from experiments import sweep_grid
-    from experiments.sweeps import SWEEPS
+    from experiments.sweeps import grid as sweep_grid
+    from experiments.sweeps.catalog import SWEEPS
 
     cpus = {r.architecture: r.processes() for r in sweep_grid.expand(SWEEPS["smoke"], "small", 1)}
     assert cpus["single_env"] == 1 and cpus["high_utd"] == 1

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from architectures.core.config import ConfigError, DQNConfig
-from experiments.configs import algorithm_values
+from experiments.tracking.configs import algorithm_values
 from architectures.core.envs import env_spec
 from architectures.core.schedules import EpsilonSchedule, UpdateRatio
 from architectures.designs import high_utd, hogwild
@@ -212,7 +212,7 @@ def test_stops_are_every_holdout_checkpoint_and_every_save():
 TINY_PARALLEL = dict(total_env_steps=12_000, eval_every=4_000, eval_episodes=2, learning_starts=500, hidden_sizes=[16],
                      buffer_size=4_000, batch_size=16, log_every=1_000, checkpoint_every=2_000, num_workers=2)
 PARALLEL_SWEEP = (
-    "import sys; from experiments.sweeps import SWEEPS, Sweep, Cell; "
+    "import sys; from experiments.sweeps.catalog import SWEEPS, Sweep, Cell; "
     "SWEEPS['tiny'] = Sweep('tiny', 'two tiny actor_learner runs', {'small': 0.3, 'paper': 0.3}, "
     f"{{'small': [Cell(('cartpole', 'actor_learner'), {TINY_PARALLEL!r})], 'paper': []}}, {{'small': 2, 'paper': 1}}); "
     "from experiments.sweep import main; sys.exit(main(sys.argv[1:]))"

@@ -11,15 +11,17 @@ import time
 import pytest
 
 from experiments import sweep as sweep_mod
-from experiments import sweep_grid, sweep_runners, sweep_stores
-from experiments.sweeps import SWEEPS, Cell, Sweep
+from experiments.sweeps import grid as sweep_grid
+from experiments.sweeps import runners as sweep_runners
+from experiments.sweeps import stores as sweep_stores
+from experiments.sweeps.catalog import SWEEPS, Cell, Sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(total_env_steps=2_000, eval_every=1_000, eval_episodes=2, learning_starts=300, hidden_sizes=[16],
             buffer_size=2_000, batch_size=16, log_every=500, checkpoint_every=300)
 # A three-run sweep, registered in the child process that runs it.
 TINY_SWEEP = (
-    "import sys; from experiments.sweeps import SWEEPS, Sweep, Cell; "
+    "import sys; from experiments.sweeps.catalog import SWEEPS, Sweep, Cell; "
     "SWEEPS['tiny'] = Sweep('tiny', 'three tiny single_env runs', {'small': 0.3, 'paper': 0.3}, "
     f"{{'small': [Cell(('cartpole', 'single_env'), {TINY!r})], 'paper': []}}, {{'small': 3, 'paper': 1}}); "
     "from experiments.sweep import main; sys.exit(main(sys.argv[1:]))"
@@ -88,7 +90,7 @@ def test_a_throughput_sweep_runs_seed_by_seed_with_the_same_ids():
      "single_env seed=101 [with env_id=my_envs:Corridor-v0 total_env_steps=3000]"),
 ])
 def test_a_runs_label_shows_each_override_once_and_never_the_config_it_replaced(tokens, label):
-    from experiments.sweep_grid import Overrides
+    from experiments.sweeps.grid import Overrides
 
     [run] = [r for r in sweep_grid.expand(SWEEPS["smoke"], "small", 1, Overrides.parse(tokens))
              if r.architecture == "single_env"]
@@ -270,7 +272,7 @@ STORED_CASES = [
 def test_what_a_run_left_decides_whether_it_counts(tmp_path, monkeypatch, capsys):
     """One fake run per case (the runner writes its run.json and returns its exit code): only a
     COMPLETED run.json with a result counts, whatever the exit code; a diverged one counts apart;
-    the others are named with their reason, moved aside and rerun on restart (experiments/run_records.py)."""
+    the others are named with their reason, moved aside and rerun on restart (experiments/sweeps/records.py)."""
     monkeypatch.setitem(SWEEPS, "fake", Sweep("fake", "one fake run per case", {"small": 0.1, "paper": 0.1},
                                               {"small": [Cell(("cartpole", "single_env"), dict(TINY))], "paper": []},
                                               {"small": len(STORED_CASES), "paper": 1}))
@@ -356,7 +358,7 @@ def test_tiny_sweep_against_a_real_mongodb(tmp_path):
 
 
 def test_sweeps_name_only_known_named_configs():
-    from experiments.configs import NAMED_CONFIGS
+    from experiments.tracking.configs import NAMED_CONFIGS
 
     for sweep in SWEEPS.values():
         for scale, cells in sweep.cells.items():
@@ -490,7 +492,7 @@ def test_values_reach_sacred_as_python_literals(value, text):
 def test_every_cell_of_every_sweep_is_a_valid_config():
     """Catches a sweep that would fail run after run (a JSON `true`, a misspelt key) before it starts."""
     from architectures.core.config import DQNConfig
-    from experiments.configs import NAMED_CONFIGS, algorithm_values
+    from experiments.tracking.configs import NAMED_CONFIGS, algorithm_values
 
     for sweep in SWEEPS.values():
         if sweep.experiment != "train":
@@ -518,7 +520,7 @@ def test_nice_lowers_its_own_sessions_group_and_leaves_a_terminals_alone():
     session (setsid) lowers that group too, one in a shared session leaves the group as it was."""
     # A process in no autogroup (the root group: a session never setsid since boot, as CI's can be)
     # reads the file as empty; "-" stands for that.
-    probe = ("import os; from experiments.sweep_runners import lower_priority; lower_priority(); "
+    probe = ("import os; from experiments.sweeps.runners import lower_priority; lower_priority(); "
              "print(os.nice(0), (open('/proc/self/autogroup').read().split() or ['-'])[-1])")
     own = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          start_new_session=True)

@@ -135,8 +135,8 @@ def test_the_smoke_sweep_runs_on_a_users_env_and_a_restart_skips_it(env_dir, tmp
 
 
 def test_overrides_make_other_runs_and_show_in_the_listing(env_dir, tmp_path):
-    from experiments.sweep_grid import Overrides, expand
-    from experiments.sweeps import SWEEPS
+    from experiments.sweeps.grid import Overrides, expand
+    from experiments.sweeps.catalog import SWEEPS
 
     plain = {r.run_id for r in expand(SWEEPS["scaling"], "small", 1)}
     mine = expand(SWEEPS["scaling"], "small", 1, Overrides.parse([f"env_id={ENV_ID}", "hidden_sizes=[256,256]"]))

@@ -1,7 +1,7 @@
 """A user env that blocks, with no config key saying so: plan's predictions against the runs.
 
 Reads the `own_wait` sweep (tests.remote_envs:RemoteCartPole-v0, whose step waits ~3 ms on
-another process) and the predictions `experiments.predict own_wait` wrote before its runs, from
+another process) and the predictions `experiments.plan.predict own_wait` wrote before its runs, from
 the plan that told the wait from the env's work by itself (plan/plan.json beside them). Nothing is
 refitted: each cell's error is reported, and whether it is within the 25% the check asked for.
 """
@@ -15,7 +15,7 @@ from analysis.report.common import FigureData, Note, committed
 from analysis.report.shape import shape_cells, prediction_plan
 
 PREDICTIONS = committed("results", "reference", "own_wait", "predicted.json")
-"""Written by `python -m experiments.predict own_wait ...` and committed before the sweep ran."""
+"""Written by `python -m experiments.plan.predict own_wait ...` and committed before the sweep ran."""
 WITHIN = 0.25
 """The check's tolerance: a cell's median run within 25% of its committed prediction."""
 

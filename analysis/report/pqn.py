@@ -38,7 +38,7 @@ def _first_solved(holdout: pd.DataFrame, run_id: str, threshold: float) -> float
 
 
 def _bench(path: str) -> pd.DataFrame | None:
-    """The side-by-side bench's runs at a free env step (experiments.bench_parallel --json), or None."""
+    """The side-by-side bench's runs at a free env step (experiments.benches.parallel --json), or None."""
     if not os.path.exists(path):
         return None
     with open(path) as f:
@@ -119,7 +119,7 @@ SPEED_PREDICTIONS = {"CartPole": committed("results", "reference", "scaling", "p
                                               "minatar_breakout_cost0.json")}
 """pqn's speeds per game (CartPole at 1-4 envs, Breakout at 1-2), predicted by its cost-model entry from
 components measured alone on that game and committed before the scaling sweep's pqn runs of it existed
-(experiments/predict.py; Breakout's after CartPole's misses were reported, with the entry unchanged)."""
+(experiments/plan/predict.py; Breakout's after CartPole's misses were reported, with the entry unchanged)."""
 
 
 def _macro_prefix(game: str) -> tuple[str, ...]:
@@ -135,7 +135,7 @@ def speed_check_data(rs: RunSet, note: Note, paths: dict[str, str] | None = None
     rows = []
     for game, path in (SPEED_PREDICTIONS if paths is None else paths).items():
         if not os.path.exists(path):
-            note(f"pqn speed check, {game}: no predictions at {path}; make them with experiments.predict before the runs")
+            note(f"pqn speed check, {game}: no predictions at {path}; make them with experiments.plan.predict before the runs")
             continue
         with open(path) as f:
             record = json.load(f)
@@ -220,7 +220,7 @@ def _in_loop(group: pd.DataFrame) -> dict:
 
 SIDE_BY_SIDE = {"CartPole": committed("results", "benchmarks", "pqn_side_by_side", "cartpole_cost0.json"),
                 "Breakout": committed("results", "benchmarks", "pqn_side_by_side", "minatar_breakout_cost0.json")}
-"""`experiments.bench_parallel --named <game's config> --costs 0 --archs single_env actor_learner pqn`: each
+"""`experiments.benches.parallel --named <game's config> --costs 0 --archs single_env actor_learner pqn`: each
 design as the sweeps run it, alternating within each round, one run at a time (results/README.md)."""
 
 
@@ -234,7 +234,7 @@ def side_by_side_data(rs: RunSet, note: Note, paths: dict[str, str] | None = Non
     for game, path in (SIDE_BY_SIDE if paths is None else paths).items():
         runs = _bench(path)
         if runs is None:
-            note(f"pqn side by side, {game}: no bench at {path}; run `python -m experiments.bench_parallel --named "
+            note(f"pqn side by side, {game}: no bench at {path}; run `python -m experiments.benches.parallel --named "
                  f"<{game}'s config> --costs 0 --archs single_env actor_learner pqn --json {path}`")
             continue
         # the bench's whole-run rates: not stored runs, no log to take the rate once learning from
@@ -261,7 +261,7 @@ def side_by_side_data(rs: RunSet, note: Note, paths: dict[str, str] | None = Non
                                                       zip(data["ratio"], data["ratio_low"], data["ratio_high"])]}),
         "pqn beside single_env and actor_learner, measured side by side: each design as the sweeps run it, a "
         "free env step, evaluation off, the designs alternating within each round, one run at a time on the "
-        "otherwise idle machine (experiments.bench_parallel --named); speeds are over the whole run. Read from the "
+        "otherwise idle machine (experiments.benches.parallel --named); speeds are over the whole run. Read from the "
         "committed benchmark, not from this report's runs: "
         + ", ".join(os.path.relpath(p, committed()) for p in (SIDE_BY_SIDE if paths is None else paths).values()
                     if _bench(p) is not None))

@@ -43,7 +43,7 @@ SPEED_COLUMNS = ("env_steps_per_sec", LEARNING_RATE)
 PREDICTED = f"predicted_{SPEED}"
 """A frame's column holding the cost model's prediction of SPEED (PREDICTION_KEY)."""
 PREDICTION_KEY = "predicted_steady_env_steps_per_sec"
-"""The key of `experiments.predict`'s committed predictions that predicts SPEED: the model's rate at
+"""The key of `experiments.plan.predict`'s committed predictions that predicts SPEED: the model's rate at
 the run's utd (cost_model.predict), the rate once learning. Their `predicted_env_steps_per_sec` is
 over a whole run, warm-up in (cost_model.over_a_run): the whole-run rate's prediction."""
 

@@ -3,7 +3,7 @@ cost model's predictions written before the runs, beside the practitioner's own 
 
 Reads the `seed_shape` sweep's runs (CartPole whose step waits 2.2 ms without CPU, the cartpole
 learner at utd 0.25; throughput only, one at a time) and the predictions
-`experiments.predict` wrote for every cell before those runs existed (PREDICTIONS). Each cell's
+`experiments.plan.predict` wrote for every cell before those runs existed (PREDICTIONS). Each cell's
 speed is its runs' env steps/s once learning starts (SPEED), set against the prediction of that
 rate the same file holds (PREDICTION_KEY, the model at the runs' utd), not its whole-run one.
 Nothing is refitted here: a cell the model misses is reported as missed (tables/seed_shape_model),
@@ -24,7 +24,7 @@ from analysis.report.common import (ARCH_ORDER, PREDICTED, PREDICTION_KEY, SPEED
                                     macro_name, predicted_speed, with_speed)
 
 PREDICTIONS = committed("results", "reference", "seed_shape", "predicted.json")
-"""Written by `python -m experiments.predict seed_shape ...` and committed before the sweep ran."""
+"""Written by `python -m experiments.plan.predict seed_shape ...` and committed before the sweep ran."""
 CHECK_PREDICTIONS = committed("results", "reference", "shape_check", "predicted.json")
 """The second prediction (the model with `in_loop_waiting`), for the `shape_check` sweep, committed
 before its runs: the first table stays as it was."""
@@ -46,7 +46,7 @@ ShapePractitionerCores)."""
 
 def _predictions(note: Note, path: str = PREDICTIONS, sweep: str = "seed_shape") -> dict:
     if not os.path.exists(path):
-        note(f"shape: no predictions at {path}; `python -m experiments.predict {sweep}` writes them, "
+        note(f"shape: no predictions at {path}; `python -m experiments.plan.predict {sweep}` writes them, "
              "before the sweep runs")
         return {}
     with open(path) as f:

@@ -153,7 +153,7 @@ def _utd_against_single(made: FigureData, rs: RunSet, runs: pd.DataFrame, grid: 
 # ---------------------------------------------------------------------- the long cells
 LONG_CELLS = {"single_env": "single_env", "none": "high_utd (utd 4, LayerNorm)",
               "last": "+ last-layer resets", "all": "+ full-network resets"}
-"""The long cells (experiments/sweeps.py utd_long) by their reset layers, in the table's order."""
+"""The long cells (experiments/sweeps/catalog.py utd_long) by their reset layers, in the table's order."""
 COMPARED_WITH = {"none": "single_env", "last": "none", "all": "none"}
 """The questions the long cells ask, one comparison each per measure: does high_utd keep up with single_env,
 and does each kind of reset improve on no resets? Three per measure, six with Holm over them: at 5 seeds a

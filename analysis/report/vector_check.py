@@ -2,7 +2,7 @@
 cost model's predictions committed before the `vector_check` sweep ran.
 
 Reads the sweep's runs made one at a time, their env steps/s once learning starts (SPEED), and the
-predictions of that rate `experiments.predict vector_check --cells <setting>` wrote per setting
+predictions of that rate `experiments.plan.predict vector_check --cells <setting>` wrote per setting
 (PREDICTIONS, their PREDICTION_KEY), from each setting's own components. Nothing
 is refitted: a miss is reported as it is (tables/vector_check_model), and beside it the
 acceptance ratios, taken within each seed (the sweep runs seed by seed, so a seed's cells ran back
@@ -25,7 +25,7 @@ FOLDER = os.path.join("results", "reference", "vector_check", "predicted")
 PREDICTIONS = {"busy": os.path.join(FOLDER, "cartpole_busy.json"), "wait": os.path.join(FOLDER, "cartpole_wait.json"),
                "pqn CartPole": os.path.join(FOLDER, "cartpole_pqn.json"),
                "pqn Breakout": os.path.join(FOLDER, "breakout_pqn.json")}
-"""Per setting, `experiments.predict vector_check --cells ...` (results/README.md), committed first."""
+"""Per setting, `experiments.plan.predict vector_check --cells ...` (results/README.md), committed first."""
 SETTINGS = {"busy": "CartPole, 1 ms busy env step", "wait": "CartPole, env step waits 2 ms",
             "pqn CartPole": "CartPole, free env step", "pqn Breakout": "MinAtar Breakout, free env step"}
 RATIOS = [("busy", "vector_env", 2, "single_env", 1), ("wait", "vector_env", 4, "actor_learner", 4),

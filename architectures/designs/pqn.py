@@ -82,7 +82,7 @@ def fit_rollout(net: torch.nn.Module, optimizer: torch.optim.Optimizer, shuffle:
     shuffled minibatches of about B / minibatches, fitting Q(s, a) to the Q(lambda) targets;
     `on_update(loss, q_taken, grad_norm)` after each update, the loss and the gradient's norm
     before clipping device scalars (the loop's counters, divergence check and curves). The
-    components time it alone (experiments/components_alone.py `rollout_costs`), so the cost model
+    components time it alone (experiments/components/alone.py `rollout_costs`), so the cost model
     prices PQN's learning with the code the runs execute. b_obs (B, *obs), b_actions and b_targets (B,)."""
     params = list(net.parameters())
     for _ in range(cfg.rollout_epochs):
