@@ -27,8 +27,6 @@ BAD_VALUES = [
     ("env_step_cost_us", -1.0, ">= 0"),
     ("loss", "l1", "huber"),
     ("learning_starts", 10**9, "<= total_env_steps"),
-    ("env_id", "NoSuchEnv-v0", "unknown gymnasium id"),
-    ("env_id", "MinAtar/NoSuchGame-v1", "unknown gymnasium id"),
     ("device", "tpu", "cpu"),
     ("weight_sync_period", 0, ">= 1"),
     ("optimizer_state", "global", "'shared', 'per_worker'"),
@@ -90,7 +88,45 @@ def test_every_field_is_documented():
 
 
 def test_minatar_ids_are_registered_on_demand():
-    assert DQNConfig(env_id="MinAtar/Breakout-v1").env_id == "MinAtar/Breakout-v1"
+    from architectures import preflight
+
+    with pytest.warns(RuntimeWarning, match="registered without an episode cap"):  # said once, as to a user
+        preflight("single_env", DQNConfig(env_id="MinAtar/Breakout-v1"))  # registers MinAtar's ids, then makes one
+
+
+@pytest.mark.parametrize("env_id", ["NoSuchEnv-v0", "MinAtar/NoSuchGame-v1"])
+def test_an_unknown_env_id_is_refused_by_the_preflight_in_one_line(env_id):
+    """A config is pure data: building one looks at no env (a user's module is imported once, by the
+    preflight every front door calls, not at every replace())."""
+    from architectures import preflight
+
+    cfg = DQNConfig(env_id=env_id)  # no env is looked at here
+    with pytest.raises(ConfigError) as err:
+        preflight("single_env", cfg)
+    assert str(err.value).startswith("env_id:") and "unknown gymnasium id" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_building_a_config_imports_nothing_of_the_users_env(tmp_path, monkeypatch):
+    (tmp_path / "env_never_imported.py").write_text("raise RuntimeError('imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = DQNConfig(env_id="env_never_imported:Any-v0").replace(seed=2)
+    assert DQNConfig.from_dict(cfg.to_dict()) == cfg
+    import sys
+
+    assert "env_never_imported" not in sys.modules
+
+
+def test_literal_keys_are_typed_once_and_checked_from_their_annotation():
+    """The enum-like keys say their values in their annotation: the check, the message and the CLI's
+    choices all read it (no list of values written twice)."""
+    from architectures.core.config import choices
+
+    assert choices("backend") == ("local", "ray", "inprocess") and choices("batch_size") is None
+    for key in ("loss", "actor_epsilons", "actor_quotas", "reset_layers", "optimizer_state", "hogwild_replay",
+                "backend"):
+        with pytest.raises(ConfigError, match=f"^{key}: must be one of " + ", ".join(repr(v) for v in choices(key))):
+            DQNConfig(**{key: "no_such_value"})
 
 
 def test_round_trip_through_dict():

@@ -91,8 +91,10 @@ def test_actor_learner_on_ray_trains_on_a_users_env(env_dir, tmp_path):
                     "'your_module:YourEnv-v0'"),
 ])
 def test_a_bad_env_id_is_one_line_naming_the_key(env_dir, env_id, message):
+    from architectures import preflight
+
     with pytest.raises(ConfigError) as info:
-        DQNConfig(env_id=env_id)
+        preflight("single_env", DQNConfig(env_id=env_id))
     assert str(info.value).startswith(message) and "\n" not in str(info.value)
 
 

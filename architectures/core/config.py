@@ -11,20 +11,25 @@ count env steps (summed over all workers); `target_update_period` counts learner
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
+import functools
+import typing
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Literal
+
+import docstring_parser
 
 from architectures.core.config_checks import UPPER_BOUNDS, validate
 from architectures.core.errors import ConfigError
 
-__all__ = ["ConfigError", "DQNConfig", "UPPER_BOUNDS", "describe"]
+__all__ = ["ConfigError", "DQNConfig", "UPPER_BOUNDS", "choices", "coerce", "describe", "field_types"]
 
 
 @dataclass(frozen=True)
 class DQNConfig:
+    """Every key a design reads, flat (Sacred's `with key=value`, the CLI's `--key value`, the API's
+    keywords), grouped below by who reads it: the keys of every design first, then each design's own."""
+
     # --- task
     env_id: str = "CartPole-v1"
     """Gymnasium id; `MinAtar/<Game>-v1` ids are registered automatically."""
@@ -51,6 +56,13 @@ class DQNConfig:
     """Transitions per gradient update."""
     learning_starts: int = 1_000
     """Env steps collected before the first update."""
+    prioritized: bool = False
+    """Proportional prioritized replay (sum tree, importance weights); in actor_learner the
+    actors compute each transition's initial priority with their local network (Ape-X)."""
+    priority_alpha: float = 0.6
+    """Prioritized replay: priority = (|TD error| + 1e-6) ** priority_alpha."""
+    priority_beta: float = 0.4
+    """Prioritized replay: importance weights (N * P(i)) ** -priority_beta, normalised by their max."""
 
     # --- DQN update
     lr: float = 5e-4
@@ -63,7 +75,7 @@ class DQNConfig:
     """Steps in the bootstrapped return (1 = one-step Q-learning)."""
     double_dqn: bool = True
     """Select the bootstrap action with the online net, evaluate it with the target net."""
-    loss: str = "huber"
+    loss: Literal["huber", "mse"] = "huber"
     """TD loss: `huber` (delta 1) or `mse`."""
     max_grad_norm: float = 10.0
     """Clip the global gradient norm to this value; 0 disables clipping."""
@@ -94,25 +106,45 @@ class DQNConfig:
     eval_epsilon: float = 0.0
     """Epsilon of the evaluation policy (0 = greedy)."""
 
-    # --- execution
+    # --- execution (every design)
+    num_workers: int = 1
+    """Actor/worker processes or envs (parallel designs; single_env ignores it)."""
     torch_threads: int = 1
     """torch intra-op threads in each process (small nets are fastest with 1)."""
     learner_threads: int = 0
     """torch intra-op threads of the learner alone (actor_learner's main process, vector_env's
     and single_env's one process); 0 = `torch_threads`. Actors and hogwild workers keep one."""
-    actor_nice: int = 19
-    """actor_learner's actors (backend local) run this much below the learner's priority (0..19; Linux also
-    marks them SCHED_BATCH, so a waking actor does not preempt the learner). Past the cores,
-    actors that wake on every env step took the learner's core in turns
-    (docs/design-notes.md#actor_nice). On a machine with a core per actor it changes nothing.
-    0 keeps the learner's priority."""
     env_step_cost_us: float = 0.0
     """Busy CPU time added to every env step, in microseconds, to emulate an expensive simulator."""
     env_step_wait_us: float = 0.0
     """Time added to every env step, in microseconds, that blocks without using the CPU: an env
     whose work happens elsewhere (a simulator process, a socket, a device); adds to the busy cost."""
-    num_workers: int = 1
-    """Actor/worker processes or envs (parallel designs; single_env ignores it)."""
+    slow_worker_cost_us: float = 0.0
+    """Parallel designs: extra busy CPU per env step for worker 0 alone (one slow actor, env or
+    hogwild worker among fast ones: a heavier simulator instance, a busier core); 0 = even."""
+    worker_timeout_s: float = 60.0
+    """Seconds a worker may make no progress (no env step, no wait-loop heartbeat) before the
+    run fails naming it as hung; a worker that dies is reported within a fraction of a second."""
+    log_every: int = 1_000
+    """Env steps between logged training scalars (keeps metric volume small)."""
+
+    # --- the learner's device (every design but hogwild)
+    device: str = "cpu"
+    """Device of the learner's tensors: `cpu` or `cuda` (its networks, Adam and replay; acting stays
+    on the CPU with a copy of the weights refreshed every `weight_sync_period` updates; hogwild
+    refuses cuda). `meta` (no data, learns nothing) is the tests' stand-in for an accelerator."""
+    cuda_graph: bool = True
+    """device=cuda: replay each whole update (sample, forward, loss, backward, clip, Adam) as one
+    captured CUDA graph instead of launching its kernels one by one (the replay designs' learner;
+    pqn's updates stay eager): a small net's eager update is bound by launching its kernels, not by
+    the GPU's work (docs/design-notes.md#cuda_graph); false launches each kernel. Ignored on the CPU."""
+
+    # --- actor_learner
+    backend: Literal["local", "ray", "inprocess"] = "local"
+    """actor_learner's transport: `local` (spawned processes and shared memory on this machine), `ray`
+    (Ray actors, transitions and weights through Ray's object store; `pip install -e .[ray]`) or
+    `inprocess` (the same actors and learner stepped in turn in one process: tests, a debugger; not a
+    speed measurement)."""
     weight_sync_period: int = 10
     """actor_learner: learner updates between weight publications to the actors; with a CUDA
     learner, every design's host copy that acts is refreshed on this period too."""
@@ -122,47 +154,21 @@ class DQNConfig:
     vector_env does not read it: its one process acts and learns, so it keeps its learning within
     one vector step (more slack would only let its acting weights age); hogwild's workers each learn
     their own share in turn with their acting."""
-    actor_epsilons: str = "schedule"
+    actor_epsilons: Literal["schedule", "apex"] = "schedule"
     """actor_learner: `schedule` (every actor follows eps_start -> eps_end on the global env step)
     or `apex` (fixed per-actor epsilons 0.4 ** (1 + 7 i / (N - 1)), Horgan et al. 2018)."""
-    slow_worker_cost_us: float = 0.0
-    """Parallel designs: extra busy CPU per env step for worker 0 alone (one slow actor, env or
-    hogwild worker among fast ones: a heavier simulator instance, a busier core); 0 = even."""
-    actor_quotas: str = "equal"
+    actor_quotas: Literal["equal", "free"] = "equal"
     """actor_learner: `equal` (each actor takes exactly its share of every sync point's env
     steps, so a slow actor makes the others wait there) or `free` (Ape-X: actors claim env steps
     until the run reaches the sync point, so fast actors contribute more)."""
-    reset_period: int = 0
-    """high_utd: learner updates between parameter resets (Nikishin et al. 2022); 0 disables."""
-    reset_layers: str = "last"
-    """high_utd: what a reset re-initialises, online and target alike, with its Adam moments:
-    `last` (the output layer) or `all` (the whole network)."""
-    hogwild_lock: bool = False
-    """hogwild: wrap every optimizer step in one cross-process lock (the comparison for
-    "do workers' updates overwrite each other?"); false is lock-free Hogwild!."""
-    optimizer_state: str = "shared"
-    """hogwild: `shared` (one Adam state in shared memory, created before the workers start) or
-    `per_worker` (each worker keeps its own Adam moments for the shared parameters)."""
-    rollout_steps: int = 128
-    """Designs that learn from rollouts, not a replay (pqn): vector steps per rollout, each of
-    num_workers env steps; the rollout is learned from once and dropped."""
-    rollout_epochs: int = 4
-    """Rollout designs: passes over each rollout."""
-    rollout_minibatches: int = 4
-    """Rollout designs: minibatches each pass over a rollout is split into (one update each)."""
-    q_lambda: float = 0.65
-    """Rollout designs: lambda of the Q(lambda) targets (0: one-step TD; 1: Monte Carlo returns
-    bootstrapped at the rollout's end)."""
-    lr_anneal: bool = False
-    """Anneal the learning rate linearly to 0 over the run (rollout designs, as CleanRL's pqn)."""
-    hogwild_replay: str = "local"
-    """hogwild: `local` (each worker keeps its own replay of its own transitions) or `shared`
-    (one replay in shared memory that every worker writes to and samples from)."""
-    backend: str = "local"
-    """actor_learner's transport: `local` (spawned processes and shared memory on this machine), `ray`
-    (Ray actors, transitions and weights through Ray's object store; `pip install -e .[ray]`) or
-    `inprocess` (the same actors and learner stepped in turn in one process: tests, a debugger; not a
-    speed measurement)."""
+    actor_nice: int = 19
+    """actor_learner's actors (backend local) run this much below the learner's priority (0..19; Linux also
+    marks them SCHED_BATCH, so a waking actor does not preempt the learner). Past the cores,
+    actors that wake on every env step took the learner's core in turns
+    (docs/design-notes.md#actor_nice). On a machine with a core per actor it changes nothing.
+    0 keeps the learner's priority."""
+
+    # --- actor_learner, backend=ray
     ray_address: str = ""
     """backend=ray: address of a running Ray cluster (`auto`, `ray://host:10001`); empty starts
     a private Ray instance for the run (even beside a running cluster) and shuts it down after."""
@@ -175,29 +181,40 @@ class DQNConfig:
     """backend=ray: lost actors (process or node gone, or hung) the run may replace; each
     replacement continues the lost actor's share on any node with a free CPU while the learner
     goes on with the others. 0 fails the run at the first loss, naming the actor and its host."""
-    worker_timeout_s: float = 60.0
-    """Seconds a worker may make no progress (no env step, no wait-loop heartbeat) before the
-    run fails naming it as hung; a worker that dies is reported within a fraction of a second."""
-    prioritized: bool = False
-    """Proportional prioritized replay (sum tree, importance weights); in actor_learner the
-    actors compute each transition's initial priority with their local network (Ape-X)."""
-    priority_alpha: float = 0.6
-    """Prioritized replay: priority = (|TD error| + 1e-6) ** priority_alpha."""
-    priority_beta: float = 0.4
-    """Prioritized replay: importance weights (N * P(i)) ** -priority_beta, normalised by their max."""
-    device: str = "cpu"
-    """Device of the learner's tensors: `cpu` or `cuda` (its networks, Adam and replay; acting stays
-    on the CPU with a copy of the weights refreshed every `weight_sync_period` updates; hogwild
-    refuses cuda). `meta` (no data, learns nothing) is the tests' stand-in for an accelerator."""
-    cuda_graph: bool = True
-    """device=cuda: replay each whole update (sample, forward, loss, backward, clip, Adam) as one
-    captured CUDA graph instead of launching its kernels one by one (the replay designs' learner;
-    pqn's updates stay eager): a small net's eager update is bound by launching its kernels, not by
-    the GPU's work (docs/design-notes.md#cuda_graph); false launches each kernel. Ignored on the CPU."""
-    log_every: int = 1_000
-    """Env steps between logged training scalars (keeps metric volume small)."""
 
-    # --- checkpointing (every architecture)
+    # --- hogwild
+    hogwild_lock: bool = False
+    """hogwild: wrap every optimizer step in one cross-process lock (the comparison for
+    "do workers' updates overwrite each other?"); false is lock-free Hogwild!."""
+    optimizer_state: Literal["shared", "per_worker"] = "shared"
+    """hogwild: `shared` (one Adam state in shared memory, created before the workers start) or
+    `per_worker` (each worker keeps its own Adam moments for the shared parameters)."""
+    hogwild_replay: Literal["local", "shared"] = "local"
+    """hogwild: `local` (each worker keeps its own replay of its own transitions) or `shared`
+    (one replay in shared memory that every worker writes to and samples from)."""
+
+    # --- high_utd
+    reset_period: int = 0
+    """high_utd: learner updates between parameter resets (Nikishin et al. 2022); 0 disables."""
+    reset_layers: Literal["last", "all"] = "last"
+    """high_utd: what a reset re-initialises, online and target alike, with its Adam moments:
+    `last` (the output layer) or `all` (the whole network)."""
+
+    # --- rollout designs (pqn)
+    rollout_steps: int = 128
+    """Designs that learn from rollouts, not a replay (pqn): vector steps per rollout, each of
+    num_workers env steps; the rollout is learned from once and dropped."""
+    rollout_epochs: int = 4
+    """Rollout designs: passes over each rollout."""
+    rollout_minibatches: int = 4
+    """Rollout designs: minibatches each pass over a rollout is split into (one update each)."""
+    q_lambda: float = 0.65
+    """Rollout designs: lambda of the Q(lambda) targets (0: one-step TD; 1: Monte Carlo returns
+    bootstrapped at the rollout's end)."""
+    lr_anneal: bool = False
+    """Anneal the learning rate linearly to 0 over the run (rollout designs, as CleanRL's pqn)."""
+
+    # --- checkpointing (every design)
     checkpoint_every: int = 0
     """Env steps between checkpoints (single_env, high_utd: at the next episode end; the others
     stop their workers exactly there); 0 disables."""
@@ -220,7 +237,7 @@ class DQNConfig:
                 if ignore_unknown:
                     continue
                 raise ConfigError(f"{key}: unknown config key (valid keys: {', '.join(known)})")
-            kwargs[key] = _coerce(key, known[key].type, value)
+            kwargs[key] = coerce(key, value)
         return cls(**kwargs)
 
     @property
@@ -237,50 +254,51 @@ class DQNConfig:
         return out
 
 
+@functools.cache
+def field_types() -> dict[str, Any]:
+    """Field name -> its annotation, evaluated: the one statement of each key's type, which the
+    coercion below, the range checks' choices and the CLI's parser all read."""
+    return typing.get_type_hints(DQNConfig)
+
+
+def choices(key: str) -> tuple[str, ...] | None:
+    """The values a `Literal` key takes, in their declared order; None for any other key."""
+    annotation = field_types()[key]
+    return typing.get_args(annotation) if typing.get_origin(annotation) is Literal else None
+
+
+@functools.cache
 def describe() -> dict[str, str]:
-    """Field name -> its docstring, parsed from this class's source."""
-    source = inspect.getsource(DQNConfig)
-    tree = ast.parse(source)
-    docs: dict[str, str] = {}
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    for node, nxt in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
-            docs[node.target.id] = str(nxt.value.value)  # type: ignore[attr-defined]
-    return docs
+    """Field name -> its docstring (the attribute docstrings under each field, read by
+    docstring_parser as tyro reads them for the CLI's help)."""
+    return {p.arg_name: p.description for p in docstring_parser.parse_from_object(DQNConfig).params
+            if p.arg_name in DQNConfig.__dataclass_fields__}
 
 
-# ---------------------------------------------------------------------- validation
-_INT_FIELDS = {"seed", "total_env_steps", "max_episode_steps", "buffer_size", "batch_size", "learning_starts", "n_step",
-               "target_update_period", "eps_decay_steps", "eval_every", "eval_episodes",
-               "torch_threads", "learner_threads", "num_workers", "log_every", "weight_sync_period",
-               "utd_slack_steps", "checkpoint_every", "reset_period", "actor_nice", "rollout_steps",
-               "rollout_epochs", "rollout_minibatches", "ray_batch_steps", "ray_requests_in_flight",
-               "actor_restarts"}
-_BOOL_FIELDS = {"layer_norm", "double_dqn", "mlp_fast_grad", "prioritized", "checkpoint_replay", "hogwild_lock",
-                "lr_anneal", "cuda_graph"}
-
-
-def _coerce(key: str, annotation: Any, value: Any) -> Any:
-    if key in _INT_FIELDS:
+def coerce(key: str, value: Any) -> Any:
+    """`value` as key's annotation types it, from the loose types Sacred, JSON and the API hand in
+    (`5e4` for an int, a list for a tuple); a value of the wrong kind is a one-line ConfigError."""
+    annotation = field_types()[key]
+    if annotation is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: must be true or false (got {value!r})")
+        return value
+    if annotation is int:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (
             isinstance(value, float) and not value.is_integer()
         ):
             raise ConfigError(f"{key}: must be an integer (got {value!r})")
         return int(value)
-    if key in _BOOL_FIELDS:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key}: must be true or false (got {value!r})")
-        return value
-    if key == "hidden_sizes":
+    if annotation is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}: must be a number (got {value!r})")
+        return float(value)
+    if typing.get_origin(annotation) is tuple:
         if isinstance(value, int):
             value = [value]
         if not isinstance(value, (list, tuple)) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in value
         ):
-            raise ConfigError(f"hidden_sizes: must be a list of positive integers (got {value!r})")
+            raise ConfigError(f"{key}: must be a list of positive integers (got {value!r})")
         return tuple(value)
-    if annotation in ("float", float):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{key}: must be a number (got {value!r})")
-        return float(value)
-    return value
+    return value  # str and Literal keys: their values are checked by validate()

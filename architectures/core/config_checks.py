@@ -4,10 +4,11 @@ __post_init__), so a bad value stops a run with one line before any work
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import typing
 
-from architectures.core.envs import check_env_id
 from architectures.core.errors import ConfigError
 
 UPPER_BOUNDS: dict[str, tuple[float, str]] = {
@@ -21,6 +22,13 @@ UPPER_BOUNDS: dict[str, tuple[float, str]] = {
 }
 """Values above these run but mean nothing, or never finish (tests/test_config_limits.py). The
 machine's own limits (cores, memory, CUDA, an env's episode cap) are architectures/limits.py's."""
+
+
+@functools.cache
+def literals(cls: type) -> dict[str, tuple]:
+    """A config class's `Literal` keys and their declared values, read from the annotations once."""
+    return {key: typing.get_args(annotation) for key, annotation in typing.get_type_hints(cls).items()
+            if typing.get_origin(annotation) is typing.Literal}
 
 
 def validate(c) -> None:
@@ -57,17 +65,13 @@ def validate(c) -> None:
         need(0.0 <= getattr(c, key) <= 1.0, key, "in [0, 1]")
     for key in ("env_step_cost_us", "slow_worker_cost_us", "env_step_wait_us"):
         need(math.isfinite(getattr(c, key)) and getattr(c, key) >= 0, key, "a number of microseconds >= 0")
+    for key, values in literals(type(c)).items():
+        need(getattr(c, key) in values, key, "one of " + ", ".join(repr(v) for v in values))
     for key, (bound, why) in UPPER_BOUNDS.items():
         need(getattr(c, key) <= bound, key, f"<= {int(bound):,} ({why})")
     need(isinstance(c.actor_nice, int) and 0 <= c.actor_nice <= 19, "actor_nice", "an integer in [0, 19]")
-    need(c.actor_quotas in ("equal", "free"), "actor_quotas", "one of 'equal', 'free'")
-    need(c.loss in ("huber", "mse"), "loss", "one of 'huber', 'mse'")
     need(c.checkpoint_every == 0 or bool(c.checkpoint_path), "checkpoint_every",
          "0 unless checkpoint_path names a file")
-    need(c.reset_layers in ("last", "all"), "reset_layers", "one of 'last', 'all'")
-    need(c.optimizer_state in ("shared", "per_worker"), "optimizer_state", "one of 'shared', 'per_worker'")
-    need(c.hogwild_replay in ("local", "shared"), "hogwild_replay", "one of 'local', 'shared'")
-    need(c.backend in ("local", "ray", "inprocess"), "backend", "one of 'local', 'ray', 'inprocess'")
     if c.backend == "ray":
         import importlib.util
 
@@ -77,7 +81,6 @@ def validate(c) -> None:
             missing = True
         if missing:
             raise ConfigError("backend: 'ray' needs Ray, which is not installed: pip install -e '.[ray]'")
-    need(c.actor_epsilons in ("schedule", "apex"), "actor_epsilons", "one of 'schedule', 'apex'")
     need(math.isfinite(c.worker_timeout_s) and c.worker_timeout_s > 0, "worker_timeout_s", "a number of seconds > 0")
     step_s = (c.env_step_cost_us + c.slow_worker_cost_us + c.env_step_wait_us) / 1e6  # slower reads as hung
     need(step_s < c.worker_timeout_s, "worker_timeout_s", f"longer than an env step's added cost ({step_s:g} s)")
@@ -88,6 +91,3 @@ def validate(c) -> None:
     need(c.device in ("cpu", "meta") or re.fullmatch(r"cuda(:\d+)?", c.device) is not None, "device",
          "'cpu' or 'cuda[:N]'")
     need(isinstance(c.env_id, str) and bool(c.env_id), "env_id", "a gymnasium id")
-    problem = check_env_id(c.env_id)
-    if problem:
-        raise ConfigError(f"env_id: {problem}")

@@ -205,6 +205,8 @@ class EnvSpec:
 
 
 def env_spec(env_id: str) -> EnvSpec:
+    """The spaces of one probe env (make_env checks the id first, in one line): the run's one look at
+    the user's env before any work (architectures.preflight)."""
     probe = make_env(env_id)
     try:
         space = probe.observation_space
