@@ -39,6 +39,9 @@ BAD = {
     "n_step past the episode cap": ("single_env", {"n_step": 600}, "n_step:"),
     "a checkpoint_path that is a folder": ("single_env", {"checkpoint_path": "FOLDER"}, "checkpoint_path:"),
     "actor replacement on the local backend": ("actor_learner", {"actor_restarts": 1}, "actor_restarts:"),
+    "a value of the wrong type": ("single_env", {"batch_size": "abc"}, "batch_size: must be an integer"),
+    "a value outside a Literal key's": ("single_env", {"loss": "l1"}, "loss: must be one of 'huber', 'mse'"),
+    "a value out of its range": ("single_env", {"gamma": 1.5}, "gamma:"),
 }
 if importlib.util.find_spec("ray") is not None:  # the Ray backend's own preflight: a refusal, not a failed run
     BAD["an unreachable ray_address"] = ("actor_learner", {"backend": "ray", "ray_address": "127.0.0.1:1"},
@@ -84,3 +87,5 @@ def test_the_cli_help_lists_every_config_key():
                           capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert all(f"--{key}" in proc.stdout for key in describe())
+    # tyro's reading of the annotations: each key's type and a Literal key's values, with its default
+    assert "--batch_size INT" in proc.stdout and "{huber,mse}" in proc.stdout and "(default: 128)" in proc.stdout
