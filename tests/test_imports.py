@@ -240,3 +240,20 @@ def test_no_private_name_is_imported_across_modules(tmp_path):
     probe = tmp_path / "probe.py"  # the check can fail: a private name is found, a dunder is not
     probe.write_text("from analysis.stats import _hidden, public\nfrom x import __version__\n")
     assert _private_imports(str(probe)) == ["analysis.stats._hidden"]
+
+
+def test_every_modules_root_is_the_checkout():
+    """A module moved into a sub-package must still find the checkout (its git records, its
+    subprocesses' cwd, results/): a ROOT one folder short made the dirty-tree check look at
+    experiments/ alone, and nothing else failed."""
+    import importlib
+
+    found = {}
+    for module, path in _modules().items():
+        with open(path) as f:
+            if not re.search(r"^(ROOT|REPO) = ", f.read(), re.M):
+                continue
+        loaded = importlib.import_module(module)
+        root = getattr(loaded, "ROOT", None) or getattr(loaded, "REPO")
+        found[module] = os.path.realpath(root)
+    assert found and {m: r for m, r in found.items() if r != os.path.realpath(ROOT)} == {}

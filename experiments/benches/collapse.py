@@ -22,8 +22,8 @@ import sys
 
 from experiments.benches.parallel import design_command
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENVS = os.path.join(ROOT, "experiments", "bench_waits")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
+ENVS = os.path.join(ROOT, "experiments", "benches", "waits")
 SHAPE = dict(env_id="shape_envs:Waits2ms-v0", hidden_sizes=[256, 256], batch_size=128, utd=0.25, buffer_size=50_000,
              learning_starts=1_000, eval_episodes=0, worker_timeout_s=120)
 

@@ -48,7 +48,7 @@ import time
 from architectures.core.atomic import atomic_write
 from experiments.tracking.configs import NAMED_CONFIGS
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
 SEEDS = (101, 102, 103, 104, 105)
 WORKERS = 2
 DETECT_FACTOR = 1.7  # Phi(1.71)^5 = 0.8: all five differences share a sign with probability 0.8

@@ -26,7 +26,7 @@ import time
 from architectures.core.atomic import atomic_write
 from experiments.testbed.netns_hosts import Hosts
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
 RUN = ["-m", "architectures", "actor_learner", "--backend=ray", "--num_workers=2", "--actor_restarts=2",
        "--total_env_steps=30000", "--eval_every=10000", "--eval_episodes=2", "--learning_starts=300",
        "--batch_size=16", "--hidden_sizes=16", "--env_step_wait_us=1000", "--worker_timeout_s=30"]

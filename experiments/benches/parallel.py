@@ -35,7 +35,7 @@ import statistics
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
 # The cartpole named config's learner (128-128 MLP, batch 128, one update per 4 env steps).
 COMMON = dict(env_id="CartPole-v1", hidden_sizes=[128, 128], batch_size=128, buffer_size=50_000,
               learning_starts=1_000, utd=0.25, n_step=3, eval_episodes=0, log_every=5_000)
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"bench_parallel: {args.rounds} round(s) of {', '.join(args.archs)} at env step cost(s) "
               f"{', '.join(f'{c:g}' for c in args.costs)} us (dry run: nothing run)", file=sys.stderr)
         return
-    if args.baseline and not os.path.isfile(os.path.join(args.baseline, "experiments", "bench_parallel.py")):
+    if args.baseline and not os.path.isfile(os.path.join(args.baseline, "architectures", "__init__.py")):
         parser.error(f"--baseline: {args.baseline!r} is not a checkout of this suite")
     against: dict[str, list[float]] = {a: [] for a in args.archs}  # this checkout / the baseline's, per round
     learner = f"named {args.named}" if args.named else f"utd {COMMON['utd']}"

@@ -22,7 +22,7 @@ import sys
 
 from experiments.tracking.configs import NAMED_CONFIGS
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
 BACKENDS = ("local", "ray")
 
 

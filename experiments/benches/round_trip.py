@@ -30,7 +30,7 @@ from experiments.tracking.configs import NAMED_CONFIGS
 from architectures.core.atomic import atomic_write
 from experiments.testbed.netns_hosts import Hosts
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
 LINKS = {"direct": None, "line 0 ms": 0.0, "~2 ms": 1.0, "~10 ms": 5.0}  # one way, ms
 SETTINGS = ("hidden_sizes", "batch_size", "buffer_size", "learning_starts", "lr", "gamma", "n_step", "utd",
             "target_update_period", "eps_decay_steps")

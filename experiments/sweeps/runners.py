@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from experiments.sweeps.grid import RunSpec
     from experiments.sweeps.stores import FileStore
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
 # Only the standard library at the top: a cost measurement's co-runner imports this module before
 # it can call die_with_parent, and a parent killed meanwhile leaves it orphaned until it does.
 

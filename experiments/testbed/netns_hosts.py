@@ -149,7 +149,7 @@ class Hosts:
             return
         self.lines[host] = subprocess.Popen(
             ["ip", "netns", "exec", line, sys.executable, "-m", "experiments.testbed.delay_line", "linea", "lineb", str(one_way_ms)],
-            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), stdout=subprocess.PIPE, text=True,
+            cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), stdout=subprocess.PIPE, text=True,
             start_new_session=True)
         self.lines[host].stdout.readline()  # its sockets are bound: frames from here on are forwarded
 

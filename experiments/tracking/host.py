@@ -15,7 +15,7 @@ from sacred.host_info import host_info_gatherer
 
 PACKAGES = ("torch", "numpy", "gymnasium", "minatar", "sacred", "pymongo")
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TORCH_NUM_THREADS")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
 
 
 def cpu_model() -> str:
