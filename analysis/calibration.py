@@ -18,8 +18,8 @@ import sys
 import numpy as np
 import pandas as pd
 
-from analysis.load import NoRunsError, load_runs
-from analysis.report.common import markdown
+from analysis.io.load import NoRunsError, load_runs
+from analysis.report.framework.common import markdown
 
 KEYS = ["n_step", "lr", "utd", "target_update_period"]
 """The config keys a calibration grid varies (those present and not constant form a cell)."""

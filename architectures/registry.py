@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Design:
     """One design. `workers` says what its `num_workers` counts (None: it runs in one process);
-    `replay`: it learns from a replay buffer; `cost_model`: its entry in analysis/cost_model.py."""
+    `replay`: it learns from a replay buffer; `cost_model`: its entry in analysis/cost/model.py."""
 
     name: str
     module: str

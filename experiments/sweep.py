@@ -1,6 +1,6 @@
 """Run a named sweep end to end, resumably: `python -m experiments.sweep NAME [options] [with ...]`.
 
-    python -m experiments.sweep smoke                  # every landed architecture, ~2 minutes
+    python -m experiments.sweep smoke                  # every landed design, ~2 minutes
     python -m experiments.sweep scaling --dry-run      # list the runs and the estimate, run nothing
     python -m experiments.sweep architectures --seeds 5 --mongo mongodb://localhost:27017/dqn
     python -m experiments.sweep smoke --ray auto       # runs as Ray tasks on a running cluster

@@ -127,6 +127,6 @@ def write_run(folder: str, run_id: str, config: dict | None = None, result: dict
 
 def steady_log(rate: float) -> dict:
     """metrics.json logging `rate` env steps/s at env step 0, as the loop logs it: with no warm-up
-    (learning_starts 0) a run's rate once learning (analysis.load.learning_rate) is then its
+    (learning_starts 0) a run's rate once learning (analysis.io.load.learning_rate) is then its
     env_steps over its train_seconds, which its result must hold."""
     return {"env_steps_per_sec": {"steps": [0], "values": [rate], "timestamps": ["2024-01-01T00:00:00"]}}

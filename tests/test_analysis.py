@@ -13,7 +13,7 @@ import pytest
 from sacred.observers import FileStorageObserver
 
 from analysis import report as report_mod
-from analysis.load import NoRunsError, load_runs
+from analysis.io.load import NoRunsError, load_runs
 from tests.synthetic_runs import headline_specs, make_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,7 +31,7 @@ def test_file_store_loads_into_tidy_frames(headline_store):
     assert rs.problems == []
     assert len(rs.runs) == 9
     single = rs.runs[rs.runs["run_id"] == "architectures-single2"].iloc[0]
-    assert (single["sweep"], single["architecture"], single["num_workers"], single["seed"], single["env"]) == \
+    assert (single["sweep"], single["design"], single["num_workers"], single["seed"], single["env"]) == \
         ("architectures", "single_env", 1, 2, "CartPole")
     assert single["env_steps_per_sec"] == pytest.approx(1_000 * 1.02)
     holdout = rs.holdout[rs.holdout["run_id"] == "architectures-single2"]
@@ -41,7 +41,7 @@ def test_file_store_loads_into_tidy_frames(headline_store):
     metrics = rs.metrics[(rs.metrics["run_id"] == "architectures-actor1") & (rs.metrics["metric"] == "td_loss")]
     assert metrics["value"].tolist() == pytest.approx([1.0, 0.5, 1 / 3])
     assert metrics["wall_time"].notna().all() and (metrics["wall_time"] >= 0).all()
-    assert set(rs.metrics.columns) >= {"run_id", "architecture", "num_workers", "utd", "seed", "env", "metric",
+    assert set(rs.metrics.columns) >= {"run_id", "design", "num_workers", "utd", "seed", "env", "metric",
                                        "env_step", "wall_time", "value"}
 
 
@@ -54,7 +54,7 @@ def test_file_store_loads_into_tidy_frames(headline_store):
 def test_the_learning_rate_leaves_the_warm_up_out(case, logged, expected):
     """A 20k-step run whose first 5k steps (no updates) took 0.25 s and the rest 10 s: over the run
     it made 1,951 env steps/s; once learning it made 1,500, the rate a long run sees."""
-    from analysis.load import learning_rate
+    from analysis.io.load import learning_rate
 
     result = {"env_steps": 20_000, "train_seconds": 10.25, "env_steps_per_sec": 20_000 / 10.25}
     metrics = {"env_steps_per_sec": {"steps": list(logged), "values": list(logged.values())}}
@@ -75,7 +75,7 @@ def test_mongo_store_loads_the_same_frames(headline_store):
     make_runs(MongoObserver.create_from(db.runs, gridfs.GridFS(db), metrics_collection=db.metrics), headline_specs())
     from_mongo = load_runs(["mongodb://example.invalid:27017/suite"], mongo_client_factory=lambda url, **kw: client)
     from_files = load_runs([str(headline_store)])
-    columns = ["run_id", "sweep", "architecture", "num_workers", "utd", "seed", "env", "env_steps_per_sec",
+    columns = ["run_id", "sweep", "design", "num_workers", "utd", "seed", "env", "env_steps_per_sec",
                "final_holdout_return"]
     pd.testing.assert_frame_equal(from_mongo.runs[columns], from_files.runs[columns])
     key = ["run_id", "env_step"]
@@ -97,7 +97,7 @@ def test_cache_is_reused_until_a_run_changes(headline_store, tmp_path):
 
 
 def test_a_new_column_is_never_served_from_an_old_cache(headline_store, tmp_path, monkeypatch):
-    import analysis.load as load
+    import analysis.io.load as load
 
     cache = tmp_path / "cache"
     load_runs([str(headline_store)], cache_dir=str(cache))
@@ -115,9 +115,9 @@ def test_report_end_to_end_on_a_tiny_store(headline_store, tmp_path):
     for ext in ("tex", "md", "csv"):
         assert (out / "tables" / f"architectures.{ext}").exists()
     curves = pd.read_csv(out / "figures" / "learning_curves.csv")
-    single = curves[curves["architecture"] == "single_env"].sort_values("env_step")
+    single = curves[curves["design"] == "single_env"].sort_values("env_step")
     assert single["return_iqm"].tolist() == pytest.approx([100 / 3 + 2, 200 / 3 + 2, 102])  # seeds 1-3: IQM = mean
-    poi = pd.read_csv(out / "figures" / "improvement.csv").set_index(["architecture", "metric"])
+    poi = pd.read_csv(out / "figures" / "improvement.csv").set_index(["design", "metric"])
     assert poi.loc[("high_utd", "final_holdout_return"), "probability"] == 1.0   # 201+ beats 101-103
     assert poi.loc[("actor_learner", "learning_env_steps_per_sec"), "probability"] == 1.0
     numbers = (out / "generated" / "numbers.tex").read_text()
@@ -167,7 +167,7 @@ def test_missing_or_empty_runs_folder_fails_clearly(tmp_path, make, expected):
 def test_analysis_never_imports_architectures():
     """analysis/ reads stored runs only: of the package it reads the registry of designs (their
     names, order and cost-model entries, pure data) and the atomic writer, nothing that runs them."""
-    code = ("import sys, analysis.report, analysis.load, analysis.stats, analysis.cost_model; "
+    code = ("import sys, analysis.report, analysis.io.load, analysis.stats, analysis.cost.model; "
             "bad = [m for m in sys.modules if m.startswith('architectures') and m not in "
             "('architectures', 'architectures.registry', 'architectures.core', 'architectures.core.atomic')]; "
             "assert not bad, bad")

@@ -64,7 +64,7 @@ def test_detectable_effect_is_the_exact_tests_threshold():
 
     from scipy.stats import mannwhitneyu
 
-    from analysis.report.at_scale import detectable
+    from analysis.report.learning.at_scale import detectable
 
     for n, m, level in ((5, 5, 0.05), (5, 5, 0.0125), (4, 6, 0.05)):
         called = []
@@ -85,12 +85,12 @@ def test_the_equivalence_scales_are_the_earlier_sweeps_single_env_medians():
     and `minatar_suite` sweeps, and CartPole's cap, which every scale_cartpole single_env run ends at."""
     import numpy as np
 
-    from analysis.load import load_runs
-    from analysis.report import at_scale
-    from analysis.report.common import committed
+    from analysis.io.load import load_runs
+    from analysis.report.learning import at_scale
+    from analysis.report.framework.common import committed
 
     rs = load_runs([committed("results", "reference", s) for s in ("minatar", "minatar_suite", "scale_cartpole")])
-    single = rs.runs[rs.runs["architecture"] == "single_env"]
+    single = rs.runs[rs.runs["design"] == "single_env"]
     for game, sweep in (("Breakout", "minatar"), ("Freeway", "minatar_suite"), ("SpaceInvaders", "minatar_suite")):
         finals = single[(single["env"] == game) & (single["sweep"] == sweep)]
         assert sorted(finals["seed"]) == [101, 102, 103, 104, 105]

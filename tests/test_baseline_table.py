@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from analysis.baseline_table import load_completed_runs, main
+from analysis.io.baseline_table import load_completed_runs, main
 
 
 def _write_run(folder, run_id, status, seed, final=500.0):

@@ -7,7 +7,7 @@ import pytest
 from sacred.observers import FileStorageObserver
 
 from analysis.calibration import cells
-from analysis.load import load_runs
+from analysis.io.load import load_runs
 from tests.synthetic_runs import make_runs
 
 

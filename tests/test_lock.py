@@ -33,9 +33,9 @@ LOCK = _pins(os.path.join(ROOT, "requirements.lock"))
 
 def _recorded() -> dict[str, dict[str, set[str]]]:
     """name -> version -> the reference runs that recorded it (Sacred's host packages and the
-    experiment's dependencies). Stores brought from another machine (analysis/stores.py MACHINE_FILE)
+    experiment's dependencies). Stores brought from another machine (analysis/io/stores.py MACHINE_FILE)
     ran with that machine's packages, which they record; the lock is this suite's install."""
-    from analysis.load import machine_of
+    from analysis.io.load import machine_of
 
     found: dict[str, dict[str, set[str]]] = {}
     for path in glob.glob(os.path.join(ROOT, "results", "reference", "**", "run.json"), recursive=True):

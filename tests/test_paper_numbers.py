@@ -34,7 +34,7 @@ ALLOWED = [
     (r"CartPole-v1", "the env's id"),
     (r"\$10\\times10\\times4\$", "MinAtar's observation shape"),
     (r"\b95\\%", "the level of every interval (analysis/stats.py)"),
-    (r"\b0\.05\b", "Holm's level, below which a comparison is told apart (analysis/report/claims.py ALPHA)"),
+    (r"\b0\.05\b", "Holm's level, below which a comparison is told apart (analysis/report/framework/claims.py ALPHA)"),
     (r"\b0\.5\b", "P(improvement) of two designs that learn alike: what an interval is read against"),
     (r"\b(475|500)\b", "CartPole-v1's solved threshold and its return cap (claims.py SOLVED_AT, CAP)"),
     (r"\b20\\%", "the cost model's criterion, fixed before any prediction (the macros ...CellsWithinTwenty)"),

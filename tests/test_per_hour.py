@@ -1,11 +1,11 @@
-"""The per-hour family (analysis/report/per_hour.py): returns read at training seconds from each
+"""The per-hour family (analysis/report/answer/per_hour.py): returns read at training seconds from each
 run's own checkpoints, the window no longer than the shortest run, comparisons with Holm's p."""
 
 import numpy as np
 import pytest
 
-from analysis.load import load_runs
-from analysis.report import per_hour
+from analysis.io.load import load_runs
+from analysis.report.answer import per_hour
 from tests.synthetic_runs import write_run
 
 

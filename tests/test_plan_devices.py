@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.cost_model import medians, predict_all, recommend, worker_counts
+from analysis.cost.model import medians, predict_all, recommend, worker_counts
 from architectures.core.config import DQNConfig
 from experiments.components.measure import own_env_wait, without_own_wait
 from experiments.plan.devices import learner_devices, learner_in_loop, measure_devices, with_learner

@@ -10,8 +10,8 @@ import subprocess
 import pandas as pd
 import pytest
 
-from analysis.report import provenance
-from analysis.report.selection import runs_read
+from analysis.report.answer import provenance
+from analysis.report.framework.selection import runs_read
 from experiments.tracking import host
 from experiments import sweep
 from experiments.sweeps import plan as sweep_plan

@@ -14,21 +14,14 @@ import pytest
 from sacred import Experiment
 from sacred.observers import FileStorageObserver
 
-from analysis import cost_model, stats
-from analysis.load import RunSet, load_runs
-from analysis.report import (
-    breakdown,
-    claims,
-    headline_tables,
-    hogwild,
-    improvement,
-    learning,
-    scaling,
-    threads,
-    uneven,
-    utd,
-)
-from analysis.report.common import PREDICTED, SPEED, markdown
+from analysis import stats
+from analysis.cost import model as cost_model
+from analysis.io.load import RunSet, load_runs
+from analysis.report.framework import claims
+from analysis.report.learning import curves as learning
+from analysis.report.learning import headline_tables, improvement, utd
+from analysis.report.speed import breakdown, hogwild, scaling, threads, uneven
+from analysis.report.framework.common import PREDICTED, SPEED, markdown
 from tests.synthetic_runs import headline_specs, make_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -162,7 +155,7 @@ def test_scaling_sets_measured_rates_beside_the_cost_model(rs):
     assert notes == ["scaling: no `components` run for CartPole at env step cost 100 us, so the cost model's "
                      "prediction is not drawn; run the `scaling` sweep again (it measures them)"]
     points = made.parts["points"]
-    assert points[["env_step_cost_us", "architecture", "num_workers"]].values.tolist() == [
+    assert points[["env_step_cost_us", "design", "num_workers"]].values.tolist() == [
         [0.0, "actor_learner", 2], [0.0, "hogwild", 2], [0.0, "single_env", 1],
         [100.0, "actor_learner", 2], [100.0, "single_env", 1]]
     assert points[SPEED].tolist() == pytest.approx([4040, 9090, 5050, 3030, 2020])
@@ -196,20 +189,20 @@ def test_learning_curves_are_iqms_per_checkpoint(rs):
     notes = []
     made = learning.curves_data(rs, notes.append)
     assert notes == []
-    single = made.data[made.data["architecture"] == "single_env"]
+    single = made.data[made.data["design"] == "single_env"]
     assert single["env_step"].tolist() == [1000, 2000, 3000] and single["seeds"].tolist() == [3, 3, 3]
     assert single["return_iqm"].tolist() == pytest.approx([100 / 3 + 2, 200 / 3 + 2, 102])  # seeds 1-3: the mean
     assert single["train_seconds_median"].tolist() == pytest.approx([1.0, 2.0, 3.0])
-    high = made.data[made.data["architecture"] == "high_utd"]
+    high = made.data[made.data["design"] == "high_utd"]
     assert high["return_iqm"].tolist() == pytest.approx([200 / 3 + 2, 400 / 3 + 2, 202])
     assert (made.data["return_low"] <= made.data["return_iqm"]).all()
     assert (made.data["return_iqm"] <= made.data["return_high"]).all()
-    assert sorted(set(made.data["architecture"])) == ["actor_learner", "high_utd", "single_env", "vector_env"]
+    assert sorted(set(made.data["design"])) == ["actor_learner", "high_utd", "single_env", "vector_env"]
 
 
 def test_speed_quality_finds_the_frontier_and_quotes_each_architecture(rs):
     made = learning.speed_quality_data(rs, [].append)
-    data = made.data.set_index("architecture")
+    data = made.data.set_index("design")
     assert data.index.tolist() == ["actor_learner", "high_utd", "single_env", "vector_env"]
     assert data["label"].tolist() == ["actor_learner (2)", "high_utd (utd 4)", "single_env", "vector_env (2)"]
     assert data["steps_per_sec_median"].tolist() == pytest.approx([1938, 306, 1020, 510])
@@ -244,7 +237,7 @@ def test_speeds_of_runs_made_several_at_once_are_never_quoted(tmp_path):
     rs = load_runs([str(tmp_path)])
     notes = []
     made = learning.speed_quality_data(rs, notes.append)
-    data = made.data.set_index("architecture")
+    data = made.data.set_index("design")
     assert data.loc["single_env", "steps_per_sec_median"] == pytest.approx(5_075)  # seeds 1, 2: 5,050 and 5,100
     assert data.loc["single_env", "speed_from"] == "scaling sweep, 2 runs"
     assert np.isnan(data.loc["actor_learner", "steps_per_sec_median"])  # scaling has it at 1 worker, not 2
@@ -265,9 +258,9 @@ def test_speeds_of_runs_made_several_at_once_are_never_quoted(tmp_path):
     # off it (the shared machine's clock would make a design with more processes look slower), said so.
     notes = []
     curves = learning.curves_data(rs, notes.append).data
-    single = curves[curves["architecture"] == "single_env"]
+    single = curves[curves["design"] == "single_env"]
     assert single["train_seconds_median"].tolist() == pytest.approx([1000 / 5075, 2000 / 5075, 3000 / 5075])
-    actor = curves[curves["architecture"] == "actor_learner"]
+    actor = curves[curves["design"] == "actor_learner"]
     assert actor["train_seconds_median"].isna().all() and actor["return_iqm"].notna().all()
     assert notes == [("learning curves: CartPole actor_learner (2)'s runs were made several at a time and no run "
                       "of that cell alone; left off the wall-clock axis")]
@@ -323,7 +316,7 @@ def test_headline_speeds_leave_the_warm_up_out(tmp_path):
     # 2,000 steps at 10x then 1,000 at the rate: 3,000 / (0.2 + 1) s, 2.5x the rate once learning.
     assert rs.runs.set_index("run_id").loc["scaling-single1", "env_steps_per_sec"] == pytest.approx(3_000 / 1.2 * 1.01)
     made = learning.speed_quality_data(rs, [].append)
-    assert made.data.set_index("architecture").loc["single_env", "steps_per_sec_median"] == pytest.approx(1_015)
+    assert made.data.set_index("design").loc["single_env", "steps_per_sec_median"] == pytest.approx(1_015)
     curves = learning.curves_data(rs, [].append).data
     assert curves["train_seconds_median"].tolist() == pytest.approx([1000 / 1015, 2000 / 1015, 3000 / 1015])
     points = scaling.data(_only(rs, "scaling"), [].append).parts["points"]
@@ -332,7 +325,7 @@ def test_headline_speeds_leave_the_warm_up_out(tmp_path):
 
 def test_probability_of_improvement_over_single_env(rs):
     made = improvement.data(rs, [].append)
-    poi = made.data.set_index(["architecture", "metric"])["probability"]
+    poi = made.data.set_index(["design", "metric"])["probability"]
     assert poi.index.get_level_values(0).unique().tolist() == ["actor_learner", "vector_env", "high_utd"]
     assert poi.to_dict() == {
         ("actor_learner", "final_holdout_return"): 0.0, ("actor_learner", "holdout_auc"): 0.0,
@@ -366,17 +359,17 @@ def test_a_verdict_is_no_stronger_than_its_corrected_test(probability, corrected
 def test_time_breakdown_shares_per_role_from_the_scaling_sweep(rs):
     made = breakdown.time_data(rs, [].append)
     at0 = made.data[made.data["env_step_cost_us"] == 0.0]
-    assert at0[["architecture", "num_workers", "role", "component"]].values.tolist() == [
+    assert at0[["design", "num_workers", "role", "component"]].values.tolist() == [
         ["actor_learner", 2, "each actor", "env_step"], ["actor_learner", 2, "main process", "act"],
         ["actor_learner", 2, "main process", "update"], ["single_env", 1, "main process", "act"],
         ["single_env", 1, "main process", "update"]]   # hogwild's main process only waits: left out
     assert at0["share_of_train_time"].tolist() == pytest.approx([0.5, 0.1, 0.6, 0.1, 0.6])
-    assert set(at0.loc[at0["architecture"] == "actor_learner", "bottleneck"]) == {"actors"}
-    assert set(at0.loc[at0["architecture"] == "single_env", "bottleneck"]) == {""}
+    assert set(at0.loc[at0["design"] == "actor_learner", "bottleneck"]) == {"actors"}
+    assert set(at0.loc[at0["design"] == "single_env", "bottleneck"]) == {""}
     assert sorted(set(made.data["env_step_cost_us"])) == [0.0, 100.0]
     # Without the scaling sweep the headline runs are broken down instead.
     headline = breakdown.time_data(_only(rs, "architectures"), [].append)
-    assert sorted(set(headline.data["architecture"])) == ["actor_learner", "high_utd", "single_env", "vector_env"]
+    assert sorted(set(headline.data["design"])) == ["actor_learner", "high_utd", "single_env", "vector_env"]
 
 
 def test_policy_lag_and_worker_shares_per_run(rs):
@@ -412,7 +405,7 @@ def test_utd_grid_and_the_cells_against_single_env(rs):
     assert grid["final return (50k), IQM [95% CI]"].tolist()[1] == "301 (1 seed)"
     assert grid["diverged"].tolist() == ["0/2", "0/1", "2/2"]
     # The LayerNorm cell has fewer seeds than single_env: not set against it.
-    assert vs[["architecture", "utd", "mitigation", "seeds"]].values.tolist() == [
+    assert vs[["design", "utd", "mitigation", "seeds"]].values.tolist() == [
         ["single_env", "0.25", "-", 2], ["high_utd", "4", "none", 2], ["high_utd", "16", "none", 2]]
     assert vs["final (50k), per seed"].tolist() == ["101, 103", "101, 103", "21, 23"]
     # utd 4 ties single_env seed for seed (0.5); utd 16 is below it on every pair (0.0, no spread).
@@ -539,11 +532,11 @@ def test_a_missing_sweep_gives_no_data_and_names_the_sweep(rs, family, sweep_to_
 
 def test_data_functions_load_and_run_without_matplotlib(store):
     code = ("import json, sys\n"
-            "import analysis.report.common, analysis.report.threads, analysis.report.scaling\n"
-            "import analysis.report.learning, analysis.report.breakdown, analysis.report.utd, analysis.report.hogwild\n"
-            "import analysis.report.uneven\n"
+            "import analysis.report.framework.common, analysis.report.speed.threads, analysis.report.speed.scaling\n"
+            "import analysis.report.learning.curves, analysis.report.speed.breakdown, analysis.report.learning.utd, analysis.report.speed.hogwild\n"
+            "import analysis.report.speed.uneven\n"
             "from analysis.report import FIGURES\n"
-            "from analysis.load import load_runs\n"
+            "from analysis.io.load import load_runs\n"
             "rs = load_runs([sys.argv[1]])\n"
             "made = [name for name, data, _ in FIGURES if data(rs, [].append) is not None]\n"
             "drawing = sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'seaborn'))\n"
@@ -566,7 +559,7 @@ def test_time_shares_of_a_cell_sum_to_at_most_one():
     import pandas as pd
 
     def run(seed, update, act, busy):
-        return {"sweep": "scaling", "env": "CartPole", "env_step_cost_us": 0.0, "architecture": "actor_learner",
+        return {"sweep": "scaling", "env": "CartPole", "env_step_cost_us": 0.0, "design": "actor_learner",
                 "num_workers": 2, "run_id": f"r{seed}", "train_seconds": 10.0,
                 "bottleneck": f"learner (busy {busy}% of the time, mostly update); actors busy 30%",
                 "result": {"time_breakdown": {"update": {"seconds": update}, "sample": {"seconds": 1.0}},
@@ -574,7 +567,7 @@ def test_time_shares_of_a_cell_sum_to_at_most_one():
 
     rs = types.SimpleNamespace(runs=pd.DataFrame([run(1, 8.0, 2.0, 97), run(2, 9.0, 3.0, 99), run(3, 7.0, 2.5, 98)]))
     data = breakdown.time_data(rs, [].append).data
-    totals = data.groupby(["architecture", "num_workers", "role"])["share_of_train_time"].sum()
+    totals = data.groupby(["design", "num_workers", "role"])["share_of_train_time"].sum()
     assert totals.max() <= 1.0 + 1e-9
     assert totals[("actor_learner", 2, "main process")] == pytest.approx((8 + 9 + 7) / 30 + 0.1)
     assert set(data["bottleneck"]) == {"learner"} and len(data) == 3  # update, sample; act
@@ -586,13 +579,13 @@ def test_stability_counts_the_seeds_that_fell_after_reaching_the_cap(monkeypatch
     lowest return after; a run that never reached 500 counts in none of it."""
     curves = {"a1": ("single_env", [300, 500, 500, 500]), "a2": ("single_env", [200, 400, 470, 480]),
               "h1": ("high_utd", [500, 250, 500, 490]), "h2": ("high_utd", [400, 500, 100, 500])}
-    runs = pd.DataFrame([{"run_id": k, "env": "CartPole", "architecture": a, "num_workers": 1, "utd": 4.0}
+    runs = pd.DataFrame([{"run_id": k, "env": "CartPole", "design": a, "num_workers": 1, "utd": 4.0}
                          for k, (a, _) in curves.items()])
     holdout = pd.DataFrame([{"run_id": k, "env_step": 1_000 * (i + 1), "return_mean": float(v)}
                             for k, (_, values) in curves.items() for i, v in enumerate(values)])
     monkeypatch.setattr(headline_tables, "headline_rows", lambda rs: runs)
     made = headline_tables.stability_data(RunSet(runs, pd.DataFrame(), holdout), [].append)
-    rows = made.data.set_index("architecture")
+    rows = made.data.set_index("design")
     assert rows.loc["single_env", ["reached_cap", "fell_below_solved"]].tolist() == [1, 0]
     assert rows.loc["high_utd", ["reached_cap", "fell_below_solved"]].tolist() == [2, 2]
     assert rows.loc["high_utd", "share_below_after_cap"] == pytest.approx(2 / 5)  # 250 of (250, 500, 490); 100 of (100, 500)
@@ -613,7 +606,7 @@ def test_the_hyperparameter_table_is_what_the_runs_stored(rs):
     assert rows.loc["learning rate (Adam)", "CartPole"] == "0.0005" and rows.loc["updates per env step", "CartPole"] == "0.25"
     assert not notes
     changed = rs.runs.copy()
-    first = changed.index[changed["architecture"] == "actor_learner"][0]
+    first = changed.index[changed["design"] == "actor_learner"][0]
     changed.at[first, "config"] = {**changed.at[first, "config"], "lr": 1e-3}
     headline_tables.hyperparameters_data(RunSet(changed, rs.metrics, rs.holdout), notes.append)
     assert len(notes) == 1 and "differs from single_env in lr" in notes[0]
@@ -622,7 +615,7 @@ def test_the_hyperparameter_table_is_what_the_runs_stored(rs):
 def test_the_window_leaves_out_later_cells(tmp_path):
     """ScalingWindowMinutes spans the sweep's own window: pqn's cells, added days later, and high_utd's,
     remade later, do not stretch it (it read 2,126 minutes with pqn's CartPole runs in it)."""
-    from analysis.report.common import FigureData
+    from analysis.report.framework.common import FigureData
 
     rows = []
     for i, (arch, start, stop) in enumerate([("single_env", "2026-12-01T10:00:00", "2026-12-01T10:05:00"),
@@ -632,7 +625,7 @@ def test_the_window_leaves_out_later_cells(tmp_path):
         folder = tmp_path / str(i)
         folder.mkdir()
         (folder / "run.json").write_text(json.dumps({"start_time": start, "stop_time": stop}))
-        rows.append({"env": "CartPole", "architecture": arch, "source": str(folder)})
+        rows.append({"env": "CartPole", "design": arch, "source": str(folder)})
     made = FigureData(pd.DataFrame())
     scaling._window_minutes(made, pd.DataFrame(rows))
     assert [(name, value) for name, value, _ in made.numbers] == [("ScalingWindowMinutes", 28.0)]
@@ -652,7 +645,7 @@ def test_utd_long_cells_are_read_after_solving():
         for seed, curve in enumerate(seeds, start=101):
             run_id = f"{cell}{seed}"
             rows.append({"run_id": run_id, "sweep": "utd", "seed": seed, "total_env_steps": 100_000,
-                         "architecture": "single_env" if cell == "single" else "high_utd", "utd": 4.0,
+                         "design": "single_env" if cell == "single" else "high_utd", "utd": 4.0,
                          "layer_norm": cell != "single", "reset_period": 40_000 if cell in ("last", "all") else 0,
                          "config": {"reset_layers": "all" if cell == "all" else "last"},
                          "final_holdout_return": float(curve[-1])})
@@ -692,7 +685,7 @@ def test_long_headers_stack_and_tables_only_shrink(column, lines):
     legibility), never inside brackets, and guards a line that opens with "[" from being read as
     the line break's optional skip (LaTeX stopped on "median\\\\[min"); common.latex shrinks a table
     wider than the text and never enlarges a narrow one."""
-    from analysis.report.common import HEADER_WIDTH, stacked_header, latex
+    from analysis.report.framework.common import HEADER_WIDTH, stacked_header, latex
 
     text = stacked_header(column)
     stacked = text.removeprefix("\\textbf{\\shortstack[l]{").removesuffix("}}").split("\\\\{}")

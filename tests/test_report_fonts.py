@@ -12,14 +12,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_the_plotting_rcparams_embed_truetype_fonts():
-    from analysis.report.plotting import matplotlib
+    from analysis.report.framework.plotting import matplotlib
 
     assert matplotlib.rcParams["pdf.fonttype"] == 42
     assert matplotlib.rcParams["ps.fonttype"] == 42
 
 
 def test_a_figure_drawn_by_the_report_has_no_type3_font():
-    from analysis.report.plotting import plt
+    from analysis.report.framework.plotting import plt
 
     fig, ax = plt.subplots()
     ax.set_xlabel("1-3 runs, min-max, fi ffl")

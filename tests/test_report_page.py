@@ -1,4 +1,4 @@
-"""The report as a page (analysis/report/page.py): index.html names every figure and table the
+"""The report as a page (analysis/report/framework/page.py): index.html names every figure and table the
 report wrote, with its caption and answer, the runs used, every note and the rebuild command;
 every link and image resolves on disk; and, in headless Chromium, every image loads, no link is
 broken and the console stays clean. CI sets REQUIRE_BROWSER=1, so there a missing browser fails
@@ -19,7 +19,7 @@ import pytest
 from sacred.observers import FileStorageObserver
 
 from analysis import report as report_mod
-from analysis.report import page
+from analysis.report.framework import page
 from tests.synthetic_runs import headline_specs, make_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -55,7 +55,7 @@ def built(tmp_path_factory):
          "quality": -1_000.0, "diverged_at_update": 40}])
     sources, out = [str(root / "store")], str(root / "report")
     report = report_mod.build(sources, out)
-    from analysis.load import load_runs
+    from analysis.io.load import load_runs
 
     report.notes.append(ODD_NOTE)
     page.write(report, load_runs(sources), sources, out)  # a second write replaces the first whole
@@ -118,10 +118,10 @@ def test_a_figure_without_text_shows_under_its_name(built, monkeypatch):
 
 
 def _figure_names_the_families_write() -> set[str]:
-    from analysis.report import shape
+    from analysis.report.speed import shape
 
     names = set(shape.FIGURES.values())
-    for path in glob.glob(os.path.join(ROOT, "analysis", "report", "*.py")):
+    for path in glob.glob(os.path.join(ROOT, "analysis", "report", "**", "*.py"), recursive=True):
         names |= set(re.findall(r"report\.figure\(fig, \"([a-z_]+)\"", open(path).read()))
     return names
 
@@ -202,7 +202,7 @@ def test_no_command_the_readme_or_the_report_gives_writes_into_the_committed_ref
     `--out results/reference/utd`. The browser test's needs, and how to install them,
     stand beside its skip in the README."""
     texts = {"README.md": open(os.path.join(ROOT, "README.md")).read()}
-    for path in glob.glob(os.path.join(ROOT, "analysis", "report", "*.py")):
+    for path in glob.glob(os.path.join(ROOT, "analysis", "report", "**", "*.py"), recursive=True):
         texts[os.path.relpath(path, ROOT)] = open(path).read()
     assert [name for name, text in texts.items() if "--out results/reference" in text] == []
     readme = texts["README.md"]
@@ -214,11 +214,11 @@ def test_the_first_screen_labels_the_reference_answer_and_this_machines_smoke_sp
     machine's smoke speeds beside the reference machine's, labelled as a smoke check."""
     import pandas as pd
 
-    from analysis.load import RunSet
+    from analysis.io.load import RunSet
 
     answer = page._answer_section()
     assert "reference study" in answer and "actor_learner" in answer
-    runs = pd.DataFrame({"sweep": ["smoke", "smoke", "architectures"], "architecture": ["single_env", "hogwild", "x"],
+    runs = pd.DataFrame({"sweep": ["smoke", "smoke", "architectures"], "design": ["single_env", "hogwild", "x"],
                          "learning_env_steps_per_sec": [1_000.0, 1_500.0, 9.0]})  # the page's speed: once learning
     smoke = page._smoke_section(RunSet(runs, pd.DataFrame(), pd.DataFrame()))
     assert "smoke check" in smoke and "nothing about learning" in smoke
@@ -227,7 +227,7 @@ def test_the_first_screen_labels_the_reference_answer_and_this_machines_smoke_sp
 
 
 def test_sections_with_nothing_to_show_are_one_line_and_every_note_stays_on_the_page(tmp_path, capsys):
-    from analysis.report.common import Report
+    from analysis.report.framework.common import Report
 
     report = Report(str(tmp_path))
     report.note("apex: no runs of the `apex_epsilons` sweep; run `python -m experiments.sweep apex_epsilons`")

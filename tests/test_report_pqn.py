@@ -1,4 +1,4 @@
-"""The pqn family (analysis/report/pqn.py) on synthetic runs with known curves and speeds: who
+"""The pqn family (analysis/report/learning/pqn.py) on synthetic runs with known curves and speeds: who
 solved CartPole, when first, and the seconds that takes at the speed measured side by side."""
 
 import json
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from sacred.observers import FileStorageObserver
 
-from analysis.load import load_runs
-from analysis.report import pqn
+from analysis.io.load import load_runs
+from analysis.report.learning import pqn
 from tests.synthetic_runs import headline_specs, make_runs
 
 

@@ -7,8 +7,8 @@ import json
 import os
 import shutil
 
-from analysis.load import MACHINE_FILE, load_runs, machine_of
-from analysis.report import sixteen
+from analysis.io.load import MACHINE_FILE, load_runs, machine_of
+from analysis.report.speed import sixteen
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIXTEEN = os.path.join(ROOT, "results", "reference", "sixteen_cores")
@@ -31,7 +31,7 @@ def test_another_machines_store_keeps_its_runs_out_of_this_machines_sweeps(tmp_p
 def test_the_sixteen_core_table_names_each_points_bound():
     notes = []
     made = sixteen.data(load_runs([SIXTEEN]), notes.append)
-    points = made.parts["points"].set_index(["architecture", "num_workers"])
+    points = made.parts["points"].set_index(["design", "num_workers"])
     # env steps/s once learning starts (sixteen.SPEED): 391 and 3,417 over the whole run
     assert round(points.loc[("single_env", 1), sixteen.SPEED]) == 384
     assert points.loc[("actor_learner", 8), "runs"] == 3 and round(points.loc[("actor_learner", 8), "low"]) == 3372
@@ -45,7 +45,7 @@ def test_the_sixteen_core_table_names_each_points_bound():
 
 
 def test_the_gpu_tables_keep_each_path_and_learner_apart():
-    from analysis.report import gpu
+    from analysis.report.speed import gpu
 
     made = gpu.data(load_runs([os.path.join(ROOT, "results", "reference", "sixteen_cores_gpu")]), lambda _: None)
     update = made.tables[0][1].set_index("network, batch")

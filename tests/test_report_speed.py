@@ -1,5 +1,5 @@
 """One speed measure: every speed the report's modules quote, tabulate or draw of a stored run is
-its env steps/s once learning starts (analysis.load.LEARNING_RATE, the report's SPEED), never the
+its env steps/s once learning starts (analysis.io.load.LEARNING_RATE, the report's SPEED), never the
 run's whole-run `env_steps_per_sec`, which averages its fast warm-up in. The synthetic runs here
 spend 2,000 of their 3,000 env steps warming up at 10x their rate (tests/synthetic_runs.py), so
 their whole-run rate is 2.5x their rate once learning: a module that quoted it again fails here."""
@@ -9,9 +9,12 @@ import json
 import pytest
 from sacred.observers import FileStorageObserver
 
-from analysis.load import LEARNING_RATE, load_runs
-from analysis.report import page, scaling, shape, vector_check
-from analysis.report.common import PREDICTED, SPEED
+from analysis.io.load import LEARNING_RATE, load_runs
+from analysis.report.framework import page
+from analysis.report.speed import scaling
+from analysis.report.speed import shape
+from analysis.report.speed import vector_check
+from analysis.report.framework.common import PREDICTED, SPEED
 from tests.synthetic_runs import make_runs
 
 WARM = {"learning_starts": 2_000, "eval_episodes": 0}
@@ -45,7 +48,7 @@ def test_scaling_quotes_the_rate_once_learning_and_drops_a_run_without_one(tmp_p
     assert whole["scaling-single1"] == pytest.approx(2.5 * _once(1_000, 1))  # the two measures do differ
     notes = []
     made = scaling.data(rs, notes.append)
-    points = made.parts["points"].set_index("architecture")
+    points = made.parts["points"].set_index("design")
     assert points[SPEED].to_dict() == pytest.approx(
         {"actor_learner": _once(1_500, 1), "hogwild": _once(1_800, 1), "single_env": _once(1_000, 1)})
     assert "env_steps_per_sec" not in made.data  # the CSV names what it holds
@@ -72,7 +75,7 @@ def test_shape_sets_the_rate_once_learning_against_its_prediction_of_that_rate(t
     monkeypatch.setattr(shape, "PREDICTIONS", str(predicted))
     notes = []
     made = shape.data(load_runs([str(tmp_path)]), notes.append)
-    points = made.parts["points"].set_index("architecture")
+    points = made.parts["points"].set_index("design")
     assert points.loc["actor_learner", SPEED] == pytest.approx(_once(2_000, 2))  # the median of seeds 1-3
     assert points.loc["actor_learner", "low"] == pytest.approx(_once(2_000, 1))
     assert points.loc["actor_learner", PREDICTED] == 2_000.0

@@ -1,6 +1,6 @@
 """The report reads every run: several `-F` stores under one folder whose Sacred ids collide (each
 numbers its runs 1, 2, ...), runs it cannot use named in its problems, and diverged runs counted
-apart from the headline (analysis/stores.py, analysis/load.py, analysis/report/selection.py)."""
+apart from the headline (analysis/io/stores.py, analysis/io/load.py, analysis/report/framework/selection.py)."""
 
 import json
 import os
@@ -8,8 +8,10 @@ import os
 import pytest
 from sacred.observers import FileStorageObserver
 
-from analysis.load import load_runs
-from analysis.report import improvement, learning, utd
+from analysis.io.load import load_runs
+from analysis.report.learning import improvement
+from analysis.report.learning import curves as learning
+from analysis.report.learning import utd
 from tests.synthetic_runs import headline_specs, make_runs, write_run
 
 RESULT = {"architecture": "single_env", "env_steps": 3_000, "env_steps_per_sec": 1_000.0, "train_seconds": 3.0,
@@ -81,21 +83,21 @@ def test_a_diverged_run_is_counted_apart_from_the_headline(diverged_store):
         (True, 120, "non-finite TD loss")
     notes = []
     made = learning.speed_quality_data(rs, notes.append)
-    data = made.data.set_index("architecture")
+    data = made.data.set_index("design")
     assert data.index.tolist() == ["actor_learner", "high_utd", "single_env"]  # no vector_env run is left
     assert data.loc["single_env", ["seeds", "final_return_iqm"]].tolist() == [3, pytest.approx(102)]
     [(_, table, caption)] = made.tables
-    assert table[["architecture", "seeds", "diverged, left out"]].values.tolist() == [
+    assert table[["design", "seeds", "diverged, left out"]].values.tolist() == [
         ["actor_learner (2)", 3, "0 of 3"], ["high_utd (utd 4)", 3, "0 of 3"], ["single_env", 3, "1 of 4"],
         ["vector_env (2)", 0, "1 of 1"]]
     assert table.iloc[3]["final holdout return, IQM [95% CI]"] == "-" and "counted in the last column" in caption
     assert notes[-1] == ("speed against quality: 2 of 11 headline runs diverged and are left out: "
                          "architectures-single4, architectures-vector1")
     curves = learning.curves_data(rs, [].append).data
-    assert set(curves.loc[curves["architecture"] == "single_env", "seeds"]) == {3}
-    assert "vector_env" not in set(curves["architecture"])
+    assert set(curves.loc[curves["design"] == "single_env", "seeds"]) == {3}
+    assert "vector_env" not in set(curves["design"])
     poi = improvement.data(rs, [].append).data
-    assert set(poi["baseline_seeds"]) == {3} and "vector_env" not in set(poi["architecture"])
+    assert set(poi["baseline_seeds"]) == {3} and "vector_env" not in set(poi["design"])
 
 
 def test_without_a_diverged_run_the_table_is_as_it_was(tmp_path):

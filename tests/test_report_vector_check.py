@@ -1,12 +1,12 @@
-"""The vector_check sweep's speed checks (analysis/report/vector_check.py) on hand-written runs: each setting's
+"""The vector_check sweep's speed checks (analysis/report/speed/vector_check.py) on hand-written runs: each setting's
 committed prediction beside its runs made alone, and the acceptance ratios taken within a seed."""
 
 import json
 
 import pytest
 
-from analysis.load import load_runs
-from analysis.report import vector_check
+from analysis.io.load import load_runs
+from analysis.report.speed import vector_check
 from tests.synthetic_runs import steady_log, write_run
 
 BUSY = {"env_step_cost_us": 1000.0}

@@ -1,13 +1,13 @@
-"""The practitioner's-shape report (analysis/report/shape.py): measured cells against the
+"""The practitioner's-shape report (analysis/report/speed/shape.py): measured cells against the
 predictions committed before the runs, no refit, and each run's own bound."""
 
 import json
 
 import numpy as np
 
-from analysis.load import load_runs
-from analysis.report import shape
-from analysis.report.common import SPEED
+from analysis.io.load import load_runs
+from analysis.report.speed import shape
+from analysis.report.framework.common import SPEED
 from tests.synthetic_runs import steady_log, write_run
 
 
@@ -46,7 +46,7 @@ def test_each_cell_is_read_against_its_prediction_and_names_its_bound(tmp_path, 
     monkeypatch.setattr(shape, "PREDICTIONS", str(predicted))
     notes: list[str] = []
     made = shape.data(load_runs([str(store)]), notes.append)
-    points = made.parts["points"].set_index(["architecture", "num_workers"])
+    points = made.parts["points"].set_index(["design", "num_workers"])
     assert points.loc[("actor_learner", 8), SPEED] == 2_000.0  # the median over seeds
     assert np.isclose(points.loc[("actor_learner", 8), "error"], 2_000 / 2_600 - 1)  # a miss stays a miss
     assert points.loc[("actor_learner", 8), "measured_bound"] == "learner"

@@ -1,11 +1,11 @@
-"""The MinAtar suite family (analysis/report/suite.py): per-game rows with Holm over the table,
+"""The MinAtar suite family (analysis/report/learning/suite.py): per-game rows with Holm over the table,
 the aggregate over complete games on anchor-normalised returns, and games left out by name."""
 
 import numpy as np
 import pytest
 
-from analysis.load import load_runs
-from analysis.report import suite
+from analysis.io.load import load_runs
+from analysis.report.learning import suite
 from tests.synthetic_runs import write_run
 
 SHIFT = {"single_env": 0.0, "actor_learner": 0.0, "vector_env": -0.01, "hogwild": 0.3}

@@ -1,9 +1,9 @@
-"""The per-wall-clock composition (analysis/report/wall_clock.py) on known curves and rates."""
+"""The per-wall-clock composition (analysis/report/answer/wall_clock.py) on known curves and rates."""
 
 import numpy as np
 import pytest
 
-from analysis.report import wall_clock
+from analysis.report.answer import wall_clock
 
 
 def test_composition_reads_the_curve_at_rate_times_seconds():

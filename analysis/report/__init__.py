@@ -2,7 +2,7 @@
 
     python -m analysis.report [--runs DIR_OR_MONGO_URL ...] [--out paper]
 
-Reads stored Sacred runs only (analysis/load.py). Writes, under --out:
+Reads stored Sacred runs only (analysis/io/load.py). Writes, under --out:
   figures/<name>.pdf|.png|.csv   one figure per question, with the data behind it
   tables/<name>.tex|.md|.csv     throughput and returns with 95% intervals
   generated/numbers.tex          every number the text quotes, as LaTeX macros
@@ -11,12 +11,12 @@ A figure whose runs are missing is skipped with one line saying which sweep prod
 run that cannot be used is named and left out; everything else still builds. All intervals are
 seeded stratified-bootstrap intervals (analysis/stats.py), so a rebuild gives identical CSVs.
 
-One module per figure family (threads, scaling, learning, improvement, headline_tables, breakdown,
-utd, hogwild, uneven, shape, per_hour, suite, pqn), each with a data function (runs in, a
-FigureData of frames, tables and numbers out, no matplotlib: the tests call them alone) and a
-plotting function that draws it; common.py holds the Report and
-the shared helpers, claims.py what every verdict rests on (the solved line, the test's level, the
-word), plotting.py the only module-level matplotlib import.
+Families by the question they answer: speed/ (how fast), learning/ (how well, at equal env steps)
+and answer/ (the answer table, learning per second of training, provenance), one module a family,
+each with a data function (runs in, a FigureData of frames, tables and numbers out, no matplotlib:
+the tests call them alone) and a plotting function that draws it; framework/ holds what they share
+(the Report, FigureData, formatting, the only module-level matplotlib import, what every verdict
+rests on, the page).
 """
 
 from __future__ import annotations
@@ -27,45 +27,26 @@ import sys
 
 import numpy as np
 
-from analysis.load import NoRunsError, load_runs
-from analysis.report import (
-    answer,
-    apex,
-    at_scale,
-    breakdown,
-    gpu,
-    headline_tables,
-    hogwild,
-    improvement,
-    learning,
-    own_wait,
-    page,  # index.html: the report as one page
-    per_hour,
-    pqn,
-    provenance,
-    scaling,
-    shape,
-    sixteen,
-    suite,
-    tensorboard_cost,
-    threads,
-    uneven,
-    utd,
-    vector_check,
-    wall_clock,
-)
-from analysis.report.common import (
-    ARCH_ORDER,
-    DEDICATED_SWEEPS,
-    DEFAULT_RUNS,
-    FLOAT_FORMAT,
-    TIMING_EXPERIMENT,
-    FigureData,
-    Report,
-    ReportWriteFailed,
-    committed,
-    macro_name,
-)
+from analysis.io.load import NoRunsError, load_runs
+from analysis.report.answer import per_hour, provenance, wall_clock
+from analysis.report.answer import table as answer
+from analysis.report.framework import page  # index.html: the report as one page
+from analysis.report.learning import apex, at_scale, headline_tables, improvement, pqn, suite, utd
+from analysis.report.learning import curves as learning
+from analysis.report.speed import (breakdown, gpu, hogwild, own_wait, scaling, shape, sixteen, tensorboard_cost,
+                                   threads, uneven, vector_check)
+from analysis.report.framework.common import (
+                                              ARCH_ORDER,
+                                              DEDICATED_SWEEPS,
+                                              DEFAULT_RUNS,
+                                              FLOAT_FORMAT,
+                                              TIMING_EXPERIMENT,
+                                              FigureData,
+                                              Report,
+                                              ReportWriteFailed,
+                                              committed,
+                                              macro_name,
+                                              )
 
 __all__ = ["ARCH_ORDER", "DEDICATED_SWEEPS", "DEFAULT_RUNS", "FIGURES", "FLOAT_FORMAT", "PALETTE",
            "TIMING_EXPERIMENT", "FigureData", "Report", "build", "macro_name", "main"]
@@ -104,7 +85,7 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
 """(name in a failure's note, data function, plotting function), in the order they are built."""
 ALL_MACHINES = {"figure_sixteen_cores_shape", "table_gpu", "table_answer", "table_provenance", "table_at_scale",
                 "table_wall_clock"}
-"""The families that read stores made on other machines (analysis/load.py MACHINE_FILE); every other
+"""The families that read stores made on other machines (analysis/io/load.py MACHINE_FILE); every other
 family reads this suite's own machine's runs only."""
 
 
@@ -112,7 +93,7 @@ def __getattr__(name: str):
     """PALETTE needs seaborn: loaded on first use, so importing this package (and so any data
     module) does not pull in matplotlib."""
     if name == "PALETTE":
-        from analysis.report.plotting import PALETTE
+        from analysis.report.framework.plotting import PALETTE
 
         return PALETTE
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -133,7 +114,7 @@ def build(sources: list[str], out: str, cache_dir: str | None = None) -> Report:
 
 
 def _build(report: Report, runset, sources: list[str], out: str) -> None:
-    from analysis.report.plotting import plt
+    from analysis.report.framework.plotting import plt
 
     for problem in runset.problems:
         report.note(problem)

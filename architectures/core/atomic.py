@@ -1,5 +1,5 @@
 """The suite's one atomic writer, with no dependency beyond the standard library: the run store
-(experiments/tracking/store.py), plan's files and the analysis report (analysis/report/common.py) write
+(experiments/tracking/store.py), plan's files and the analysis report (analysis/report/framework/common.py) write
 through it, so a reader sees the last whole file or the one before, never a part, and a full
 disk leaves no 0-byte or cut file behind. It sits in architectures/core, the lowest layer, so
 experiments/ and analysis/ share it without importing each other."""

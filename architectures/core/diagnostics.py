@@ -1,4 +1,4 @@
-"""Diagnostics every architecture can log: policy lag, per-worker shares, and the bottleneck.
+"""Diagnostics every design can log: policy lag, per-worker shares, and the bottleneck.
 
 They answer the reporting user's open questions directly:
 - policy lag (learner version at sampling minus the version whose weights chose the action):

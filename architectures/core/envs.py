@@ -1,8 +1,8 @@
-"""The one environment factory, and the seeds every architecture trains and evaluates on.
+"""The one environment factory, and the seeds every design trains and evaluates on.
 
 Seeds. Training episodes are seeded explicitly from the run seed and the env index, drawn from
 [0, 2**31); the holdout seeds are the fixed list 2**31, 2**31 + 1, ... . The two sets are
-disjoint by construction, and every run of every architecture evaluates on the same holdout.
+disjoint by construction, and every run of every design evaluates on the same holdout.
 """
 
 from __future__ import annotations
@@ -251,5 +251,5 @@ def rng_seeds(run_seed: int) -> tuple[np.random.SeedSequence, np.random.SeedSequ
 
 
 def holdout_seeds(episodes: int) -> list[int]:
-    """The fixed holdout: identical for every run, architecture and checkpoint."""
+    """The fixed holdout: identical for every run, design and checkpoint."""
     return [HOLDOUT_SEED_BASE + k for k in range(episodes)]

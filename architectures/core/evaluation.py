@@ -1,6 +1,6 @@
 """The one evaluation harness: holdout episodes at fixed env-step checkpoints.
 
-Every architecture evaluates the learner's weights at the same checkpoints
+Every design evaluates the learner's weights at the same checkpoints
 (eval_every, 2 * eval_every, ..., and always total_env_steps) on the same holdout seeds, with
 its own env and its own RNG, so evaluation never perturbs training and never counts in
 throughput (callers time it separately and subtract it). Every holdout episode has an end: the
@@ -21,7 +21,7 @@ from architectures.core.networks import GreedyPolicy, QNetwork
 
 
 def checkpoint_steps(total_env_steps: int, eval_every: int) -> list[int]:
-    """[eval_every, 2 * eval_every, ..., total_env_steps]: the same for every architecture."""
+    """[eval_every, 2 * eval_every, ..., total_env_steps]: the same for every design."""
     steps = list(range(eval_every, total_env_steps, eval_every))
     return steps + [total_env_steps]
 
@@ -77,7 +77,7 @@ class HoldoutEvaluator:
 
     def evaluate_off_clock(self, env_steps: int, clock, timers) -> dict:
         """`evaluate`, with the training clock paused around it (throughput never includes
-        evaluation) and its seconds recorded under timers["eval"]: the one way every architecture
+        evaluation) and its seconds recorded under timers["eval"]: the one way every design
         evaluates."""
         clock.pause()
         began = time.perf_counter()

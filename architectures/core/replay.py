@@ -48,7 +48,7 @@ def transition_dtype(obs_shape: tuple, obs_dtype: np.dtype) -> np.dtype:
 class ReplayBuffer:
     """Preallocated numpy ring buffer of transition records; uniform sampling with replacement.
 
-    `allocator` lets a parallel architecture back the same layout with shared memory.
+    `allocator` lets a parallel design back the same layout with shared memory.
     """
 
     def __init__(self, capacity: int, obs_shape: tuple, obs_dtype: np.dtype,

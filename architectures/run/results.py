@@ -1,4 +1,4 @@
-"""The result dict every architecture returns (Sacred stores it as run.json `result`)."""
+"""The result dict every design returns (Sacred stores it as run.json `result`)."""
 
 from __future__ import annotations
 

@@ -120,7 +120,7 @@ def vector_costs(cfg: DQNConfig, cores: int, policy, seconds: float, wait_us: fl
     from an env's command to its answer taken (its step and the way there and back); `vector_main`,
     the main process's CPU (the act, the send, the polls and the answer's copies); `vector_env_cpu`,
     an env process's CPU (its step and its side of the hand-off). The round trip of vector_env's
-    model (analysis/cost_designs.py `_vector_async`). The envs wait `wait_us` a step as the run's will, so the
+    model (analysis/cost/designs.py `_vector_async`). The envs wait `wait_us` a step as the run's will, so the
     answers arrive as spread out as they will (with the wait off, 4 envs answered all at once and
     queued at the main process: 265 us a trip against ~35 us for one), and the wait is taken out
     of the trip (the model adds it); an env process's CPU keeps what its waits cost it."""

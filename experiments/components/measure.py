@@ -12,10 +12,10 @@ write, the learner's drain into the replay), a weight publication, and vector_en
 through its env processes at N envs (per env step: command to answer, the main process's CPU,
 an env process's CPU); on
 CUDA, where present, the update with its host-to-device copy. Each cost is the median over
-repeated timed blocks, with their p10 and p90: the inputs of analysis/cost_model.py.
+repeated timed blocks, with their p10 and p90: the inputs of analysis/cost/model.py.
 
-`measure` puts together components_alone.py (each piece warm and alone), components_loops.py
-(as the loops pay them, and the median of repeated passes) and components_roles.py (the
+`measure` puts together alone.py (each piece warm and alone), loops.py (as the loops pay
+them, and the median of repeated passes) and roles.py (the
 multi-process designs' loops and roles, run as themselves).
 """
 

@@ -18,7 +18,7 @@ def confirm(cfg, design: str, workers: int, predicted: float, seconds: float, co
     run_cfg = cfg.replace(num_workers=workers, total_env_steps=steps, eval_every=steps, eval_episodes=0,
                           learning_starts=min(cfg.learning_starts, steps // 10), log_every=steps,
                           checkpoint_every=0, checkpoint_path="")
-    from analysis.cost_model import medians, over_a_run
+    from analysis.cost.model import medians, over_a_run
 
     this_run = over_a_run(design, workers, medians(costs), utd=cfg.utd, cores=cores, total_env_steps=steps,
                           learning_starts=run_cfg.learning_starts, weight_sync_period=cfg.weight_sync_period)

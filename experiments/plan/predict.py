@@ -5,7 +5,7 @@
         --out paper/tables/seed_shape_predicted
 
 A model is validated out of sample: the predictions are written (and committed) before the runs
-that test them exist, and compared with them later without refitting (analysis/report/shape.py
+that test them exist, and compared with them later without refitting (analysis/report/speed/shape.py
 reads this file beside the runs). Each cell is predicted for the run it will be: env steps/s
 over the whole run (`cost_model.over_a_run`: its first learning_starts env steps unlearned), at
 its own utd, workers and weight sync period, on the cores of the machine the costs were measured
@@ -27,7 +27,7 @@ def predictions(sweep_name: str, costs: dict, cores: int, scale: str = "small", 
     `cells` picks (`--cells` as the sweep takes it): rows are one per (design, workers), so a sweep
     whose settings differ in their costs (scaling: CartPole and Breakout) is predicted one setting at
     a time, from that setting's own components (tests/test_plan.py::test_predict_picks_cells)."""
-    from analysis.cost_model import medians, over_a_run, predict
+    from analysis.cost.model import medians, over_a_run, predict
     from architectures.registry import design
     from experiments.sweeps.grid import expand, pick_cells
     from experiments.sweeps.catalog import SWEEPS

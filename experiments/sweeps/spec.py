@@ -1,5 +1,5 @@
 """What a named sweep is: a grid of Cells per scale, crossed with seeds by experiments/sweeps/grid.py.
-The sweeps themselves are data in experiments/sweeps/catalog.py, their grids built in sweep_cells.py."""
+The sweeps themselves are data in experiments/sweeps/catalog.py, their grids built in cells.py."""
 
 from __future__ import annotations
 

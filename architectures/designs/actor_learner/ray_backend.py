@@ -1,4 +1,4 @@
-"""actor_learner on Ray (`backend=ray`): the same architecture, with actors spread over a cluster.
+"""actor_learner on Ray (`backend=ray`): the same design, with actors spread over a cluster.
 
 Same section order and the same pieces as actor_learner.py (env loop, Q-network, replay, DQN
 update, holdout harness, run bookkeeping, diagnostics); only the transport differs:
