@@ -8,8 +8,10 @@ For the env and learner config given (Sacred's `with` syntax, as `experiments.tr
 1. measures every component the designs are built of, warm and alone, with spread
    (experiments/components/measure.py), and the update at 1 .. min(cores, 4) torch threads;
 2. predicts env steps/s for every design at 1 .. cores workers and at 2 x cores (marked
-   oversubscribed where the busy processes outnumber the cores) with analysis/cost_model.py,
-   naming the role that bounds each point; where the env waits (`env_step_wait_us`), past the
+   oversubscribed where the busy processes outnumber the cores) with analysis/cost/model.py,
+   naming the role that bounds each point, each with its interval (every cost at its p90 and at its
+   p10 over its repeats), widened where other processes shared the cores (experiments/plan/watch.py:
+   said in one line and in plan.json `window`); where the env waits (`env_step_wait_us`), past the
    cores too, up to 64 workers or one count past where the learner bounds;
    where CUDA is present, the learner on CUDA too, in single_env's loop as a run pays it
    (experiments/plan/devices.py), and every design predicted with the learner on each device;
@@ -42,7 +44,7 @@ from experiments.plan.confirm import confirm
 from experiments.plan.measure import (CONFIRM_RUNS, CONFIRM_START_S, FIXED_ENV_STEPS, FIXED_SECONDS,  # noqa: F401
                                       update_threads, env_step_seconds, estimate_seconds)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
 
 
 def _config(tokens: list[str]):
@@ -55,13 +57,13 @@ def _config(tokens: list[str]):
     return DQNConfig.from_dict(algorithm_values(values)), overrides  # the plan weighs every design
 
 
-def _figure(path: str, predictions, confirmed: list[dict], title: str) -> None:
+def _figure(path: str, predictions, confirmed: list[dict], title: str, spread: dict) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from analysis.cost_model import DESIGNS
+    from analysis.cost.model import DESIGNS
     from analysis.report import PALETTE
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
@@ -71,6 +73,8 @@ def _figure(path: str, predictions, confirmed: list[dict], title: str) -> None:
         points = sorted((p.workers, p.env_steps_per_sec, p.oversubscribed) for p in predictions if p.design == design)
         ax.plot([w for w, _, _ in points], [v for _, v, _ in points], marker="o", ms=3, color=PALETTE[design],
                 label=f"{design} (predicted)")
+        ax.fill_between([w for w, _, _ in points], [spread[(design, w)][0] for w, _, _ in points],
+                        [spread[(design, w)][1] for w, _, _ in points], color=PALETTE[design], alpha=0.15, lw=0)
         over = [(w, v) for w, v, o in points if o]
         ax.scatter([w for w, _ in over], [v for _, v in over], facecolors="none", edgecolors=PALETTE[design], s=60)
     for c in confirmed:
@@ -93,7 +97,8 @@ def _figure(path: str, predictions, confirmed: list[dict], title: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = argparse.ArgumentParser(prog="python -m experiments.plan", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
                                      usage="%(prog)s [--out DIR] [--budget S] [--no-confirm] [with NAMED ... KEY=VALUE ...]")
     parser.add_argument("--out", default=os.path.join(ROOT, "results", "plan"), help="default: results/plan")
     parser.add_argument("--budget", type=float, default=40.0, help="seconds for the component measurements (default 40)")
@@ -185,14 +190,16 @@ def _stages(started: float, expected_s: float, confirming: bool, in_place: bool)
 
 
 def _plan(args, cfg, overrides) -> int:
-    from analysis.cost_model import medians, predict_all, recommend
+    from analysis.cost.model import intervals, medians, predict_all, recommend
     from architectures.core.limits import available_cores
     from experiments.components.measure import measure
     from experiments.tracking.host import cpu_model
     from experiments.plan.devices import learner_devices, measure_devices
+    from experiments.plan.watch import LoadWatch, disturbance, disturbance_line
 
     cores = available_cores()
     started = time.monotonic()
+    watch = LoadWatch()  # who else used the cores while plan measured
     what = overrides.text() or "the default config (CartPole-v1)"
     print(f"plan for {what} on {cores} cores ({cpu_model()})", file=sys.stderr)
     step_s = env_step_seconds(cfg)
@@ -214,6 +221,10 @@ def _plan(args, cfg, overrides) -> int:
                   for device, c in by_device.items()}
     device = max(per_device, key=lambda d: recommend(per_device[d])[0].env_steps_per_sec)
     predictions = per_device[device]
+    window = disturbance(watch.other_cores(), cores)
+    spread = intervals(by_device[device], predictions, utd=cfg.utd, cores=cores,
+                       weight_sync_period=cfg.weight_sync_period)
+    spread = {key: (low, high * window["widen_fast_end_by"]) for key, (low, high) in spread.items()}
     best, runner_up = recommend(predictions)
     base = per_device["cpu"][0].env_steps_per_sec  # single_env with its learner on the CPU
     if device != "cpu":
@@ -242,11 +253,16 @@ def _plan(args, cfg, overrides) -> int:
     else:
         learner_threads = best_threads
     # ------------------------------------------------------------------ the table
-    print(f"\n{'design':<14} {'workers':>7} {'predicted env steps/s':>22} {'x single_env':>12}  bottleneck")
+    said = disturbance_line(window)
+    if said:
+        print(said, file=sys.stderr)
+    print(f"\n{'design':<14} {'workers':>7} {'predicted env steps/s':>22} {'[p90, p10 costs]':>20} "
+          f"{'x single_env':>12}  bottleneck")
     for p in predictions:
         mark = " (oversubscribed)" if p.oversubscribed else ""
-        print(f"{p.design:<14} {p.workers:>7} {p.env_steps_per_sec:>22,.0f} {p.env_steps_per_sec / base:>11.2f}x  "
-              f"{p.bottleneck}{mark}")
+        low, high = spread[(p.design, p.workers)]
+        print(f"{p.design:<14} {p.workers:>7} {p.env_steps_per_sec:>22,.0f} {f'[{low:,.0f}, {high:,.0f}]':>20} "
+              f"{p.env_steps_per_sec / base:>11.2f}x  {p.bottleneck}{mark}")
     print(f"\nrecommended: {best.design} with {best.workers} worker(s), the learner on {device}, "
           f"learner_threads={learner_threads} (actors and "
           f"workers 1; an isolated update was fastest at {best_threads}): predicted "
@@ -265,8 +281,12 @@ def _plan(args, cfg, overrides) -> int:
                  "node": platform.node()},
         "component_costs_us": costs, "update_us_by_threads": threads,
         "predictions": [{"design": p.design, "workers": p.workers, "predicted_env_steps_per_sec": p.env_steps_per_sec,
+                         "interval": list(spread[(p.design, p.workers)]),
                          "bottleneck": p.bottleneck, "oversubscribed": p.oversubscribed, "role_rates": p.rates}
                         for p in predictions],
+        "interval": "each prediction with every component cost at its 90th and at its 10th percentile over its "
+                    "repeats; where other processes shared the machine (`window`), the fast end widened",
+        "window": window,
         "learner_threads_in_place": {str(t): r["measured_env_steps_per_sec"] for t, r in in_place.items()},
         "learner_devices": {d: {"costs_us": {k: by_device[d][k] for k in ("sample", "update")},
                                 "predictions": [{"design": p.design, "workers": p.workers,
@@ -286,7 +306,8 @@ def _plan(args, cfg, overrides) -> int:
 
     os.makedirs(args.out, exist_ok=True)  # only now: a plan that fails leaves no folder behind
     atomic_write(os.path.join(args.out, "plan.json"), json.dumps(plan, indent=1).encode())
-    _figure(os.path.join(args.out, "plan.png"), predictions, confirmed, f"plan: {what} on {cores} cores")
+    _figure(os.path.join(args.out, "plan.png"), predictions, confirmed, f"plan: {what} on {cores} cores"
+            + (" (measured beside other work)" if window["disturbed"] else ""), spread)
     print(f"\nwrote {args.out}/plan.json and plan.png in {time.monotonic() - started:.0f} s", file=sys.stderr)
     return 0
 
