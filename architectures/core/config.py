@@ -1,4 +1,4 @@
-"""The one typed config shared by every architecture.
+"""The one typed config shared by every design.
 
 Every field has a docstring (read by `describe()` and the README table) and is validated on
 construction, so bad input fails in milliseconds with a one-line message naming the key and
@@ -16,8 +16,6 @@ import functools
 import typing
 from dataclasses import dataclass, fields
 from typing import Any, Literal
-
-import docstring_parser
 
 from architectures.core.config_checks import UPPER_BOUNDS, validate
 from architectures.core.errors import ConfigError
@@ -270,7 +268,9 @@ def choices(key: str) -> tuple[str, ...] | None:
 @functools.cache
 def describe() -> dict[str, str]:
     """Field name -> its docstring (the attribute docstrings under each field, read by
-    docstring_parser as tyro reads them for the CLI's help)."""
+    docstring_parser as tyro reads them for the CLI's help; imported here, so a run needs neither)."""
+    import docstring_parser
+
     return {p.arg_name: p.description for p in docstring_parser.parse_from_object(DQNConfig).params
             if p.arg_name in DQNConfig.__dataclass_fields__}
 

@@ -21,7 +21,7 @@ UPPER_BOUNDS: dict[str, tuple[float, str]] = {
     "env_step_wait_us": (1e6, "1 s of waiting per env step"),
 }
 """Values above these run but mean nothing, or never finish (tests/test_config_limits.py). The
-machine's own limits (cores, memory, CUDA, an env's episode cap) are architectures/limits.py's."""
+machine's own limits (cores, memory, CUDA, an env's episode cap) are architectures/core/limits.py's."""
 
 
 @functools.cache
