@@ -22,12 +22,13 @@ README_LIMIT = 12_000
 NOT_RUN = {"./setup.sh": "installs (CI runs it)", "EXTRAS=bench": "installs (CI runs it)", "export": "sets the shell",
            ".venv/bin/ray": "starts a Ray cluster", "scp": "copies a file from another host",
            ".venv/bin/tensorboard": "serves until stopped (tests/test_event_files.py serves one and reads its page)",
-           "make": "rebuilds the paper (tests/test_paper_pdf.py)"}
+           "make": "rebuilds the paper (tests/test_paper_pdf.py)",
+           "git": "makes the worktrees a before/after comparison runs in (tests/test_before_after.py)"}
 """Command lines the docs show that this test does not run, and why."""
 SACRED = ("experiments.train", "experiments.components", "experiments.timing")
 DRY_RUN = ("experiments.sweep", "experiments.plan", "experiments.on_device", "architectures", "analysis.report",
            "experiments.benches.parallel", "experiments.benches.sb3", "experiments.benches.vector_trip", "experiments.plan.predict",
-           "experiments.benches.event_files")
+           "experiments.benches.event_files", "experiments.benches.speed_before_after", "analysis.before_after")
 
 
 def _commands() -> list[tuple[str, str]]:

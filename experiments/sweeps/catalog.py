@@ -4,18 +4,18 @@ Each grid cell is (named configs, config overrides); the runner crosses it with 
 gives every run a deterministic id from its config, so a restarted sweep knows what is done.
 Budgets come in two scales: `small` (this 2-core machine, minutes to an hour) and `paper`
 (the writeup's numbers, hours). Cells naming a design that has not landed yet are
-listed and skipped until it does. Cell and Sweep are in sweep_spec.py, each study's grid in
-sweep_cells.py; both are re-exported here."""
+listed and skipped until it does. Cell and Sweep are in spec.py, each study's grid in
+cells.py; both are re-exported here."""
 
 from __future__ import annotations
 
-from experiments.sweeps.cells import (ARCHS, CORES, NETWORKS, SLOW, TINY, CHECK_WORKERS, CONFIRM_WORKERS,
-                                     HEADLINE_HIGH_UTD, MINATAR_HEADLINE_STEPS, MINATAR_HIGH_UTD,
-                                     OWN_WAIT_WORKERS, calibration, headline, minatar_suite, per_hour,
-                                     scale_minatar, at_scale, scaling, shape, speed, tensorboard_cost,
-                                     timing_grid, utd_grid, utd_long, vector_check, wallclock)
+from experiments.sweeps.cells import (steady_speed, ARCHS, CORES, NETWORKS, SLOW, TINY, CHECK_WORKERS, CONFIRM_WORKERS,
+                                      HEADLINE_HIGH_UTD, MINATAR_HEADLINE_STEPS, MINATAR_HIGH_UTD,
+                                      OWN_WAIT_WORKERS, calibration, headline, minatar_suite, per_hour,
+                                      scale_minatar, at_scale, scaling, shape, speed, tensorboard_cost,
+                                      timing_grid, utd_grid, utd_long, vector_check, wallclock)
 from experiments.sweeps.cells import (MINATAR_GAMES, PER_HOUR, SHAPE_WORKERS, SPEED_WORKERS,  # noqa: F401
-                                     UTD_LONG_STEPS)
+                                      UTD_LONG_STEPS)
 from experiments.sweeps.spec import RUNS_AT_ONCE_ENV, SCALES, Cell, Sweep  # noqa: F401
 
 SEED_SETS: dict[str, tuple[int, ...]] = {
@@ -96,14 +96,15 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           minutes={"small": 12, "paper": 30},
           cells={"small": shape(20_000, CONFIRM_WORKERS), "paper": shape(60_000, CONFIRM_WORKERS)},
           seeds={"small": 2, "paper": 3}, interleave=True),
-    Sweep("speed", "the answer's speeds on a 2-core machine, each cell run 7 times, one at a time, seed by seed: "
-          "single_env and actor_learner, vector_env, hogwild and pqn at 2 workers on CartPole whose step burns 1 ms "
-          "of CPU, and at 16, 8, 8 and 8 on the practitioner's shape (an env step that waits 2.2 ms); evaluation off. "
-          "Enough runs a cell that a rank test corrected over its family can tell designs apart",
-          minutes={"small": 25, "paper": 60},
-          cells={"small": speed(10_000, 12_000), "paper": speed(30_000, 40_000)},
-          seeds={"small": 7, "paper": 10}, interleave=True),
-    Sweep("tensorboard_cost", "what writing TensorBoard event files while a run trains costs: every `speed` cell "
+    Sweep("speed", "the answer's speeds on a 2-core machine, each run long enough to reach steady state (at least "
+          "60 s of learning), one at a time, seed by seed: single_env and actor_learner, vector_env, hogwild and pqn "
+          "at 2 workers on CartPole whose step burns 1 ms of CPU, and on the practitioner's shape (an env step that "
+          "waits 2.2 ms) every design at 16 workers and vector_env, hogwild and pqn at 8 too; evaluation off. The "
+          "speed measure is the rate once learning starts",
+          minutes={"small": 100, "paper": 200},
+          cells={scale: steady_speed() for scale in SCALES},
+          seeds={"small": 5, "paper": 10}, interleave=True),
+    Sweep("tensorboard_cost", "what writing TensorBoard event files while a run trains costs: the earlier, short `speed` cells "
           "with the files on and off, logging every 1,000 env steps, one run at a time, seed by seed (each seed a "
           "round of all 20), evaluation off; the paired on/off ratio against the off runs' own spread",
           minutes={"small": 40, "paper": 90},

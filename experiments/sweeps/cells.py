@@ -66,6 +66,37 @@ def speed(busy_steps: int, waiting_steps: int) -> list[Cell]:
     return cells
 
 
+STEADY_WORKERS = {"busy": {"actor_learner": (2,), "vector_env": (2,), "hogwild": (2,), "pqn": (2,)},
+                  "waiting": {"actor_learner": (16,), "vector_env": (8, 16), "hogwild": (8, 16), "pqn": (8, 16)}}
+"""`speed`'s counts: the cores where the step is busy CPU; where it waits, every design at 16 (the
+practitioner's count, which the per-wall-clock composition at 16 workers reads) and at the 8 the
+earlier runs here put near vector_env's, hogwild's and pqn's best."""
+STEADY_STEPS = {"busy": {"single_env": 55_000, "actor_learner": 100_000, "vector_env": 80_000, "hogwild": 110_000,
+                         "pqn": 95_000},
+                "waiting": {"single_env": 30_000, "actor_learner": 360_000, "vector_env": 230_000, "hogwild": 330_000,
+                            "pqn": 400_000}}
+"""Each cell's env steps for at least 60 s of learning run alone on 2 cores: the earlier `speed` runs'
+whole-run rates here (busy: single_env 714, vector_env 991, pqn 1,204, actor_learner 1,277, hogwild
+1,414 env steps/s; waiting: single_env 369, pqn (8) 2,534, hogwild (8) 2,733, vector_env (8) 2,970,
+actor_learner (16) 4,766; medians of 7) times about 75 s, the 16-worker cells scaled as scale_cartpole's
+16 to 8 ratio, rounded up. A budget, not a measurement: a run's own learning seconds are recorded."""
+
+
+def steady_speed() -> list[Cell]:
+    """The reference speeds (`speed`): `speed`'s two settings with each run long enough to reach steady
+    state (STEADY_STEPS: at least 60 s of learning) and every design at 16 workers where the step
+    waits; evaluation off, one at a time, seed by seed."""
+    cells = []
+    for setting, named, extra in (("busy", "cartpole", {"env_step_cost_us": 1_000.0}),
+                                  ("waiting", "practitioner_shape", {})):
+        for arch in ("single_env", *STEADY_WORKERS[setting]):
+            steps = STEADY_STEPS[setting][arch]
+            budget = dict(_NO_EVAL, **extra, total_env_steps=steps, eval_every=steps, worker_timeout_s=120.0)
+            counts = STEADY_WORKERS[setting].get(arch, (None,))
+            cells += [Cell((named, arch), dict(budget, **({} if n is None else {"num_workers": n}))) for n in counts]
+    return cells
+
+
 WALLCLOCK_STEPS = {"single_env": 250_000, "vector_env": 350_000, "actor_learner": 450_000, "hogwild": 500_000}
 """The composition's check (docs/learning-at-scale.md): each design's env steps for at least 5 minutes of
 training at its `speed` rate on the 1 ms busy step at 2 workers (single_env 714, vector_env 991,
