@@ -202,6 +202,26 @@ def test_a_checkpoint_of_another_run_is_refused_naming_the_key(tiny_cfg, tmp_pat
     assert train(cfg.replace(worker_timeout_s=5.0))["resumed_from_env_steps"] > 0  # supervision may change
 
 
+def test_a_checkpoint_from_before_every_state_was_a_run_part_is_refused_in_one_line(tiny_cfg, tmp_path):
+    """Format 2 kept a design's own state in `extras`, which no design reads any more: such a file is
+    refused, saying why and what to do, never half-restored."""
+    import torch
+
+    from architectures.designs.single_env import train
+    from architectures.run.checkpoint import CHECKPOINT_FORMAT
+
+    cfg = tiny_cfg.replace(total_env_steps=2_000, checkpoint_every=300, checkpoint_path=str(tmp_path / "run.pt"))
+    with pytest.raises(Killed):
+        train(cfg, KillAt(1_000))
+    saved = torch.load(cfg.checkpoint_path, weights_only=False)
+    assert saved["format"] == CHECKPOINT_FORMAT == 3 and "extras" not in saved and "actor" in saved["parts"]
+    torch.save({**saved, "format": 2, "extras": {"actor": saved["parts"].pop("actor")}}, cfg.checkpoint_path)
+    with pytest.raises(ConfigError) as err:
+        train(cfg)
+    assert str(err.value) == (f"checkpoint_path: {cfg.checkpoint_path!r} has checkpoint format 2, this suite writes 3; "
+                              "move it aside to start the run afresh")
+
+
 def test_stops_are_every_holdout_checkpoint_and_every_save():
     cfg = DQNConfig(total_env_steps=10_000, eval_every=4_000, checkpoint_every=3_000, checkpoint_path="unused.pt")
     got = [(s.env_steps, s.evaluate, s.save) for s in stops(cfg)]

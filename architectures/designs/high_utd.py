@@ -37,6 +37,7 @@ from architectures.core.schedules import EpsilonSchedule
 from architectures.run.acting import EnvLoop
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
+from architectures.run.parts import StreamPart
 
 DIVERGENCE_FACTOR = 10.0
 """|Q| above this many times the return scale max|r| / (1 - gamma) counts as divergence."""
@@ -109,9 +110,8 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     watch = run.attach("watch", DivergenceWatch(cfg))
     policy = GreedyPolicy(learning.acting.net, np.random.default_rng(rng_seeds(cfg.seed)[0]))  # on the CPU
     actor = EnvLoop(cfg, 0, policy, EpsilonSchedule(cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps))
-    resumed = run.resume()  # None, or the state at the end of env step resumed.env_steps
-    if resumed is not None:
-        run.resumed_with(dropped=actor.restore(resumed.extras["actor"]), epsilons=[actor.epsilon(actor.steps)])
+    run.attach("actor", StreamPart(actor))
+    run.resume()  # every part as it was at the end of env step run.resumed_from_env_steps, if a checkpoint exists
     run.start_clock()
     for env_steps in range(run.resumed_from_env_steps + 1, cfg.total_env_steps + 1):
         # ------------------------------------------------------------------ acting
@@ -131,7 +131,7 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
 
         # ------------------------------------------------------------------ checkpointing
         if actor.ended and run.save_due(env_steps):  # on an episode end: nothing in flight
-            run.save(env_steps, {"actor": actor.save()})
+            run.save(env_steps)
 
     run.end_clock()  # closing the env is not training
     actor.close()

@@ -47,13 +47,13 @@ from architectures.core.networks import GreedyPolicy, build_q_network
 from architectures.core.replay import make_replay, transition_dtype
 from architectures.core.rate_limiter import RateLimiter
 from architectures.designs.hogwild_stats import hogwild_figures, hogwild_summary, write_figures
-from architectures.run.acting import EnvLoop, actor_epsilon, resume_epsilons
+from architectures.run.acting import EnvLoop, actor_epsilon
 from architectures.run.base import LearningLog, Run
+from architectures.run.parts import WorkerStates
 from architectures.run.sync_points import all_at_sync_point, stops, wait_at_sync_point, worker_stops
 from architectures.run.worker_rows import (
     check_design_memory,
     publish_times,
-    restore_status,
     status_episodes,
     write_episodes,
 )
@@ -292,7 +292,12 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                                                           transition_dtype(spec.obs_shape, spec.obs_dtype)),
                                   lock=pool.ctx.Lock())
         shared = SharedParts(cfg, online, target, adam, blocks.allocate("target_epoch", (8,), np.int64), replay)
-        worker_states = _resume(run, cfg, shared, status, control)
+        run.attach("shared", shared)
+        workers = run.attach("workers", WorkerStates(cfg, status))
+        workers.collect = pool.collect  # each worker's own state, from its pipe at a sync point
+        if run.resume():  # the workers go on from the sync point after the saved one
+            control[Control.RELEASED] = run.next_stop
+        worker_states = workers.starting(next_stop=run.next_stop)
         pool.start(_act_and_learn, lambda i: WorkerArgs(cfg, online, target, optimizer_state, lock,
                                                         replay and replay.lock, pool.state_writers[i], worker_states[i]))
         pool.go(max(120.0, cfg.worker_timeout_s))
@@ -305,20 +310,6 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         adam_steps = float(optimizer_state["steps"][0]) if optimizer_state is not None else None
     return hogwild_summary(run, final, env_steps=global_steps, startup_seconds=startup_seconds,
                            shared_adam_steps=adam_steps, replay_sources=replay_sources)
-
-
-def _resume(run: Run, cfg: DQNConfig, shared: SharedParts, status: np.ndarray, control: Control) -> list:
-    """The shared state as it was, and each worker's own part to hand back to it (None: a fresh start)."""
-    resumed = run.resume()
-    if resumed is None:
-        return [None] * cfg.num_workers
-    saved = resumed.extras
-    shared.restore(saved["shared"])
-    restore_status(status, saved["status"])
-    run.resumed_with(dropped=sum(state["actor"]["pending"] for state in saved["workers"]),
-                     epsilons=resume_epsilons(cfg, [state["actor"] for state in saved["workers"]]))
-    control[Control.RELEASED] = run.next_stop
-    return [{**state, "next_stop": run.next_stop} for state in saved["workers"]]
 
 
 def _supervise(run: Run, pool, shared: SharedParts) -> int:
@@ -345,8 +336,7 @@ def _supervise(run: Run, pool, shared: SharedParts) -> int:
                     **hogwild_figures(status, capacity, None if replay is None else replay.size))
             logged_loss = loss_total
         if all_at_sync_point(run, status, global_steps):
-            if run.at_stop(global_steps, lambda: {"workers": pool.collect(), "status": status.copy(),
-                                                  "shared": shared.save()}):
+            if run.at_stop(global_steps):
                 return global_steps  # the shared weights were evaluated with the workers stopped
             control[Control.RELEASED] = run.next_stop
             pool.workers_notifier.notify()

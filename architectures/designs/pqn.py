@@ -44,7 +44,7 @@ from architectures.core.metrics import NullReporter, Reporter
 from architectures.core.networks import GreedyPolicy, build_q_network
 from architectures.core.schedules import EpsilonSchedule
 from architectures.run.acting import EpisodeStats, EpisodeStream, HeldObs, worker_env_cost
-from architectures.run.base import LearningLog, Run
+from architectures.run.base import LearningLog, Restored, Run
 from architectures.transport.vector_envs import VectorEnvs, vector_envs
 from architectures.transport.workers import warn_if_oversubscribed
 
@@ -143,17 +143,20 @@ class PQN:
         self.loss_sum, self.last_q, self.last_norm, self.last_return = 0.0, None, None, None
         self.device_losses = torch.zeros((), device=self.device)  # a device learner's losses since the last log
         self.held = None
+        self.run.attach("pqn", self)  # all of the above that a resume needs is this object's save()
 
     # ------------------------------------------------------------------ checkpoints (between rollouts)
     def save(self) -> dict:
         return {"streams": [s.save() for s in self.streams], "net": self.net.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "policy_rng": self.policy.rng.bit_generator.state,
                 "shuffle_rng": self.shuffle.bit_generator.state, "rollouts": self.done_rollouts,
-                "updates": self.updates, "seconds": dict(self.seconds), "envs": self.envs.counters()}
+                "updates": self.updates, "seconds": dict(self.seconds), "envs": self.envs.counters(),
+                "env_steps": self.env_steps}
 
-    def restore(self, env_steps: int, saved: dict) -> None:
+    def restore(self, saved: dict) -> Restored:
         """Every env starts a fresh episode with the seed its stream was on."""
         dropped = sum(s.restore(state) for s, state in zip(self.streams, saved["streams"]))
+        env_steps = saved["env_steps"]
         self.net.load_state_dict(saved["net"])  # in place: the policy's numpy views stay valid
         self.acting.publish(saved["updates"])
         self.optimizer.load_state_dict(saved["optimizer"])
@@ -161,7 +164,7 @@ class PQN:
         self.env_steps, self.done_rollouts, self.updates = env_steps, saved["rollouts"], saved["updates"]
         self.seconds = saved["seconds"]
         self.envs.resume_counters(saved["envs"], [s.steps for s in self.streams])
-        self.run.resumed_with(dropped=dropped, epsilons=[self.epsilon(env_steps)] * self.n)
+        return Restored(dropped, [self.epsilon(env_steps)] * self.n)
 
     # ------------------------------------------------------------------ the learner's counters
     def on_update(self, loss: torch.Tensor, q_taken: torch.Tensor, norm: torch.Tensor) -> None:
@@ -281,9 +284,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
     # ------------------------------------------------------------------ setup
     pqn = PQN(cfg, reporter, envs, spec)
     run = pqn.run
-    resumed = run.resume()
-    if resumed is not None:
-        pqn.restore(resumed.env_steps, resumed.extras)
+    run.resume()  # the PQN part (its streams, network, optimizer, RNGs, counters), if a checkpoint exists
     pqn.held = HeldObs(envs.reset(range(pqn.n), [s.episode_seed for s in pqn.streams]))  # each env's observation now
     run.start_clock(workers=lambda: envs.pids)
     while pqn.env_steps < cfg.total_env_steps:
@@ -299,7 +300,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
         # network's host copy was refreshed after the learning above).
         # ------------------------------------------------------------------ checkpointing (between rollouts)
         if run.save_due(pqn.env_steps):
-            run.save(pqn.env_steps, pqn.save())
+            run.save(pqn.env_steps)
     run.end_clock()  # closing the envs is not training
     trip, answered, seconds = envs.seconds, max(1, envs.answered), pqn.seconds
     return run.result(

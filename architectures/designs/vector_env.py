@@ -44,6 +44,7 @@ from architectures.core.schedules import EpsilonSchedule
 from architectures.run.acting import EpisodeStats, EpisodeStream, HeldObs, worker_env_cost
 from architectures.run.base import Run
 from architectures.run.learning import ReplayLearning
+from architectures.run.parts import EnvStreams
 from architectures.run.worker_rows import per_worker_summary
 from architectures.transport.vector_envs import VectorEnvs, vector_envs
 from architectures.transport.workers import warn_if_oversubscribed
@@ -71,15 +72,10 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
     learning = ReplayLearning(run, learner, replay, sources=n)
     policy = GreedyPolicy(learning.acting.net, np.random.default_rng(rng_seeds(cfg.seed)[0]))  # on the CPU
     pace = RateLimiter.for_vector_env(cfg)  # envs are sent on while learning owes at most a vector step
-    seconds, env_steps = dict.fromkeys(TIMES, 0.0), 0
-    resumed = run.resume()
-    if resumed is not None:  # every env starts a fresh episode with the seed its stream was on
-        saved = resumed.extras
-        dropped = sum(s.restore(state) for s, state in zip(streams, saved["streams"]))
-        policy.rng.bit_generator.state = saved["policy_rng"]
-        env_steps, seconds = resumed.env_steps, saved["seconds"]
-        envs.resume_counters(saved["envs"], [s.steps for s in streams])
-        run.resumed_with(dropped=dropped, epsilons=[epsilon(env_steps)] * n)
+    seconds = dict.fromkeys(TIMES, 0.0)
+    run.attach("acting", EnvStreams(streams, policy, envs, epsilon, seconds))
+    run.resume()  # every env then starts a fresh episode with the seed its stream was on
+    env_steps = run.resumed_from_env_steps
     held = HeldObs(envs.reset(range(n), [s.episode_seed for s in streams]))  # each env's observation now
     actions, acted = [0] * n, [0] * n  # each env's action in flight, and the learner version that chose it
     idle, sent = list(range(n)), env_steps  # envs waiting for an action; env steps sent so far
@@ -110,8 +106,7 @@ def _train(cfg: DQNConfig, reporter: Reporter, envs: VectorEnvs, spec: EnvSpec) 
         # ------------------------------------------------------------------ evaluation / checkpoint (every env in)
         if not ready and not envs.flying:
             learning.learn_owed(env_steps)  # at the same update count single_env would have
-            if run.at_stop(env_steps, lambda: {"streams": [s.save() for s in streams], "seconds": dict(seconds),
-                                               "policy_rng": policy.rng.bit_generator.state, "envs": envs.counters()}):
+            if run.at_stop(env_steps):
                 break
             continue
 

@@ -3,19 +3,17 @@ evaluation, checkpoints and the result.
 
 After Sample Factory's runner and Acme's environment loop: a design builds one `Run` and hands it
 what it learns and acts with; it never writes the Run's fields. What differs between designs
-(how they act, how they learn, what they save) reaches the Run through three doors:
-- parts: `attach(name, part)` registers an object with `state()` / `restore(state)`; a save
-  writes every part's state under its name, a resume restores them (ReplayLearning, high_utd's
-  divergence watch);
-- extras: `save(env_steps, extras)` / `at_stop(env_steps, extras)` carry state only known at the
-  save (workers' streams collected from their pipes); `resume()` returns them in `Resumed`;
-- `resumed_with(dropped, epsilons)`: what the design's own restore found, for the result.
-A design without replay (hogwild's main process) attaches no ReplayLearning.
+(how they act, how they learn, what they save) reaches the Run as its parts: `attach(name, part)`
+registers a Saveable (`save()` / `restore(state)`); a save writes every part's state under its
+name and `resume()` restores every part, in the order attached (the learning, the env streams, the
+workers' own state collected from them at a sync point: run/parts.py). No design reads or writes a
+checkpoint itself. A part whose restore dropped n-step starts pending at the save returns what it
+found (`Restored`), for the result. A design without replay (hogwild's main process) attaches no
+ReplayLearning.
 
-Checkpoints of every design hold the Run's state, its parts' and the design's extras. A design
-that checkpoints mid-episode drops the n-step starts still pending in its adders on resume and
-counts them (`resumed_with`); single_env and high_utd checkpoint at episode ends, where nothing
-is pending, and resume bit for bit (tests/test_resume.py).
+A design that checkpoints mid-episode drops the n-step starts still pending in its adders on resume
+and counts them; single_env and high_utd checkpoint at episode ends, where nothing is pending, and
+resume bit for bit (tests/test_resume.py).
 """
 
 from __future__ import annotations
@@ -70,11 +68,12 @@ class LearningLog:
 
 
 @dataclass
-class Resumed:
-    """A resumed run: the env steps it had done and the design's extras saved with them."""
+class Restored:
+    """What restoring an acting part found, for the result: the n-step starts that were pending at
+    the save and are dropped (0 at an episode end), and the epsilon each env stream resumes with."""
 
-    env_steps: int
-    extras: dict = field(default_factory=dict)
+    dropped: int = 0
+    epsilons: list[float] = field(default_factory=list)
 
 
 class Run:
@@ -197,46 +196,48 @@ class Run:
         checkpoint_every env steps since the last save, short of the end."""
         return bool(self.cfg.checkpoint_every) and self._next_save <= env_steps < self.cfg.total_env_steps
 
-    def save(self, env_steps: int, extras: dict | None = None) -> None:
-        """Write the run's state, its parts' and the design's `extras` atomically, off the clock."""
+    def save(self, env_steps: int) -> None:
+        """Write the run's state and every part's atomically, off the clock."""
         self.clock.pause()
         began = time.perf_counter()
         self._next_save = env_steps + self.cfg.checkpoint_every
         self._saves += 1
         save_checkpoint(self.cfg.checkpoint_path, {
             **stamp(self.design, self.cfg), "env_steps": env_steps, "train_seconds": self.clock.elapsed(),
-            "run": self._state(), "parts": {name: part.save() for name, part in self._parts.items()},
-            "extras": dict(extras or {})})
+            "run": self._state(), "parts": {name: part.save() for name, part in self._parts.items()}})
         self.timers.add("checkpoint", time.perf_counter() - began)
         self.clock.resume()
 
-    def at_stop(self, env_steps: int, extras: Callable[[], dict]) -> bool:
-        """Workers are stopped at the next stop: evaluate and/or save there (`extras()` gives the
-        design's own state); returns whether it was the last stop."""
+    def at_stop(self, env_steps: int) -> bool:
+        """Workers are stopped at the next stop: evaluate and/or save there (a part that lives in the
+        workers collects its state from them then); returns whether it was the last stop."""
         stop = self.stops[self._next_stop]
         assert env_steps == stop.env_steps, (env_steps, stop)
         if stop.evaluate:
             self.evaluate(env_steps)
         self._next_stop += 1
         if stop.save:
-            self.save(env_steps, extras())
+            self.save(env_steps)
         if self._next_stop == len(self.stops):
             self.end_clock()
             return True
         return False
 
-    def resume(self) -> Resumed | None:
-        """Restore the run and its parts from the checkpoint and return what the design saved
-        (`Resumed`), or None: a fresh start. The holdout results saved so far are reported again,
-        so the run's record is whole."""
+    def resume(self) -> bool:
+        """Restore the run and every part from the checkpoint; False where there is none (a fresh
+        start). The holdout results saved so far are reported again, so the run's record is whole;
+        the env steps it resumes from are `resumed_from_env_steps`."""
         hold_lock(self.cfg.checkpoint_path)  # taken already where experiments.train checked the path first
         saved = load_checkpoint(self.cfg.checkpoint_path)
         if saved is None:
-            return None
+            return False
         check_owner(saved, self.design, self.cfg)
         self._load_state(saved["run"])
-        for name, part in self._parts.items():
-            part.restore(saved["parts"][name])
+        found = [part.restore(saved["parts"][name]) for name, part in self._parts.items()]
+        found = [r for r in found if isinstance(r, Restored)]
+        if found:  # what the acting parts dropped and the epsilons they resume with, for the result
+            self._dropped = sum(r.dropped for r in found)
+            self._epsilons = [e for r in found for e in r.epsilons]
         # The sync points are rebuilt from this config, whose checkpoint_every may differ from
         # the saved run's: the next one is the first past the saved env steps, never a saved index
         # (tests/test_resume.py::test_a_resume_with_another_checkpoint_period_stops_at_the_new_schedule).
@@ -249,12 +250,7 @@ class Run:
         for result in self.evaluator.results:
             self.reporter.holdout(result)
         self._last_holdout = self.evaluator.results[-1]["return_mean"] if self.evaluator.results else None
-        return Resumed(saved["env_steps"], saved["extras"])
-
-    def resumed_with(self, *, dropped: int, epsilons: list[float]) -> None:
-        """What the design's restore found, for the result: the n-step starts pending at the save
-        and dropped, and the epsilon each env stream resumed with."""
-        self._dropped, self._epsilons = int(dropped), list(epsilons)
+        return True
 
     def _state(self) -> dict:
         return {"holdout": self.evaluator.results, "next_stop": self._next_stop, "next_save": self._next_save,

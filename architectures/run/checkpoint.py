@@ -27,8 +27,9 @@ import torch
 from architectures.core.config import ConfigError, DQNConfig
 from architectures.core.errors import CheckpointSaveFailed
 
-CHECKPOINT_FORMAT = 2
-"""Bumped when the layout changes; a file of another format is refused, not misread."""
+CHECKPOINT_FORMAT = 3
+"""Bumped when the layout changes; a file of another format is refused, not misread (3: every
+design's state is its run's parts, none of it in a design's own `extras`)."""
 MAY_DIFFER = ("checkpoint_path", "checkpoint_every", "worker_timeout_s", "ray_address")
 """Keys a resumed run may change: where and how often it saves, and how it supervises workers.
 Every other key shapes what is learned, so it must match the checkpoint's."""

@@ -126,6 +126,10 @@ class RayActorGroup:
                 "env_steps_undelivered": self.undelivered, "actor_seconds_short": round(self.short_seconds, 3),
                 "actor_losses": [dict(loss) for loss in self.losses]}
 
+    def save(self) -> dict:
+        """What a checkpoint holds of the group: its losses so far (`costs`)."""
+        return self.costs()
+
     def restore(self, saved: dict) -> None:
         """A resumed run's losses so far, so the bound and the counts span the whole run."""
         self.lost, self.replaced = saved["actors_lost"], saved["actors_replaced"]

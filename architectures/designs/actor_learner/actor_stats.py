@@ -8,6 +8,7 @@ run's result with the bottleneck role named.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from architectures.core.config import DQNConfig
 from architectures.core.diagnostics import PolicyLag, name_bottleneck
 from architectures.designs.actor_learner.actor import ACTOR_ROLES
 from architectures.run.acting import resume_epsilons
-from architectures.run.base import Run
+from architectures.run.base import Restored, Run
 from architectures.run.worker_rows import per_worker_summary, restore_status, status_episodes
 from architectures.transport.workers import check_weights_flow
 
@@ -71,6 +72,9 @@ class ActorStats:
         self.worker_staleness = np.zeros((len(status), 2))  # per actor: summed staleness, transitions
         self.publications = Publications(status)
         self.tally = HandoffTally()
+        self.collect: Callable[[], list[dict]] | None = None  # the actors' stream states, at a sync point
+        self.resumed_actors: list[dict] | None = None  # ... as a resume found them, with their saved rows
+        self.resumed_status: np.ndarray | None = None
 
     def store(self, rows: np.ndarray, priorities: np.ndarray, learner_version: int, replay) -> None:
         """Hand-off into the replay: record how stale the rows' acting weights were, then store them."""
@@ -100,21 +104,23 @@ class ActorStats:
                    "update": learning.update_s, "wait": tally.wait_seconds}
         return {"learner": learner, "actors": {role: float(self.status[f"t_{role}"].mean()) for role in ACTOR_ROLES}}
 
-    def save(self, actor_states: list[dict]) -> dict:
-        return {"actors": actor_states, "status": self.status.copy(), "staleness": self.staleness.state_dict(),
+    def save(self) -> dict:
+        """The actors' stream states (collected from wherever they act: `collect`, set by the transport)
+        with what the learner keeps of them."""
+        return {"actors": self.collect(), "status": self.status.copy(), "staleness": self.staleness.state_dict(),
                 "worker_staleness": self.worker_staleness.copy(), "publications": self.publications.save(),
                 "tally": vars(self.tally).copy()}
 
-    def restore(self, saved: dict, run: Run) -> list[dict]:
-        """Put the saved stats back; returns each actor's saved stream state."""
+    def restore(self, saved: dict) -> Restored:
+        """Put the saved stats back and keep each actor's saved stream state (`resumed_actors`), for the
+        transport to hand back to its actor as it starts."""
         restore_status(self.status, saved["status"])
         self.staleness.load_state_dict(saved["staleness"])
         self.worker_staleness[:] = saved["worker_staleness"]
         self.publications.restore(saved["publications"])
         self.tally = HandoffTally(**saved["tally"])
-        run.resumed_with(dropped=sum(state["pending"] for state in saved["actors"]),
-                         epsilons=resume_epsilons(self.cfg, saved["actors"]))
-        return saved["actors"]
+        self.resumed_actors, self.resumed_status = saved["actors"], saved["status"]
+        return Restored(sum(state["pending"] for state in saved["actors"]), resume_epsilons(self.cfg, saved["actors"]))
 
     def result(self, run: Run, *, env_steps: int, startup_seconds: float) -> dict:
         """The run's result: the learner's numbers and each actor's, the hand-off cost per

@@ -80,9 +80,6 @@ class InProcessTransport:
     def at_sync_point(self, env_steps: int) -> bool:
         return env_steps == self.run.stops[self.run.next_stop].env_steps
 
-    def extras(self) -> dict:
-        return self.actor_stats.save([actor.save() for actor in self.actors])
-
     def release(self) -> None:
         pass  # the actors step only when this loop asks
 
@@ -108,13 +105,13 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
     run = Run("actor_learner", cfg, reporter, learner.online)
     learning = ReplayLearning(run, learner, replay, sources=n, weights=channel,
                               published=actor_stats.publications.published)
-    resumed = run.resume()
-    states = actor_stats.restore(resumed.extras, run) if resumed is not None else [None] * n
+    run.attach("actors", actor_stats)
     actors = [make_actor(cfg, i, status[i], lambda params: ChannelClient(channel, params),
                          lambda: int(status["env_steps"].sum())) for i in range(n)]
-    for actor, state in zip(actors, states):
-        if state is not None:
-            actor.restore(state)
+    actor_stats.collect = lambda: [each.save() for each in actors]
+    if run.resume():
+        for each, state in zip(actors, actor_stats.resumed_actors):
+            each.restore(state)
     learning.publisher.now(learner.version)
     transport = InProcessTransport(run, learning, actors, channel, actor_stats,
                                    transition_dtype(spec.obs_shape, spec.obs_dtype))

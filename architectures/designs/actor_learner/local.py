@@ -182,9 +182,6 @@ class SharedMemoryTransport:
     def at_sync_point(self, env_steps: int) -> bool:
         return all_at_sync_point(self.run, self.status, env_steps)
 
-    def extras(self) -> dict:
-        return self.actor_stats.save(self.pool.collect())
-
     def release(self) -> None:
         self.control[Control.RELEASED] = self.run.next_stop
         self.pool.workers_notifier.notify()
@@ -232,11 +229,11 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
         rings = [TransitionRing(**ring_arrays[i], lock=ring_locks[i], status_row=status[i]) for i in range(n)]
         transport = SharedMemoryTransport(run, learning, pool, rings, channel, actor_stats)
         learning.after_update = transport.after_update
-        resumed = run.resume()
+        run.attach("actors", actor_stats)
+        actor_stats.collect = pool.collect  # each actor's stream state, from its pipe at a sync point
         actor_states = [None] * n
-        if resumed is not None:  # actors continue their streams; the rings start empty
-            actor_states = [{"actor": state, "next_stop": run.next_stop}
-                            for state in actor_stats.restore(resumed.extras, run)]
+        if run.resume():  # actors continue their streams; the rings start empty
+            actor_states = [{"actor": state, "next_stop": run.next_stop} for state in actor_stats.resumed_actors]
             control[Control.RELEASED] = run.next_stop
             control[Control.LEARNER_VERSION] = learner.version
             control[Control.CLAIMED] = run.resumed_from_env_steps

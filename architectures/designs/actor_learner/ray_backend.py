@@ -54,6 +54,7 @@ from architectures.designs.actor_learner.actor_stats import ActorStats
 from architectures.designs.actor_learner.runner import Throttle, learn
 from architectures.designs.actor_learner.ray_actor import RayActor
 from architectures.run.base import Run
+from architectures.run.parts import ArrayPart
 from architectures.run.learning import ReplayLearning
 from architectures.run.sync_points import room
 from architectures.transport.ray_actors import RayActorGroup
@@ -163,10 +164,6 @@ class RayTransport:
         return (not any(self.pending) and int(self.requested.sum()) == env_steps
                 == self.run.stops[self.run.next_stop].env_steps)
 
-    def extras(self) -> dict:
-        return {**self.actor_stats.save(self.group.states(self.status)), "received": self.received.copy(),
-                "losses": self.group.costs()}
-
     def release(self) -> None:
         self.after_stop[:] = True
 
@@ -211,16 +208,16 @@ def train(cfg: DQNConfig, reporter: Reporter | None = None) -> dict:
                               published=actor_stats.publications.published)
     group = RayActorGroup(ray, RayActor, cfg, f"pdqn_actor_{os.getpid()}_{secrets.token_hex(3)}",
                           max(120.0, cfg.worker_timeout_s))  # the actors, and what losing one costs
+    run.attach("actors", actor_stats)
+    actor_stats.collect = lambda: group.states(status)  # each actor's (stream state, counters), asked of it
+    run.attach("received", ArrayPart(received))
+    run.attach("losses", group)  # actors lost and replaced so far, so the bound spans the whole run
     resumed = run.resume()
     resume = [None] * n
-    if resumed is not None:  # actors continue their streams from the saved counters
-        saved = resumed.extras
-        resume = [{"actor": state, "row": saved["status"][i]}
-                  for i, state in enumerate(actor_stats.restore(saved, run))]
-        received[:] = saved["received"]
-        if "losses" in saved:  # absent from checkpoints older than actor replacement
-            group.restore(saved["losses"])
-    places = n if resumed is None else resume_places(ray, cfg, n)
+    if resumed:  # actors continue their streams from the saved counters
+        resume = [{"actor": state, "row": actor_stats.resumed_status[i]}
+                  for i, state in enumerate(actor_stats.resumed_actors)]
+    places = n if not resumed else resume_places(ray, cfg, n)
     try:
         group.start([worker_fault(i) for i in range(n)], resume, places)
         status["pid"] = [pid for pid, _ in group.nodes]

@@ -35,10 +35,6 @@ class Transport(Protocol):
         """Every actor stands at the run's next sync point and all it sent is handed off."""
         ...
 
-    def extras(self) -> dict:
-        """What a checkpoint holds of the actors (their streams and counters), at a sync point."""
-        ...
-
     def release(self) -> None:
         """Let the actors go on past the sync point just made."""
         ...
@@ -61,7 +57,7 @@ def learn(run: Run, learning: ReplayLearning, transport: Transport, actor_stats:
         if learning.owed(env_steps) > 0 and learning.replay.size > 0:
             learning.learn_owed(env_steps, limit=LEARN_BETWEEN_HANDOFFS)
         elif transport.at_sync_point(env_steps):  # evaluation and/or checkpoint, the actors standing still
-            if run.at_stop(env_steps, transport.extras):
+            if run.at_stop(env_steps):  # a save collects the actors' states (ActorStats.collect)
                 return env_steps
             transport.release()
         else:  # the learner is ahead of the data
