@@ -107,6 +107,14 @@ def test_dry_run_lists_runs_and_estimate_and_runs_nothing(tmp_path):
     assert statuses(tmp_path / "out") == {}
 
 
+def test_a_part_of_a_sweep_is_estimated_at_its_share_of_the_sweeps_time(tmp_path):
+    """wallclock_check's estimate (80 min) is for its 12 runs at its 3 seeds: one seed is a third of it."""
+    whole = _sweep(["wallclock_check", "--dry-run", "--out", str(tmp_path / "a")])
+    one = _sweep(["wallclock_check", "--dry-run", "--seeds", "1", "--out", str(tmp_path / "b")])
+    assert "12 to run; estimated 80.0 min" in whole.stderr, whole.stderr
+    assert "4 to run; estimated 26.7 min" in one.stderr, one.stderr
+
+
 def test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids(tmp_path):
     """A part of a sweep made on its own (one cell remade in an idle window) is the same runs the
     whole sweep lists: same ids, so the whole sweep later skips them."""

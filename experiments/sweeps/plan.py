@@ -55,7 +55,8 @@ def plan_runs(args: argparse.Namespace, overrides: Overrides) -> Plan:
     store.check()
     ray_runner = RayRunner(args.ray) if args.ray else None  # no Ray or an unreachable address: stop here too
     runs = expand(sweep, args.scale, args.seeds, overrides)
-    whole = len(runs)  # the sweep's estimate is for all of it
+    # The sweep's estimate is for all of it at its own seeds: --seeds and --cells take their share.
+    whole = len(runs) if args.seeds is None else len(expand(sweep, args.scale, None, overrides))
     if args.cells is not None:
         try:
             runs = pick_cells(runs, args.cells)
