@@ -234,17 +234,10 @@ def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
     """plan end to end, and the component measurements it makes (experiments/components/measure.py): every
     input of the model measured, with spread, in a form the model takes as it is. One measurement
     serves both (a separate components test measured them all again: 38 s of the suite)."""
-    busy = outside_busy_processes(2)  # made beside two busy processes (not plan's own): it must say so
-    try:
-        proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(tmp_path), "--budget", "2",
-                               "--confirm-seconds", "2", "with", "cartpole", "hidden_sizes=[32]", "buffer_size=5000"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=400)
-    finally:
-        for pid in busy:
-            os.kill(pid, signal.SIGKILL)
+    proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(tmp_path), "--budget", "2",
+                           "--confirm-seconds", "2", "with", "cartpole", "hidden_sizes=[32]", "buffer_size=5000"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    [line] = [line for line in proc.stderr.splitlines() if "measurements were disturbed" in line]
-    assert line.startswith("plan: its measurements were disturbed: other processes kept ")
     stages = re.findall(r"^\[(\d)/(\d)\] .* \(about \d+ (?:s|min) left\)$", proc.stderr, flags=re.M)
     assert [k for k, _ in stages] == [str(k) for k in range(1, len(stages) + 1)] and len(stages) >= 4, proc.stderr
     plan = json.loads((tmp_path / "plan.json").read_text())
@@ -252,10 +245,9 @@ def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
     designs = {(p["design"], p["workers"]) for p in plan["predictions"]}
     assert {("single_env", 1), ("actor_learner", 2), ("vector_env", 4), ("hogwild", 1)} <= designs
     assert all(p["predicted_env_steps_per_sec"] > 0 and p["bottleneck"] for p in plan["predictions"])
-    # every prediction carries its interval from the components' spread, widened by the busy window
+    # every prediction carries its interval from the components' spread; the measuring window is recorded
     assert all(p["interval"][0] <= p["predicted_env_steps_per_sec"] <= p["interval"][1] for p in plan["predictions"])
-    assert plan["window"]["disturbed"] and plan["window"]["other_cores"] >= 0.5
-    assert plan["window"]["widen_fast_end_by"] > 1.0
+    assert {"other_cores", "cores", "disturbed", "widen_fast_end_by"} <= set(plan["window"])
     assert len(plan["confirmed"]) == 2 and all(c["measured_env_steps_per_sec"] > 0 for c in plan["confirmed"])
     # each confirming run is predicted as it runs: its unlearned start makes it faster than the steady state
     assert all(c["predicted_for_this_run"] >= c["predicted_env_steps_per_sec"] for c in plan["confirmed"])
@@ -270,6 +262,25 @@ def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
             assert 0 < row["p10"] <= row["us"] <= row["p90"], (name, row)
     assert set(costs["vector_trip"]) == {str(n) for n in vector_sizes(cores)}  # each size vector_env is predicted at
     predict_all(cost_model.medians(costs), utd=0.25, cores=cores)  # the model takes them as they are
+
+
+@pytest.mark.slow
+def test_a_plan_made_beside_two_busy_processes_says_so_in_one_line_and_widens_its_intervals(tmp_path):
+    """Two processes outside plan's tree keep the 2 cores busy while it measures (predictions only, the
+    smallest budget): it must not print its curve as if the machine had been idle."""
+    busy = outside_busy_processes(2)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(tmp_path), "--budget", "1",
+                               "--no-confirm", "with", "cartpole", "hidden_sizes=[32]", "buffer_size=5000"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=400)
+    finally:
+        for pid in busy:
+            os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [line] = [line for line in proc.stderr.splitlines() if "measurements were disturbed" in line]
+    assert line.startswith("plan: its measurements were disturbed: other processes kept ")
+    window = json.loads((tmp_path / "plan.json").read_text())["window"]
+    assert window["disturbed"] and window["other_cores"] >= 0.5 and window["widen_fast_end_by"] > 1.0
 
 
 def outside_busy_processes(n: int) -> list[int]:
