@@ -146,7 +146,7 @@ def _run_in_process(observer, **updates):
 
     ex.observers.append(observer)
     try:
-        return ex.run(config_updates={"architecture": "single_env", "total_env_steps": 300, "learning_starts": 100,
+        return ex.run(config_updates={"design": "single_env", "total_env_steps": 300, "learning_starts": 100,
                                       "eval_every": 300, "eval_episodes": 1, "hidden_sizes": [8],
                                       "batch_size": 8, "log_every": 100, **updates})
     finally:
