@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.io.load import LEARNING_RATE, load_runs
+from analysis.report.framework import formatting
 
 
 def cell_of(config: dict) -> tuple[str, float, float]:
@@ -68,9 +69,7 @@ def markdown(table: pd.DataFrame) -> str:
     for column in shown.columns:
         if shown[column].dtype.kind == "f":
             shown[column] = shown[column].map(lambda v: f"{v:,.0f}" if abs(v) >= 10 else f"{v:.3f}")
-    lines = ["| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)]
-    return "\n".join(lines) + "\n"
+    return formatting.markdown(shown) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

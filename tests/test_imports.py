@@ -196,6 +196,13 @@ def test_the_checks_would_catch_a_climbing_import_and_a_cycle(tmp_path):
     assert "sacred" in _outside(str(tmp_path / "analysis" / "a.py"))
 
 
+def _source_files() -> list[str]:
+    """Every Python file of the packages and the tests, in a fixed order."""
+    return [os.path.join(folder, name) for package in (*PACKAGES, "tests")
+            for folder, _, files in sorted(os.walk(os.path.join(ROOT, package))) for name in sorted(files)
+            if name.endswith(".py")]
+
+
 TRACKER_REFERENCE = r"\b[Ii]ssues? ?#?" + r"\d+"
 """An issue number as prose writes one; split so that this line does not match it."""
 
@@ -205,14 +212,10 @@ def test_no_code_points_at_the_issue_tracker():
     says why in its own words, or names a commit or a page of docs/."""
     pattern = re.compile(TRACKER_REFERENCE)
     found = []
-    for package in (*PACKAGES, "tests"):
-        for folder, _, files in os.walk(os.path.join(ROOT, package)):
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    path = os.path.join(folder, name)
-                    with open(path) as f:
-                        found += [f"{os.path.relpath(path, ROOT)}:{number}: {line.strip()}"
-                                  for number, line in enumerate(f, 1) if pattern.search(line)]
+    for path in _source_files():
+        with open(path) as f:
+            found += [f"{os.path.relpath(path, ROOT)}:{number}: {line.strip()}"
+                      for number, line in enumerate(f, 1) if pattern.search(line)]
     assert not found, "references to the issue tracker:\n" + "\n".join(found)
     # The check can fail (its probes split as the pattern is): a number after the word, with or
     # without "#", is found; the word inside another is not.
@@ -229,13 +232,7 @@ def _private_imports(path: str) -> list[str]:
 def test_no_private_name_is_imported_across_modules(tmp_path):
     """What another module needs has a public name and a docstring; a leading underscore means
     "only this module reads it", so importing one elsewhere hides the real interface."""
-    found = []
-    for package in (*PACKAGES, "tests"):
-        for folder, _, files in os.walk(os.path.join(ROOT, package)):
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    path = os.path.join(folder, name)
-                    found += [f"{os.path.relpath(path, ROOT)}: {n}" for n in _private_imports(path)]
+    found = [f"{os.path.relpath(path, ROOT)}: {n}" for path in _source_files() for n in _private_imports(path)]
     assert not found, "private names imported across modules:\n" + "\n".join(found)
     probe = tmp_path / "probe.py"  # the check can fail: a private name is found, a dunder is not
     probe.write_text("from analysis.stats import _hidden, public\nfrom x import __version__\n")

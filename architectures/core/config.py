@@ -17,7 +17,7 @@ import typing
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from architectures.core.config_checks import UPPER_BOUNDS, validate
+from architectures.core.config_checks import UPPER_BOUNDS, literals, validate
 from architectures.core.errors import ConfigError
 
 __all__ = ["ConfigError", "DQNConfig", "UPPER_BOUNDS", "choices", "coerce", "describe", "field_types"]
@@ -260,9 +260,9 @@ def field_types() -> dict[str, Any]:
 
 
 def choices(key: str) -> tuple[str, ...] | None:
-    """The values a `Literal` key takes, in their declared order; None for any other key."""
-    annotation = field_types()[key]
-    return typing.get_args(annotation) if typing.get_origin(annotation) is Literal else None
+    """The values a `Literal` key takes, in their declared order (what validate() checks); None for
+    any other key."""
+    return literals(DQNConfig).get(key)
 
 
 @functools.cache

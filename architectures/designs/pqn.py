@@ -45,6 +45,7 @@ from architectures.core.networks import GreedyPolicy, build_q_network
 from architectures.core.schedules import EpsilonSchedule
 from architectures.run.acting import EpisodeStats, EpisodeStream, HeldObs, worker_env_cost
 from architectures.run.base import LearningLog, Restored, Run
+from architectures.run.parts import EnvStreams
 from architectures.transport.vector_envs import VectorEnvs, vector_envs
 from architectures.transport.workers import warn_if_oversubscribed
 
@@ -143,28 +144,25 @@ class PQN:
         self.loss_sum, self.last_q, self.last_norm, self.last_return = 0.0, None, None, None
         self.device_losses = torch.zeros((), device=self.device)  # a device learner's losses since the last log
         self.held = None
+        # the env streams, the policy's RNG, the env processes' counters and the seconds, saved as vector_env's are
+        self.acting_streams = EnvStreams(self.streams, self.policy, envs, self.epsilon, self.seconds)
         self.run.attach("pqn", self)  # all of the above that a resume needs is this object's save()
 
     # ------------------------------------------------------------------ checkpoints (between rollouts)
     def save(self) -> dict:
-        return {"streams": [s.save() for s in self.streams], "net": self.net.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "policy_rng": self.policy.rng.bit_generator.state,
+        return {**self.acting_streams.save(), "net": self.net.state_dict(), "optimizer": self.optimizer.state_dict(),
                 "shuffle_rng": self.shuffle.bit_generator.state, "rollouts": self.done_rollouts,
-                "updates": self.updates, "seconds": dict(self.seconds), "envs": self.envs.counters(),
-                "env_steps": self.env_steps}
+                "updates": self.updates, "env_steps": self.env_steps}
 
     def restore(self, saved: dict) -> Restored:
-        """Every env starts a fresh episode with the seed its stream was on."""
-        dropped = sum(s.restore(state) for s, state in zip(self.streams, saved["streams"]))
-        env_steps = saved["env_steps"]
+        """Every env starts a fresh episode with the seed its stream was on (EnvStreams, as vector_env's)."""
+        restored = self.acting_streams.restore(saved)
         self.net.load_state_dict(saved["net"])  # in place: the policy's numpy views stay valid
         self.acting.publish(saved["updates"])
         self.optimizer.load_state_dict(saved["optimizer"])
-        self.policy.rng.bit_generator.state, self.shuffle.bit_generator.state = saved["policy_rng"], saved["shuffle_rng"]
-        self.env_steps, self.done_rollouts, self.updates = env_steps, saved["rollouts"], saved["updates"]
-        self.seconds = saved["seconds"]
-        self.envs.resume_counters(saved["envs"], [s.steps for s in self.streams])
-        return Restored(dropped, [self.epsilon(env_steps)] * self.n)
+        self.shuffle.bit_generator.state = saved["shuffle_rng"]
+        self.env_steps, self.done_rollouts, self.updates = saved["env_steps"], saved["rollouts"], saved["updates"]
+        return restored
 
     # ------------------------------------------------------------------ the learner's counters
     def on_update(self, loss: torch.Tensor, q_taken: torch.Tensor, norm: torch.Tensor) -> None:

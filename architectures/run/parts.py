@@ -16,6 +16,12 @@ from architectures.run.base import Restored
 from architectures.run.worker_rows import restore_status
 
 
+def streams_restored(cfg, stream_states: list[dict]) -> Restored:
+    """What resuming env streams that act in other processes drops, for the result: the n-step starts
+    pending in their saved states, and the epsilon each resumes with (resume_epsilons)."""
+    return Restored(sum(state["pending"] for state in stream_states), resume_epsilons(cfg, stream_states))
+
+
 class StreamPart:
     """One env loop stepped in this process (single_env, high_utd): its stream, RNG and timers."""
 
@@ -31,7 +37,7 @@ class StreamPart:
 
 
 class EnvStreams:
-    """N env streams stepped from this process through env processes (vector_env): their seeds,
+    """N env streams stepped from this process through env processes (vector_env, pqn): their seeds,
     adders and statistics, the batched policy's RNG, the env processes' counters and the loop's
     seconds by role (`seconds`, the loop's own dict, kept in place)."""
 
@@ -69,8 +75,7 @@ class WorkerStates:
     def restore(self, state: dict) -> Restored:
         restore_status(self.status, state["status"])
         self.saved = state["workers"]
-        streams = [self.stream(s) for s in self.saved]
-        return Restored(sum(s["pending"] for s in streams), resume_epsilons(self.cfg, streams))
+        return streams_restored(self.cfg, [self.stream(s) for s in self.saved])
 
     def starting(self, **with_each) -> list[dict | None]:
         """Each worker's saved state (with `with_each` added), or None everywhere for a fresh start."""

@@ -15,8 +15,8 @@ import numpy as np
 from architectures.core.config import DQNConfig
 from architectures.core.diagnostics import PolicyLag, name_bottleneck
 from architectures.designs.actor_learner.actor import ACTOR_ROLES
-from architectures.run.acting import resume_epsilons
 from architectures.run.base import Restored, Run
+from architectures.run.parts import streams_restored
 from architectures.run.worker_rows import per_worker_summary, restore_status, status_episodes
 from architectures.transport.workers import check_weights_flow
 
@@ -120,7 +120,7 @@ class ActorStats:
         self.publications.restore(saved["publications"])
         self.tally = HandoffTally(**saved["tally"])
         self.resumed_actors, self.resumed_status = saved["actors"], saved["status"]
-        return Restored(sum(state["pending"] for state in saved["actors"]), resume_epsilons(self.cfg, saved["actors"]))
+        return streams_restored(self.cfg, saved["actors"])
 
     def result(self, run: Run, *, env_steps: int, startup_seconds: float) -> dict:
         """The run's result: the learner's numbers and each actor's, the hand-off cost per
