@@ -201,6 +201,7 @@ def test_the_median_pass_is_kept_whole_per_cost_and_per_count():
     assert median_repeat(passes[:2])["hogwild_in_loop"]["us"] == 3.0  # an even count keeps the lower middle
 
 
+@pytest.mark.alone
 def test_the_components_alone_are_measured_with_spread_in_this_process():
     """The in-process measurements the plan starts with (experiments/components/alone.py), at a
     budget of a fraction of a second: the quick check's share of what the plan test measures whole."""
@@ -229,6 +230,7 @@ MODEL_INPUTS = {"env_step", "act", "fold", "store", "sample", "update", "diagnos
 processes' CPU, analysis/cost/model.py); the lockstep path's send, receive and round trip are gone."""
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
     """plan end to end, and the component measurements it makes (experiments/components/measure.py): every
@@ -264,23 +266,104 @@ def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
     predict_all(cost_model.medians(costs), utd=0.25, cores=cores)  # the model takes them as they are
 
 
-@pytest.mark.slow
-def test_a_plan_made_beside_two_busy_processes_says_so_in_one_line_and_widens_its_intervals(tmp_path):
-    """Two processes outside plan's tree keep the 2 cores busy while it measures (predictions only, the
-    smallest budget): it must not print its curve as if the machine had been idle."""
+def stored_costs() -> dict:
+    """COSTS as measure() stores them: each with a spread, per-N tables keyed by strings."""
+    return {k: ({"us": v, "p10": 0.8 * v, "p90": 1.25 * v} if not isinstance(v, dict) else
+                {str(n): {"us": x, "p10": 0.8 * x, "p90": 1.25 * x} for n, x in v.items()}) for k, v in COSTS.items()}
+
+
+def plan_on_stored_costs(monkeypatch, measure_s: float = 0.0) -> list[dict]:
+    """plan's own wiring in this process, its measurements replaced by stored_costs() (each taking
+    `measure_s`): returns what each measurement was called with (the cores and this process's
+    affinity then)."""
+    from experiments.plan import cli
+
+    calls = []
+
+    def measured(cfg, cores, budget_s, log):
+        calls.append({"cores": cores, "affinity": len(os.sched_getaffinity(0))})
+        time.sleep(measure_s)
+        return stored_costs()
+
+    monkeypatch.setattr("experiments.components.measure.measure", measured)
+    monkeypatch.setattr("experiments.plan.devices.measure_devices", lambda cfg, costs, devices, budget, log: {"cpu": costs})
+    monkeypatch.setattr(cli, "update_threads", lambda cfg, cores: calls.append({"threads_at": cores}) or {1: 600.0})
+    monkeypatch.setattr(cli, "env_step_seconds", lambda cfg: 1e-5)
+    return calls
+
+
+def test_a_plan_made_beside_two_busy_processes_says_so_in_one_line_and_widens_its_intervals(tmp_path, monkeypatch,
+                                                                                            capsys):
+    """Two processes outside plan's tree keep the cores busy while it measures: it must not print its
+    curve as if the machine had been idle. Its measurements are stored costs (1.5 s, the busy
+    processes running); the watch and what plan says of it are real (the measurements themselves,
+    end to end: the plan test above)."""
+    from experiments.plan import cli
+
+    plan_on_stored_costs(monkeypatch, measure_s=1.5)
     busy = outside_busy_processes(2)
     try:
-        proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(tmp_path), "--budget", "1",
-                               "--no-confirm", "with", "cartpole", "hidden_sizes=[32]", "buffer_size=5000"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=400)
+        code = cli.main(["--out", str(tmp_path), "--budget", "1", "--no-confirm", "with", "cartpole"])
     finally:
         for pid in busy:
             os.kill(pid, signal.SIGKILL)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    [line] = [line for line in proc.stderr.splitlines() if "measurements were disturbed" in line]
+    err = capsys.readouterr().err
+    assert code == 0, err[-3000:]
+    [line] = [line for line in err.splitlines() if "measurements were disturbed" in line]
     assert line.startswith("plan: its measurements were disturbed: other processes kept ")
-    window = json.loads((tmp_path / "plan.json").read_text())["window"]
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    window = plan["window"]
     assert window["disturbed"] and window["other_cores"] >= 0.5 and window["widen_fast_end_by"] > 1.0
+    utd, period, cores = plan["config"]["utd"], plan["config"]["weight_sync_period"], plan["cores"]
+    stored = stored_costs()
+    predictions = predict_all(cost_model.medians(stored), utd=utd, cores=cores, weight_sync_period=period)
+    spread = cost_model.intervals(stored, predictions, utd=utd, cores=cores, weight_sync_period=period)
+    for p in plan["predictions"]:  # the fast end widened by the window's factor, the slow end as measured
+        low, high = spread[(p["design"], p["workers"])]
+        assert p["interval"] == pytest.approx([low, high * window["widen_fast_end_by"]])
+
+
+def test_on_a_64_core_machine_plan_measures_on_16_cores_and_predicts_for_all_64(tmp_path, monkeypatch, capsys):
+    """plan's time must not grow with the cores: its measurements start processes in proportion to the
+    cores they are told (vector_env's envs at 2 x cores, hogwild's workers and actor_learner's actors at
+    the cores, a co-runner on every other core), so plan measures on at most MEASURE_CORES of them,
+    pinned there, and predicts for the machine's own count. The machine is faked at 64 cores."""
+    from experiments.plan import cli
+    from experiments.plan.measure import MEASURE_CORES, estimate_seconds
+
+    calls = plan_on_stored_costs(monkeypatch)
+    monkeypatch.setattr("architectures.core.limits.available_cores", lambda: 64)
+    affinity = os.sched_getaffinity(0)
+    assert cli.main(["--out", str(tmp_path), "--budget", "1", "--no-confirm", "with", "cartpole"]) == 0
+    err = capsys.readouterr().err
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert MEASURE_CORES == 16 and calls[0]["cores"] == 16 and {"threads_at": 16} in calls
+    assert calls[0]["affinity"] <= 16 and os.sched_getaffinity(0) == affinity  # pinned while measuring, then given back
+    assert plan["cores"] == 64 and plan["measured_on_cores"] == 16 and "on 16 of the 64 cores" in err
+    assert max(p["workers"] for p in plan["predictions"]) >= 64  # predicted for the whole machine
+    assert estimate_seconds(2e-3, 40.0, 15.0) < 300  # a 2 ms env: the same estimate on 2 cores or 64
+
+
+def test_the_counts_each_measurement_starts_are_bounded_by_the_cores_it_is_told():
+    """What plan's measure() starts at `cores` (vector_env's envs, actor_learner's waiting actors):
+    at the 16 cores plan measures on whatever the machine, no more than a 16-core machine's."""
+    from experiments.components.roles import waiting_counts
+    from experiments.plan.measure import MEASURE_CORES
+
+    assert max(vector_sizes(MEASURE_CORES)) == 32 and max(waiting_counts(MEASURE_CORES)) <= 64
+
+
+def test_hogwild_measured_on_fewer_cores_than_the_machine_scales_from_the_count_it_ran_at():
+    """hogwild's crowded loop measured at 16 workers (plan's cap) predicts 64 workers on 64 cores as the
+    same loop measured at 64 would, where each worker's CPU grows linearly in the workers at once
+    (here 20 us a worker on a 300 us loop); a bare cost still reads as measured at the cores (earlier records)."""
+    measured = {**COSTS, "loops_utd": 0.25, "hogwild_in_loop": 300.0}
+    at_16 = predict("hogwild", 64, {**measured, "hogwild_at_cores": {16: (300.0 + 20 * 15) / 16}}, utd=0.25, cores=64)
+    at_64 = predict("hogwild", 64, {**measured, "hogwild_at_cores": {64: (300.0 + 20 * 63) / 64}}, utd=0.25, cores=64)
+    assert at_16.env_steps_per_sec == pytest.approx(at_64.env_steps_per_sec)
+    bare = predict("hogwild", 2, {**measured, "hogwild_at_cores": 100.0}, utd=0.25, cores=2)
+    keyed = predict("hogwild", 2, {**measured, "hogwild_at_cores": {2: 100.0}}, utd=0.25, cores=2)
+    assert bare.env_steps_per_sec == pytest.approx(keyed.env_steps_per_sec)
 
 
 def outside_busy_processes(n: int) -> list[int]:
@@ -343,6 +426,7 @@ def test_plan_estimates_its_time_from_the_envs_step(step_us, confirm_s, expected
     assert estimate_seconds(step_us / 1e6, 40.0, confirm_s) == pytest.approx(expected_s, rel=0.1)
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("cost_us", [0.0, 2_000.0])
 def test_plan_times_the_env_step_it_will_meet(cost_us):
     from architectures.core.config import DQNConfig

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from analysis.cost.terms import (MissingCosts, Prediction, Setting, bounded, contention, idling_cost, loops_apply,
-                                 settled, shared_finish, at_n)
+                                 measured_at, settled, shared_finish, at_n)
 
 
 def _single_env(design: str, s: Setting) -> Prediction:
@@ -17,16 +17,18 @@ def _single_env(design: str, s: Setting) -> Prediction:
 def _hogwild(design: str, s: Setting) -> Prediction:
     """Each worker's CPU slowed by the others on a CPU at once; its wait is its own."""
     c, n, k, wait, utd, cores = s.c, s.n, s.k, s.wait, s.utd, s.cores
-    if c.get("hogwild_in_loop") and c.get("hogwild_at_cores") and cores > 1 and loops_apply(c, utd):
-        # One worker's CPU per own env step, measured alone and with `cores` workers sharing
-        # the parameters; linear in the workers on a CPU at once, and the cores' bound beyond.
+    crowd, at_crowd = measured_at(c["hogwild_at_cores"], cores) if c.get("hogwild_at_cores") else (1, 0.0)
+    if c.get("hogwild_in_loop") and crowd > 1 and cores > 1 and loops_apply(c, utd):
+        # One worker's CPU per own env step, measured alone and with `crowd` workers (the cores
+        # plan measured on) sharing the parameters; linear in the workers on a CPU at once, and
+        # the cores' bound beyond.
         wait_cpu = float(c.get("env_wait_cpu", 0.0))  # the loops were measured with the wait off
         idling = idling_cost(c, k, utd)
-        alone, crowded = c["hogwild_in_loop"] + wait_cpu + idling, c["hogwild_at_cores"] * cores + wait_cpu + idling
+        alone, crowded = c["hogwild_in_loop"] + wait_cpu + idling, at_crowd * crowd + wait_cpu + idling
         per_worker = alone
         for _ in range(3):  # the workers on a CPU at once depend on how long each one's CPU takes
             busy = min(n, cores, n * per_worker / (wait + per_worker))
-            per_worker = alone + (crowded - alone) * (max(busy, 1.0) - 1) / (cores - 1)
+            per_worker = alone + (crowded - alone) * (max(busy, 1.0) - 1) / (crowd - 1)
         rates = {"workers": n * 1e6 / (wait + per_worker), "cores": cores * 1e6 / per_worker}
         return bounded(design, n, rates, n * per_worker / (wait + per_worker) > cores)
     worker = s.loop

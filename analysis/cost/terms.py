@@ -106,6 +106,16 @@ def contention(c: dict, busy: float, cores: int) -> float:
     return 1.0 + (full - 1.0) * share
 
 
+def measured_at(value, cores: int) -> tuple[int, float]:
+    """(the count a loop was measured at, its cost): a per-N table of one count, as measure() writes
+    a loop run at the cores it measured on (plan measures on at most 16 of them, experiments/plan/measure.py
+    MEASURE_CORES), or a bare cost, as earlier records stored one measured at `cores`."""
+    if isinstance(value, dict):
+        [(n, us)] = value.items()
+        return int(n), float(us)
+    return cores, float(value)
+
+
 def at_n(table: dict, n: int) -> float:
     """A per-N cost at n: measured, or interpolated linearly between the measured N. Beyond the
     largest N a rising cost is extrapolated from the two nearest, a falling one held at its last

@@ -46,7 +46,7 @@ def measure(cfg: DQNConfig, *, cores: int, budget_s: float = 40.0, log=print) ->
     costs.update(loop_costs(bench, cores, wait_us, budget_s, log, own_wait))
     costs.update(role_costs(cfg, cores, wait_us, budget_s, log, own_wait))
     if own_wait:
-        without_own_wait(costs, own_wait, cores)
+        without_own_wait(costs, own_wait)
     costs["contention"] = contention(cfg, cores, budget_s * 0.05)
     log(f"  single_env's loop with a loop like it on every other core: {costs['contention']['us']:.2f}x its time "
         "alone")
@@ -79,10 +79,10 @@ def own_env_wait(costs: dict, log) -> float:
     return own
 
 
-def without_own_wait(costs: dict, own: float, cores: int) -> None:
+def without_own_wait(costs: dict, own: float) -> None:
     """The loops measured as they run hold the env's own wait in their wall times, where the model
     wants CPU (the wait is `env_wait`, added once): take it out of single_env's loop's env step, of
-    hogwild's loop per env step (one worker waits it whole; `cores` workers wait theirs at once) and
+    hogwild's loop per env step (one worker waits it whole; N workers wait theirs at once) and
     of vector_env's round trips (`vector_trip`: each env's trip held its wait). The waiting loop (`in_loop_waiting`) is the
     loop as measured."""
     costs.setdefault("in_loop_waiting", {k: dict(v) for k, v in costs["in_loop"].items()})
@@ -90,8 +90,8 @@ def without_own_wait(costs: dict, own: float, cores: int) -> None:
     costs["in_loop"]["env_step"] = {k: max(1.0, v - own) for k, v in step.items()}
     if "hogwild_in_loop" in costs:
         costs["hogwild_in_loop"] = {k: max(1.0, v - own) for k, v in costs["hogwild_in_loop"].items()}
-    if "hogwild_at_cores" in costs:
-        costs["hogwild_at_cores"] = {k: max(1.0, v * cores - own) / cores for k, v in costs["hogwild_at_cores"].items()}
+    for n, row in (costs.get("hogwild_at_cores") or {}).items():
+        costs["hogwild_at_cores"][n] = {k: max(1.0, v * int(n) - own) / int(n) for k, v in row.items()}
     for name in ("vector_trip", "vector_round_trip", "vector_round_trip_learning"):
         for n, row in (costs.get(name) or {}).items():
             costs[name][n] = {k: max(1.0, v - own) for k, v in row.items()}
@@ -127,8 +127,9 @@ def role_costs(cfg: DQNConfig, cores: int, wait_us: float, budget_s: float, log,
     the env waits, its roles past the cores."""
     costs: dict = {}
     if cores > 1:
-        costs["hogwild_at_cores"] = design_in_loop("hogwild", cfg, budget_s * 0.1, workers=cores)
-        log(f"  an env step of hogwild's loop with {cores} workers: {costs['hogwild_at_cores']['us']:,.1f} us")
+        at_cores = design_in_loop("hogwild", cfg, budget_s * 0.1, workers=cores)
+        costs["hogwild_at_cores"] = {str(cores): at_cores}  # keyed by the count it ran at: the model scales from it
+        log(f"  an env step of hogwild's loop with {cores} workers: {at_cores['us']:,.1f} us")
     costs["actor_learner_shared"] = shared_roles(cfg, cores, budget_s * 0.15)
     shared = costs["actor_learner_shared"]
     log(f"  actor_learner at {cores} actors ({cores + 1} processes on {cores} cores), CPU per env step: learner "

@@ -42,7 +42,7 @@ import time
 
 from experiments.plan.confirm import confirm
 from experiments.plan.measure import (CONFIRM_RUNS, CONFIRM_START_S, FIXED_ENV_STEPS, FIXED_SECONDS,  # noqa: F401
-                                      update_threads, env_step_seconds, estimate_seconds)
+                                      MEASURE_CORES, on_cores, update_threads, env_step_seconds, estimate_seconds)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
 
@@ -206,13 +206,16 @@ def _plan(args, cfg, overrides) -> int:
     expected_s = estimate_seconds(step_s, args.budget, 0 if args.no_confirm else args.confirm_seconds)
     print(f"the env step takes {1e6 * step_s:,.0f} us here: expect about {expected_s / 60:.0f} min", file=sys.stderr)
     stage = _stages(started, expected_s, confirming=not args.no_confirm, in_place=not args.no_confirm and cores > 1)
-    stage("measuring components, each warm and alone:")
-    costs = measure(cfg, cores=cores, budget_s=args.budget, log=lambda line: print(line, file=sys.stderr))
-    stage("the learner on each device it has")
-    by_device = measure_devices(cfg, costs, learner_devices(), args.budget * 0.1,
-                                lambda line: print(line, file=sys.stderr))
-    stage("the update at each torch thread count")
-    threads = update_threads(cfg, cores)
+    measured_on = min(cores, MEASURE_CORES)  # its measurements' processes, and time, do not grow with the cores
+    stage("measuring components, each warm and alone" + (f" (on {measured_on} of the {cores} cores; the model "
+                                                          "scales to all)" if measured_on < cores else "") + ":")
+    with on_cores(measured_on):
+        costs = measure(cfg, cores=measured_on, budget_s=args.budget, log=lambda line: print(line, file=sys.stderr))
+        stage("the learner on each device it has")
+        by_device = measure_devices(cfg, costs, learner_devices(), args.budget * 0.1,
+                                    lambda line: print(line, file=sys.stderr))
+        stage("the update at each torch thread count")
+        threads = update_threads(cfg, measured_on)
     best_threads = min(threads, key=threads.get) if threads else 1
     if 1 not in threads or threads[best_threads] > 0.9 * threads[1]:
         best_threads = 1  # under 10% faster is not worth a core the actors could use
@@ -276,7 +279,7 @@ def _plan(args, cfg, overrides) -> int:
               f"{min(cfg.learning_starts, c['env_steps'] // 10):,} unlearned): predicted {c['predicted_for_this_run']:,.0f}, "
               f"measured {c['measured_env_steps_per_sec']:,.0f} env steps/s ({error:+.0%})")
     plan = {
-        "config": cfg.to_dict(), "overrides": overrides.text(), "cores": cores,
+        "config": cfg.to_dict(), "overrides": overrides.text(), "cores": cores, "measured_on_cores": measured_on,
         "host": {"cpu": cpu_model(), "python": platform.python_version(),
                  "node": platform.node()},
         "component_costs_us": costs, "update_us_by_threads": threads,

@@ -4,6 +4,7 @@ plan estimates its own time before it starts."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -11,6 +12,28 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
+
+
+MEASURE_CORES = 16
+"""plan measures on at most this many of the machine's cores (the largest machine the suite has
+measured on) and the model scales its terms to all of them: the processes a measurement starts
+(vector_env's envs at 2 x cores, hogwild's workers and actor_learner's actors at the cores, the
+co-runners of `contention`) would otherwise grow with the cores, and plan's time with them."""
+
+
+@contextlib.contextmanager
+def on_cores(count: int):
+    """This process and the processes it starts meanwhile run on `count` of its cores (the first
+    of its affinity), as on a machine of that size; its affinity is given back after."""
+    if not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    allowed = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, allowed[:max(1, count)])
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
 
 
 def last_line(proc: subprocess.CompletedProcess) -> str:

@@ -16,6 +16,7 @@ import pandas as pd
 from analysis import stats
 
 from analysis.cost import model as cost_model
+from analysis.cost.terms import measured_at
 from analysis.io.load import TRAINING_EXPERIMENTS, NoRunsError, RunSet, load_runs
 from analysis.report.framework.common import (ARCH_ORDER, PREDICTED, SPEED, FigureData, Note, committed, env_first, macro_name,
                                               sweep_runs, with_speed)
@@ -254,7 +255,8 @@ def _terms(made: FigureData, measured: pd.DataFrame, cores: int) -> None:
         for _, run in part.iterrows():
             c = cost_model.medians(run["result"]["costs_us"])
             if c.get("hogwild_at_cores") and c.get("hogwild_in_loop"):
-                terms["hogwild at cores"].append(c["hogwild_at_cores"] * cores / c["hogwild_in_loop"])
+                crowd, at_crowd = measured_at(c["hogwild_at_cores"], cores)
+                terms["hogwild at cores"].append(at_crowd * crowd / c["hogwild_in_loop"])
             if c.get("contention"):
                 terms["contention"].append(c["contention"])
             if (c.get("actor_learner_shared") or {}).get("learner") and all(
