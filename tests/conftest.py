@@ -1,4 +1,5 @@
 import faulthandler
+import fcntl
 import os
 import sys
 
@@ -45,3 +46,27 @@ def _hang_backstop():
     faulthandler.dump_traceback_later(HANG_S, exit=True)
     yield
     faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.fixture(autouse=True)
+def _the_machine(request, tmp_path_factory):
+    """Tests run two at a time (pytest-xdist, `-n 2` in pyproject's addopts): most of a process-heavy
+    test's time is spent waiting, so two share 2 cores well. A test marked `alone` measures a
+    timing or reads machine-wide state, so it holds the machine: it waits for the test beside it to
+    end, and no other test starts until it has ended. A readers-writer lock over two flock files in
+    the session's shared temp folder, the writer first in line (the turnstile); every wait blocks."""
+    if not hasattr(request.config, "workerinput"):  # not under xdist (-n 0, -p no:xdist): alone already
+        yield
+        return
+    alone = request.node.get_closest_marker("alone") is not None
+    folder = tmp_path_factory.getbasetemp().parent  # each worker's base folder sits in the session's one
+    with open(folder / "turnstile.lock", "a") as turnstile, open(folder / "machine.lock", "a") as machine:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)  # behind an `alone` test that waits for the machine
+        fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(machine, fcntl.LOCK_UN)
+            fcntl.flock(turnstile, fcntl.LOCK_UN)

@@ -270,6 +270,7 @@ def test_worker_quotas_sum_to_the_total(total, workers):
 
 
 # ---------------------------------------------------------------------- vector_env
+@pytest.mark.alone
 @pytest.mark.slow
 def test_vector_env_paces_updates_and_shares_evenly():
     result = vector_env.train(small_cfg())

@@ -18,6 +18,8 @@ from architectures.core.config import DQNConfig
 from architectures.registry import NAMES
 from tests.fault_envs import SlowClose
 
+pytestmark = pytest.mark.alone  # it measures times or CPU seconds (tests/conftest.py)
+
 SHORT = dict(env_id="tests.fault_envs:SlowClose-v0", total_env_steps=600, eval_every=600, eval_episodes=0,
              learning_starts=100, hidden_sizes=(16,), buffer_size=600, batch_size=16, log_every=300, num_workers=2,
              worker_timeout_s=30.0)

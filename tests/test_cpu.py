@@ -17,6 +17,8 @@ from architectures.core.metrics import CpuMeter, Stopwatch, process_cpu_seconds
 from architectures.designs import hogwild, single_env, vector_env
 from architectures.designs.actor_learner import local as actor_learner
 
+pytestmark = pytest.mark.alone  # it measures times or CPU seconds (tests/conftest.py)
+
 BUSY_US, WAIT_US = 500.0, 2000.0
 
 # design module, workers, env cost, the role that steps the envs

@@ -62,6 +62,7 @@ def test_cpu_cost_wrapper_burns_at_least_the_requested_cpu_time():
     env.close()
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("wait_us", [500.0, 2_000.0])
 def test_a_waiting_step_blocks_for_its_wait_without_cpu(wait_us):
     """env_step_wait_us: the step blocks for its wait on average (a plain sleep overshoots by tens

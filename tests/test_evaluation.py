@@ -41,6 +41,7 @@ def test_evaluation_disabled_with_zero_episodes():
     assert np.isnan(evaluator.evaluate(50)["return_mean"])
 
 
+@pytest.mark.alone
 def test_evaluation_is_off_the_training_clock_and_timed_as_eval(monkeypatch):
     import time
 

@@ -47,18 +47,19 @@ def _command(named, overrides, checkpoint, out) -> list[str]:
     return [sys.executable, "-m", "experiments.train", "with", *named, *args, "-F", str(out), "-l", "WARNING"]
 
 
-def _shm() -> set[str]:
-    """Shared-memory segments and named semaphores in /dev/shm that no live process maps: leaked
-    ones (those of other runs on the machine, in use, are mapped by their processes)."""
-    names = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
-    mapped = set()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+def _mapped_by(pids: list[int]) -> set[str]:
+    """The names in /dev/shm (shared-memory segments, named semaphores) that processes `pids` map now:
+    what a killed run must leave nothing of. Judged by name, not by a look at all of /dev/shm, where
+    the test beside this one (pytest -n 2) and any other run on the machine make and free their own."""
+    names = set()
+    for pid in pids:
         try:
             with open(f"/proc/{pid}/maps") as f:
-                mapped.update(line.rsplit("/dev/shm/", 1)[1].split()[0] for line in f if "/dev/shm/" in line)
-        except OSError:  # gone meanwhile, or not ours to read
+                names.update(line.rsplit("/dev/shm/", 1)[1].split()[0] for line in f
+                             if "/dev/shm/" in line and not line.rstrip().endswith("(deleted)"))
+        except OSError:  # gone meanwhile
             continue
-    return names - mapped
+    return names
 
 
 def _saved_steps(checkpoint) -> int:
@@ -72,7 +73,6 @@ def kill_mid_run_and_resume(tmp_path, named, overrides, timeout=150, on_resume=N
     `on_resume` overrides, which checkpoint.MAY_DIFFER allows); returns (the resumed run's
     run.json, its metrics, the processes alive at the kill)."""
     out, checkpoint = tmp_path / "runs", tmp_path / "run.pt"
-    shm_before = _shm()
     cmd = _command(named, overrides, checkpoint, out)
     first = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + timeout
@@ -81,6 +81,7 @@ def kill_mid_run_and_resume(tmp_path, named, overrides, timeout=150, on_resume=N
         assert time.monotonic() < deadline, "no checkpoint was written"
         time.sleep(0.02)
     processes = [first.pid, *descendants(first.pid)]
+    theirs = _mapped_by(processes)  # all of it must be gone once the run is
     os.killpg(first.pid, signal.SIGKILL)  # the whole group: learner, workers, env processes, trackers
     first.wait(timeout=10)
     assert checkpoint.exists()
@@ -100,10 +101,13 @@ def kill_mid_run_and_resume(tmp_path, named, overrides, timeout=150, on_resume=N
         run["info"] = json.load(f)
     assert run["result"]["resumed_from_env_steps"] == saved
     deadline = time.monotonic() + 10
-    while (alive(processes) or _shm() - shm_before) and time.monotonic() < deadline:
+    while True:  # judged on one reading
+        left, leaked = alive(processes), {name for name in theirs if os.path.exists(f"/dev/shm/{name}")}
+        if not (left or leaked) or time.monotonic() > deadline:
+            break
         time.sleep(0.1)
-    assert alive(processes) == [], "a process of the killed run outlived it"
-    assert _shm() - shm_before == set(), "the killed run left shared memory behind"
+    assert left == [], "a process of the killed run outlived it"
+    assert leaked == set(), f"the killed run left shared memory behind: {sorted(leaked)}"
     assert not checkpoint.exists()  # the finished run removed it
     return run, metrics
 

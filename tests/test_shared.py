@@ -318,6 +318,7 @@ def _waits_for_go(index: int, specs, semaphores, ready, out) -> None:
     del control, notifier, arrays
 
 
+@pytest.mark.alone
 def test_a_notifier_wakes_a_blocked_waiter_without_polling():
     """notifier.Notifier: a waiter blocks without CPU (polling in 0.2 ms sleeps took the learner's core
     once 16 actors waited) and wakes within milliseconds of a notify, not at its beat;

@@ -23,12 +23,13 @@ from architectures.designs import vector_env
 from architectures.transport.workers import WorkerFailed
 from tests.test_actor_learner import assert_clean
 
+pytestmark = pytest.mark.alone  # it measures times or CPU seconds (tests/conftest.py)
+
 STALL_ENVS = '''
 import multiprocessing, os, signal, time
 
 import gymnasium as gym
 import numpy as np
-
 
 class Stalls(gym.Env):
     """Hangs (or kills itself) in vector env process `index` after `after` steps; fine elsewhere."""
