@@ -66,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--nice", action="store_true", help="run below normal priority (os.nice 10)")
     parser.add_argument("--scale", choices=SCALES, default="small", help="budgets: small (default) or paper")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (learning-only sweeps; pollutes timing)")
+    parser.add_argument("--rest", type=float, default=0.0, metavar="S",
+                        help="seconds the machine rests before each run it starts (timing runs one at a time: on a "
+                             "2-core machine a run right after a 16-worker run was ~10%% slower; docs/benchmarks.md)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run each run as a Ray task with CPU reservations: "
                         "'local' (start Ray here), 'auto' (the running cluster), or HOST:PORT / ray://HOST:PORT")
     parser.add_argument("--cells", metavar="A/B,C",
@@ -119,9 +122,9 @@ def runs_at_once(plan: Plan, jobs: int) -> int:
     return jobs
 
 
-def run_all(plan: Plan, jobs: int, started: float) -> None:
+def run_all(plan: Plan, jobs: int, started: float, rest_s: float = 0.0) -> None:
     """Every run to do, `jobs` at once, each with a progress line before it and, after it, what
-    its stored record says of it (not its exit code)."""
+    its stored record says of it (not its exit code); `rest_s` idle seconds before each run starts."""
     log_dir = os.path.join(plan.out, "_logs")
     todo, store = plan.todo, plan.store
     finished = [0]  # runs ended so far (a list: the worker threads update it)
@@ -131,7 +134,7 @@ def run_all(plan: Plan, jobs: int, started: float) -> None:
 
     def run_one(index_run: tuple[int, RunSpec]) -> None:
         index, run = index_run
-        if stopping:  # Ctrl-C: no run starts after it
+        if stopping or (rest_s and stopped.wait(rest_s)):  # Ctrl-C (also during the rest): no run starts after it
             return
         done = finished[0]
         per_run = (time.monotonic() - started) * jobs / done if done else estimate_s
@@ -160,6 +163,7 @@ def run_all(plan: Plan, jobs: int, started: float) -> None:
             print(said + log, file=sys.stderr, flush=True)
 
     stopping: list[bool] = []  # non-empty once Ctrl-C came
+    stopped = threading.Event()  # the same, for a run resting before it starts
     pool = ThreadPoolExecutor(max_workers=jobs)
     try:
         list(pool.map(run_one, enumerate(todo)))
@@ -167,6 +171,7 @@ def run_all(plan: Plan, jobs: int, started: float) -> None:
         # Ctrl-C reached the runs too (one process group): each records itself INTERRUPTED and
         # exits. Wait for that, start nothing new, and take no second Ctrl-C meanwhile.
         stopping.append(True)
+        stopped.set()
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         raise
     finally:
@@ -222,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = runs_at_once(plan, args.jobs)
     started = time.monotonic()
     try:
-        run_all(plan, jobs, started)
+        run_all(plan, jobs, started, args.rest)
     except KeyboardInterrupt:
         lock.close()
         print(interrupted_line(plan), file=sys.stderr)

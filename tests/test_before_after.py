@@ -84,3 +84,30 @@ def test_the_driver_lists_one_pattern_per_cell_and_its_dry_run_runs_nothing(tmp_
                           "--after", ROOT, "--rounds", "1", "--dry-run"], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)
     assert one.returncode == 2 and "--rounds: must be 2 to 10" in one.stderr  # one round has no spread to weigh
+
+
+def _aucs(aucs: list[float], workers: int = 8) -> pd.DataFrame:
+    return pd.DataFrame([{"setting": "waits", "busy_us": 0.0, "wait_us": 2200.0, "design": "hogwild", "workers": workers,
+                          "total_env_steps": 100_000, "seed": 101 + i, "auc": a} for i, a in enumerate(aucs)])
+
+
+def test_each_after_run_is_read_against_the_range_of_the_reference_runs_of_its_cell():
+    """The learning guardrail of the roles redesign: runs after a change against the reference sweep's runs of the
+    same cell."""
+    reference = _aucs([300.0, 350.0, 400.0, 420.0, 380.0])
+    inside = before_after.inside_spread(reference, _aucs([310.0, 410.0, 399.0]))
+    assert inside["verdict"].tolist() == ["inside the reference's range"] and inside["reference runs"].tolist() == [5]
+    assert inside["after runs (seeds)"].tolist() == ["310.0 (101), 410.0 (102), 399.0 (103)"]
+    outside = before_after.inside_spread(reference, _aucs([290.0, 430.0, 350.0]))
+    assert outside["verdict"].tolist() == ["2 of 3 outside (1 below, 1 above)"]
+    assert before_after.inside_spread(reference, _aucs([300.0], workers=16)).empty  # no reference runs of that cell
+
+
+def test_learning_reads_each_runs_mean_holdout_return(tmp_path):
+    curve = [{"env_steps": 1_000, "return_mean": 100.0}, {"env_steps": 2_000, "return_mean": 200.0}]
+    write_run(str(tmp_path), "run-1", config={"design": "hogwild", "num_workers": 8, "seed": 101,
+                                              "env_step_wait_us": 2200.0, "total_env_steps": 2_000},
+              result={"env_steps": 2_000, "train_seconds": 4.0, "env_steps_per_sec": 500.0, "holdout_curve": curve})
+    frame = before_after.learning(str(tmp_path))
+    assert frame[["design", "workers", "seed"]].values.tolist() == [["hogwild", 8, 101]]
+    assert frame["auc"].tolist() == pytest.approx([150.0])

@@ -554,3 +554,28 @@ def test_each_run_stores_how_many_ran_at_once(tmp_path):
     assert alone.returncode == 0, alone.stderr[-2000:]
     at_once = sorted(run["result"]["runs_at_once"] for run in statuses(tmp_path / "out").values())
     assert at_once == [1, 2, 2]
+
+
+def test_rest_comes_before_each_run_started_and_never_before_one_skipped(tmp_path, monkeypatch, capsys):
+    """`--rest S` (timing runs one at a time: the run before must not set this one's speed, docs/benchmarks.md):
+    S idle seconds before each run the sweep starts; a restart skips its completed runs without resting."""
+    monkeypatch.setitem(SWEEPS, "fake", Sweep("fake", "two fake runs", {"small": 0.1, "paper": 0.1},
+                                              {"small": [Cell(("cartpole", "single_env"), dict(TINY))], "paper": []},
+                                              {"small": 2, "paper": 1}))
+    started = []
+
+    def fake_launch(run, store, log_dir, quiet, at_once=1):
+        started.append(time.monotonic())
+        os.makedirs(os.path.join(store.out, run.run_id), exist_ok=True)
+        with open(os.path.join(store.out, run.run_id, "run.json"), "w") as f:
+            f.write(_completed())
+        return 0
+
+    monkeypatch.setattr(sweep_runners, "launch", fake_launch)
+    began = time.monotonic()
+    assert sweep_mod.main(["fake", "--out", str(tmp_path / "out"), "--rest", "0.5"]) == 0
+    assert len(started) == 2 and started[0] - began >= 0.5 and started[1] - started[0] >= 0.5
+    began = time.monotonic()
+    assert sweep_mod.main(["fake", "--out", str(tmp_path / "out"), "--rest", "60"]) == 0
+    assert len(started) == 2 and time.monotonic() - began < 30  # both completed: nothing started, no rest
+    assert "2 already completed, 0 to run" in capsys.readouterr().err

@@ -12,6 +12,13 @@ a drift of the machine's speed hits both alike. Completed runs are skipped, so a
 resumes where it stopped. Both checkouts must define the sweep with the same cells (the before
 commit gets them as a patch to its sweep catalog: only the harness, none of the code it measures).
 
+Before each run the machine rests (`--rest`, 30 s by default, passed to the sweep, which rests only
+before a run it starts, not one it skips as completed): on this 2-core machine a run started
+right after a 16-worker run was ~10% slower than the same run started after a 30 s pause, whichever
+checkout it came from (hogwild at 16 workers, 100k env steps: 4,697 and 4,805 env steps/s back to back,
+5,553 after the pause; docs/benchmarks.md), so without the rest the first run of each pair had the
+edge and the rounds' order, not the code, set the ratio.
+
 It runs; it does not judge. The comparison (each cell's rate once learning starts, after over
 before per round, against the rounds' own spread) is `python -m analysis.before_after` on the two
 stores: analysis/ reads stored runs, experiments/ makes them.
@@ -72,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the before checkout's store, relative to it (default: %(default)s)")
     parser.add_argument("--after-out", default="results/reference/speed",
                         help="the after checkout's store, relative to it (default: %(default)s)")
+    parser.add_argument("--rest", type=float, default=30.0,
+                        help="seconds the machine rests before each run (default: %(default)s; see above)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the runs in their order, then stop (without the checkouts: the arguments only)")
     args = parser.parse_args(argv)
@@ -90,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     for n, (k, cell, side) in enumerate(order, 1):
         checkout, out = getattr(args, side), getattr(args, f"{side}_out")
         command = [python(checkout), "-m", "experiments.sweep", args.sweep, "--cells", cell, "--seeds", str(k),
-                   "--out", out]
+                   "--out", out, "--rest", str(args.rest)]
         print(f"[{n}/{len(order)}] round {k}, {side}: {cell}", flush=True)
         if args.dry_run:
             continue
