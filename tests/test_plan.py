@@ -376,8 +376,7 @@ def outside_busy_processes(n: int) -> list[int]:
 
 def test_each_prediction_carries_an_interval_from_its_components_spread():
     """Every cost at its p90 gives the slow end, at its p10 the fast end (analysis/cost/model.py intervals)."""
-    stored = {k: ({"us": v, "p10": 0.8 * v, "p90": 1.25 * v} if not isinstance(v, dict) else
-                  {str(n): {"us": x, "p10": 0.8 * x, "p90": 1.25 * x} for n, x in v.items()}) for k, v in COSTS.items()}
+    stored = stored_costs()
     predictions = predict_all(cost_model.medians(stored), utd=0.25, cores=2)
     spread = cost_model.intervals(stored, predictions, utd=0.25, cores=2)
     for p in predictions:
