@@ -3,7 +3,7 @@
     python -m analysis.before_after --before results/benchmarks/speed_before_after \\
         --after results/reference/speed [--out docs/speed-before-after.md]
     python -m analysis.before_after --learning --before results/reference/scale_cartpole \\
-        --after results/reference/roles_check
+        --after results/benchmarks/roles_check
 
 Reads the stores `python -m experiments.benches.speed_before_after` fills. For each cell (the env
 step's busy and waiting cost, the design, its workers) and each round (a seed, its two runs made back
