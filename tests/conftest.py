@@ -1,7 +1,10 @@
 import faulthandler
 import fcntl
+import json
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
@@ -21,8 +24,77 @@ def tiny_cfg() -> DQNConfig:
                      target_update_period=20, log_every=200)
 
 
+KINDS = "PDQN_TEST_KINDS"
+"""The folder where each xdist worker writes the kind of every test it collected, for the scheduler."""
+WEIGHT = {"quick": 1, "slow": 10}
+
+
+MADE = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("xdist"):
+        config.stash[MADE] = os.environ[KINDS] = tempfile.mkdtemp(prefix="pdqn-test-kinds-")  # workers inherit it
+
+
+def pytest_unconfigure(config):
+    made = config.stash.get(MADE, None)  # only the folder this run made (a pytest a test starts makes its own)
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
+        if os.environ.get(KINDS) == made:
+            del os.environ[KINDS]
+
+
+def _write_kinds(config, items) -> None:
+    """On an xdist worker: {nodeid: alone | slow | quick} for the controller's scheduler."""
+    folder = os.environ.get(KINDS)
+    if not hasattr(config, "workerinput") or not folder or not os.path.isdir(folder):
+        return
+    kinds = {item.nodeid: "alone" if item.get_closest_marker("alone") else
+             "slow" if item.get_closest_marker("slow") else "quick" for item in items}
+    path = os.path.join(folder, f"{config.workerinput['workerid']}.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(kinds, f)
+    os.replace(path + ".tmp", path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Files two at a time, the heaviest first, and every `alone` test in one last unit: an alone test
+    waits for the test beside it to end, so spread through the run each one left a worker idle for as
+    long as a long test beside it still had to run (193 s of such waits in one run of the suite)."""
+    if config.getvalue("dist") != "loadfile" or not os.environ.get(KINDS):
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class AloneLast(LoadFileScheduling):
+        def _kinds(self) -> dict:
+            if not hasattr(self, "kinds"):
+                self.kinds = {}
+                for name in sorted(os.listdir(os.environ[KINDS])):
+                    if name.endswith(".json"):
+                        with open(os.path.join(os.environ[KINDS], name)) as f:
+                            self.kinds.update(json.load(f))
+            return self.kinds
+
+        def _split_scope(self, nodeid: str) -> str:
+            return "alone" if self._kinds().get(nodeid) == "alone" else super()._split_scope(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            def weight(scope):
+                if scope == "alone":
+                    return -1  # last, once nothing else is left to hand out
+                return sum(WEIGHT[self._kinds().get(nodeid, "quick")] for nodeid in self.workqueue[scope])
+            for scope in sorted(self.workqueue, key=weight, reverse=True):
+                self.workqueue.move_to_end(scope)
+            super()._assign_work_unit(node)
+
+    return AloneLast(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked `cuda` are skipped where there is no CUDA device, with the reason said."""
+    _write_kinds(config, items)
     import torch
 
     if torch.cuda.is_available():

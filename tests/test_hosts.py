@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -28,7 +29,7 @@ def hosts():
     refused = Hosts.refused()
     if refused:
         pytest.skip(refused)
-    built = Hosts(count=3, cpus=2)
+    built = Hosts(count=3, cpus=2, quick_loss=True)  # a lost host known in ~3 s, not ~15 s
     try:
         built.build()
         built.start(1, wait=False)
@@ -251,11 +252,12 @@ def test_a_cluster_that_refuses_the_token_is_a_refusal_with_rays_cause(tmp_path)
     try:
         guarded.start(1)
         wrong = {"RAY_AUTH_TOKEN": "b" * 32, "PYTHONPATH": ROOT}
-        tracked = guarded.run(1, [sys.executable, "-m", "experiments.train", "with", "cartpole", "actor_learner",
-                                  "backend=ray", f"ray_address={guarded.head}", "-F", str(tmp_path / "runs")],
-                              cwd=ROOT, timeout=300, env=wrong)
-        sweep = guarded.run(1, [sys.executable, "-m", "experiments.sweep", "smoke", "--ray", guarded.head,
-                                "--out", str(tmp_path / "sweep")], cwd=ROOT, timeout=300, env=wrong)
+        with ThreadPoolExecutor(max_workers=2) as both:  # each waits ~20 s on Ray's retries: side by side
+            tracked, sweep = both.map(lambda cmd: guarded.run(1, cmd, cwd=ROOT, timeout=300, env=wrong), [
+                [sys.executable, "-m", "experiments.train", "with", "cartpole", "actor_learner", "backend=ray",
+                 f"ray_address={guarded.head}", "-F", str(tmp_path / "runs")],
+                [sys.executable, "-m", "experiments.sweep", "smoke", "--ray", guarded.head, "--out",
+                 str(tmp_path / "sweep")]])
         joined = guarded.run(1, [sys.executable, "-c", "from architectures.transport.ray_support import "
                                  f"check_ray_joinable; check_ray_joinable({guarded.head!r})"], cwd=ROOT, timeout=300,
                              env={"PYTHONPATH": ROOT})  # the right token: it joins

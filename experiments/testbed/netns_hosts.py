@@ -28,6 +28,9 @@ import time
 PORT = 6379
 _BUILT = itertools.count()
 ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", "PYTHONWARNINGS": "ignore"}
+QUICK_LOSS = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
+"""Read by the head's GCS when it starts; a check's own timeout stays Ray's 10 s, so a node slowed by a
+busy machine is not declared dead, while a killed one refuses the check at once."""
 
 PLACED = """
 import sys, time, ray
@@ -50,11 +53,16 @@ def _ip(*args: str) -> subprocess.CompletedProcess:
 
 
 class Hosts:
-    def __init__(self, count: int = 3, cpus: int = 2, lined: tuple[int, ...] = (), auth_token: str | None = None):
+    def __init__(self, count: int = 3, cpus: int = 2, lined: tuple[int, ...] = (), auth_token: str | None = None,
+                 quick_loss: bool = False):
         """`lined`: hosts linked to the switch through a delay line (`delay`), the others directly.
         `auth_token`: the cluster uses Ray's token authentication with it (every process started
-        here carries it, unless its own `env` says otherwise)."""
-        self.env = {**ENV, **({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": auth_token} if auth_token else {})}
+        here carries it, unless its own `env` says otherwise). `quick_loss`: the head checks each
+        node every second and declares it dead after 3 failed checks (Ray's defaults: every 3 s, 5
+        checks), so a lost host is known in ~3 s instead of ~15 s; for tests of what happens after a
+        loss, never for a bench that measures what a loss costs (experiments/benches/lost_host.py)."""
+        self.env = {**ENV, **({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": auth_token} if auth_token else {}),
+                    **(QUICK_LOSS if quick_loss else {})}
         self.count, self.cpus, self.lined = count, cpus, lined
         self.lines: dict[int, subprocess.Popen | None] = {}
         self.tag = f"pdqn{os.getpid()}n{next(_BUILT)}"  # two sets of hosts in one process never collide
