@@ -216,6 +216,7 @@ def test_a_resume_on_a_smaller_cluster_re_divides_the_remaining_env_steps(hosts,
     assert {node["address"] for node in result["actor_nodes"]} == {hosts.address(2)}
 
 
+@pytest.mark.alone  # a round trip's time: 3.9 ms bridged beside a loaded machine, against 2 ms allowed
 def test_the_delay_line_holds_every_frame_its_time_each_way():
     """A host behind the delay line answers a round trip later by twice its one-way time, and
     directly again once the line's ends are bridged (experiments/testbed/delay_line.py)."""

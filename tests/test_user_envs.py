@@ -122,7 +122,8 @@ def _sweep(args, folder, timeout=300) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_the_smoke_sweep_runs_on_a_users_env_and_a_restart_skips_it(env_dir, tmp_path):
     out = str(tmp_path / "out")
-    args = ["smoke", "--out", out, "with", f"env_id={ENV_ID}", "total_env_steps=3000", "eval_every=1500"]
+    args = ["smoke", "--out", out, "--jobs", "2",  # two at a time: each run is mostly its start-up
+            "with", f"env_id={ENV_ID}", "total_env_steps=3000", "eval_every=1500"]
     first = _sweep(args, env_dir)
     assert first.returncode == 0, first.stderr[-3000:]
     runs = statuses(out)
