@@ -43,7 +43,7 @@ from experiments.tracking.store import (
     run_event_folder,
     store_failure,
 )
-from experiments.sweeps.spec import RAY_NODE_ENV, RUNS_AT_ONCE_ENV
+from experiments.sweeps.spec import CELL_META_ENV, RAY_NODE_ENV, RUNS_AT_ONCE_ENV
 
 # Sacred's default "fd" capture tees the file descriptors through a subprocess and can deadlock
 # with child processes (sacred#705); "sys" capture only swaps sys.stdout/stderr.
@@ -164,7 +164,9 @@ def main(_config: dict, _run) -> dict:
     # A sweep's --jobs N says how many runs shared the machine with this one: its speed is a
     # measurement only at 1 (the report quotes no other). Run by hand, it ran alone.
     at_once = os.environ.get(RUNS_AT_ONCE_ENV, "1")
-    return {"design": design, **result, "runs_at_once": int(at_once) if at_once.isdigit() else 1}
+    cited = os.environ.get(CELL_META_ENV)  # what the sweep's cell says of this run (the predictions it tests)
+    return {"design": design, **result, "runs_at_once": int(at_once) if at_once.isdigit() else 1,
+            **({"cell_meta": json.loads(cited)} if cited else {})}
 
 
 OBSERVER_FLAGS = ("-F", "--file_storage", "-m", "--mongo_db", "-s", "--sql", "-t", "--tiny_db", "-u",

@@ -28,7 +28,8 @@ NOT_RUN = {"./setup.sh": "installs (CI runs it)", "EXTRAS=bench": "installs (CI 
 SACRED = ("experiments.train", "experiments.components", "experiments.timing")
 DRY_RUN = ("experiments.sweep", "experiments.plan", "experiments.on_device", "architectures", "analysis.report",
            "experiments.benches.parallel", "experiments.benches.sb3", "experiments.benches.vector_trip", "experiments.plan.predict",
-           "experiments.benches.event_files", "experiments.benches.speed_before_after", "analysis.before_after")
+           "experiments.benches.event_files", "experiments.benches.speed_before_after", "analysis.before_after",
+           "experiments.plan.validation", "analysis.plan_validation")
 
 
 def _commands() -> list[tuple[str, str]]:

@@ -345,6 +345,38 @@ def test_on_a_64_core_machine_plan_measures_on_16_cores_and_predicts_for_all_64(
     assert estimate_seconds(2e-3, 40.0, 15.0) < 300  # a 2 ms env: the same estimate on 2 cores or 64
 
 
+def test_plan_predicts_the_worker_counts_asked_for_too_and_recommends_from_its_own(tmp_path, monkeypatch):
+    """`--workers N ...` (a sweep's counts, where plan's own stop short of them): every design at each
+    count asked, with its interval, beside plan's own points, unchanged; the recommendation is still
+    chosen from plan's own counts."""
+    from experiments.plan import cli
+
+    plan_on_stored_costs(monkeypatch)
+    offered = []  # every point the recommendation was chosen from
+    monkeypatch.setattr(cost_model, "recommend", lambda points: offered.extend(points) or recommend(points))
+    made = {}
+    for name, asked in (("own", []), ("asked", ["--workers", "16", "8", "2"])):
+        assert cli.main(["--out", str(tmp_path / name), "--budget", "1", "--no-confirm", *asked, "with", "cartpole"]) == 0
+        made[name] = json.loads((tmp_path / name / "plan.json").read_text())
+    own, asked = ({(p["design"], p["workers"]): p for p in made[name]["predictions"]} for name in ("own", "asked"))
+    config, cores = made["asked"]["config"], made["asked"]["cores"]
+    direct = {(p.design, p.workers): p.env_steps_per_sec
+              for p in predict_all(cost_model.medians(stored_costs()), utd=config["utd"], cores=cores,
+                                   weight_sync_period=config["weight_sync_period"], workers=[8, 16])}
+    added = {(d, n) for d, n in direct if n in (8, 16)}
+    assert {d for d, _ in added} == {d for d, _ in own} - {"single_env"}  # every design plan predicts
+    assert set(asked) == set(own) | added and made["asked"]["workers_asked"] == [2, 8, 16]
+    for key, point in own.items():  # plan's own points as they were
+        assert asked[key]["predicted_env_steps_per_sec"] == pytest.approx(point["predicted_env_steps_per_sec"])
+    for key in added:
+        low, high = asked[key]["interval"]
+        assert asked[key]["predicted_env_steps_per_sec"] == pytest.approx(direct[key]) and low <= direct[key] <= high
+    assert made["asked"]["recommended"] == made["own"]["recommended"]
+    assert offered and not {(p.design, p.workers) for p in offered} & added
+    assert [p["design"] for p in made["asked"]["predictions"]] == sorted(
+        (p["design"] for p in made["asked"]["predictions"]), key=cost_model.DESIGNS.index)  # designs kept together
+
+
 def test_the_counts_each_measurement_starts_are_bounded_by_the_cores_it_is_told():
     """What plan's measure() starts at `cores` (vector_env's envs, actor_learner's waiting actors):
     at the 16 cores plan measures on whatever the machine, no more than a 16-core machine's."""

@@ -54,6 +54,9 @@ def test_every_sweep_expands_to_unique_deterministic_ids():
     for sweep in SWEEPS.values():
         for scale in ("small", "paper"):
             runs = sweep_grid.expand(sweep, scale, None)
+            if sweep.not_ready:  # its cells come from a file not written yet (plan_validation's predictions)
+                assert runs == [] and sweep.cells_from in sweep.not_ready, sweep.name
+                continue
             ids = [r.run_id for r in runs]
             assert len(ids) == len(set(ids)) and runs, (sweep.name, scale)
             assert ids == [r.run_id for r in sweep_grid.expand(sweep, scale, None)]

@@ -13,6 +13,8 @@ For the env and learner config given (Sacred's `with` syntax, as `experiments.tr
    p10 over its repeats), widened where other processes shared the cores (experiments/plan/watch.py:
    said in one line and in plan.json `window`); where the env waits (`env_step_wait_us`), past the
    cores too, up to 64 workers or one count past where the learner bounds;
+   `--workers N ...` adds counts of the user's own (every design at each, interval included: the
+   counts a sweep will run), which plan's recommendation does not choose from;
    where CUDA is present, the learner on CUDA too, in single_env's loop as a run pays it
    (experiments/plan/devices.py), and every design predicted with the learner on each device;
    the env step's wall time against its CPU time, so an env of the user's own that blocks on
@@ -99,11 +101,14 @@ def _figure(path: str, predictions, confirmed: list[dict], title: str, spread: d
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.plan", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     usage="%(prog)s [--out DIR] [--budget S] [--no-confirm] [with NAMED ... KEY=VALUE ...]")
+                                     usage="%(prog)s [--out DIR] [--budget S] [--no-confirm] [--workers N ...] "
+                                           "[with NAMED ... KEY=VALUE ...]")
     parser.add_argument("--out", default=os.path.join(ROOT, "results", "plan"), help="default: results/plan")
     parser.add_argument("--budget", type=float, default=40.0, help="seconds for the component measurements (default 40)")
     parser.add_argument("--confirm-seconds", type=float, default=15.0, help="length of each confirming run (default 15)")
     parser.add_argument("--no-confirm", action="store_true", help="predict only")
+    parser.add_argument("--workers", type=int, nargs="+", default=[], metavar="N",
+                        help="also predict every design at these worker counts (e.g. the ones a sweep will run)")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the config and the env, say what would be measured and how long it would take, stop")
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -111,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     if "with" in argv:
         argv, tokens = argv[:argv.index("with")], argv[argv.index("with") + 1:]
     args = parser.parse_args(argv)
+    if any(n < 1 for n in args.workers):
+        parser.error(f"--workers: counts must be >= 1 (got {' '.join(map(str, args.workers))})")
     from architectures.core.config import ConfigError
     from architectures.core.envs import env_spec
 
@@ -189,6 +196,19 @@ def _stages(started: float, expected_s: float, confirming: bool, in_place: bool)
     return stage
 
 
+def with_counts(predictions: list, costs: dict, asked: list[int], **kwargs) -> list:
+    """`predictions` and every design at each `asked` worker count they lack (`--workers`), in the
+    cost model's design order: predict_all stops a design's counts where more workers stop paying,
+    and a sweep that runs past that point needs its prediction there too."""
+    from analysis.cost.model import DESIGNS, predict_all
+
+    if not asked:
+        return predictions
+    have = {(p.design, p.workers) for p in predictions}
+    extra = [p for p in predict_all(costs, workers=sorted(set(asked)), **kwargs) if (p.design, p.workers) not in have]
+    return sorted(predictions + extra, key=lambda p: (DESIGNS.index(p.design), p.workers))
+
+
 def _plan(args, cfg, overrides) -> int:
     from analysis.cost.model import intervals, medians, predict_all, recommend
     from architectures.core.limits import available_cores
@@ -223,12 +243,13 @@ def _plan(args, cfg, overrides) -> int:
     per_device = {device: predict_all(medians(c), utd=cfg.utd, cores=cores, weight_sync_period=cfg.weight_sync_period)
                   for device, c in by_device.items()}
     device = max(per_device, key=lambda d: recommend(per_device[d])[0].env_steps_per_sec)
-    predictions = per_device[device]
+    best, runner_up = recommend(per_device[device])  # from plan's own counts, not the ones asked for
+    predictions = with_counts(per_device[device], medians(by_device[device]), args.workers, utd=cfg.utd, cores=cores,
+                              weight_sync_period=cfg.weight_sync_period)
     window = disturbance(watch.other_cores(), cores)
     spread = intervals(by_device[device], predictions, utd=cfg.utd, cores=cores,
                        weight_sync_period=cfg.weight_sync_period)
     spread = {key: (low, high * window["widen_fast_end_by"]) for key, (low, high) in spread.items()}
-    best, runner_up = recommend(predictions)
     base = per_device["cpu"][0].env_steps_per_sec  # single_env with its learner on the CPU
     if device != "cpu":
         print(f"the learner on {device}: predicted {best.env_steps_per_sec:,.0f} env steps/s against "
@@ -287,6 +308,7 @@ def _plan(args, cfg, overrides) -> int:
                          "interval": list(spread[(p.design, p.workers)]),
                          "bottleneck": p.bottleneck, "oversubscribed": p.oversubscribed, "role_rates": p.rates}
                         for p in predictions],
+        "workers_asked": sorted(set(args.workers)),
         "interval": "each prediction with every component cost at its 90th and at its 10th percentile over its "
                     "repeats; where other processes shared the machine (`window`), the fast end widened",
         "window": window,

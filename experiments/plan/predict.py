@@ -22,6 +22,12 @@ import os
 import sys
 
 
+def costs_digest(costs: dict) -> str:
+    """A short hash of plan.json's `component_costs_us`: predictions name the measurements they came
+    from, so two sets made from the same costs can be told from two made from different ones."""
+    return hashlib.sha1(json.dumps(costs, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def predictions(sweep_name: str, costs: dict, cores: int, scale: str = "small", cells: str | None = None) -> list[dict]:
     """One row per cell of the sweep (seeds share their cell's prediction), or of the cells that
     `cells` picks (`--cells` as the sweep takes it): rows are one per (design, workers), so a sweep
@@ -69,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.costs) as f:
         plan = json.load(f)
     rows = predictions(args.sweep, plan["component_costs_us"], int(plan["cores"]), args.scale, args.cells)
-    digest = hashlib.sha1(json.dumps(plan["component_costs_us"], sort_keys=True).encode()).hexdigest()[:12]
+    digest = costs_digest(plan["component_costs_us"])
     record = {"sweep": args.sweep, "scale": args.scale, "cells": args.cells, "cores": plan["cores"], "costs_from": args.costs,
               "costs_digest": digest, "commit": commit(), "predictions": rows,
               "component_costs_us": plan["component_costs_us"]}

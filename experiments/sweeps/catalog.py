@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from experiments.sweeps.cells import (steady_speed, ARCHS, CORES, NETWORKS, SLOW, TINY, CHECK_WORKERS, CONFIRM_WORKERS,
                                       HEADLINE_HIGH_UTD, MINATAR_HEADLINE_STEPS, MINATAR_HIGH_UTD,
-                                      OWN_WAIT_WORKERS, calibration, headline, minatar_suite, per_hour,
+                                      OWN_WAIT_WORKERS, PLAN_VALIDATION, calibration, headline, minatar_suite,
+                                      per_hour, plan_validation,
                                       scale_minatar, at_scale, scaling, shape, speed, tensorboard_cost,
                                       timing_grid, utd_grid, utd_long, vector_check, wallclock)
 from experiments.sweeps.cells import (MINATAR_GAMES, PER_HOUR, SHAPE_WORKERS, SPEED_WORKERS,  # noqa: F401
@@ -26,6 +27,8 @@ SEED_SETS: dict[str, tuple[int, ...]] = {
 writeup comes from `evaluation` seeds: a config tuned and quoted on the same seeds overstates
 it (the cartpole config reached the 500 cap on 10 of 10 of its tuning seeds, 3 of 5 fresh ones).
 A sweep names the set it draws from; `--seeds N` takes the set's first N."""
+
+_VALIDATION_CELLS, _VALIDATION_NOT_READY = plan_validation()  # from the predictions committed before its runs
 
 
 SWEEPS: dict[str, Sweep] = {s.name: s for s in [
@@ -127,6 +130,17 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           cells={"small": vector_check(20_000, 20_000, {"cartpole": 30_000, "minatar_breakout_cpu": 20_000}),
                  "paper": vector_check(60_000, 60_000, {"cartpole": 100_000, "minatar_breakout_cpu": 50_000})},
           seeds={"small": 5, "paper": 5}, interleave=True),
+    Sweep("plan_validation", "plan on envs it was not built on (docs/plan-validation.md, fixed before any "
+          "prediction): single_env, and actor_learner, hogwild, vector_env and pqn at 2, 8 and 16 workers (2 only on "
+          "the busy shapes), on CartPole in 8 step shapes hidden inside the env (experiments/plan/shapes.py) and "
+          "MinAtar Breakout in 2; each run 45 s at plan's predicted speed (at least 10,000 env steps), read from "
+          f"the predictions committed before the runs ({PLAN_VALIDATION}), which every run's result cites "
+          "(cell_meta); evaluation off, one at a time, seed by seed",
+          # 342 runs of ~45 s of training and ~10 s of start and teardown each (a budget, not a measurement)
+          minutes={"small": 330, "paper": 330},
+          cells={scale: _VALIDATION_CELLS for scale in SCALES},
+          seeds={"small": 3, "paper": 3}, interleave=True, cells_from=PLAN_VALIDATION,
+          not_ready=_VALIDATION_NOT_READY),
     Sweep("per_hour", "learning per hour, the practitioner's question: MinAtar Breakout whose step waits 2 ms "
           "without CPU, single_env and actor_learner (16), vector_env (12) and hogwild (12) for about 140 training "
           "seconds each (the paper scale: 10 times longer), holdout at 10 checkpoints with their training seconds; one "

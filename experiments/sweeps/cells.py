@@ -4,12 +4,16 @@ calibration) with the budgets and worker counts it was sized to; experiments/swe
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 
 from architectures.core.config import DQNConfig
 from architectures.registry import NAMES, PARALLEL
 from experiments.tracking.configs import NAMED_CONFIGS
 from experiments.sweeps.spec import Cell
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
 
 TINY = dict(total_env_steps=5_000, eval_every=2_500, eval_episodes=3, learning_starts=500, log_every=1_000,
              eps_decay_steps=2_000, buffer_size=5_000)
@@ -95,6 +99,44 @@ def steady_speed() -> list[Cell]:
             counts = STEADY_WORKERS[setting].get(arch, (None,))
             cells += [Cell((named, arch), dict(budget, **({} if n is None else {"num_workers": n}))) for n in counts]
     return cells
+
+
+PLAN_VALIDATION = os.path.join("results", "reference", "plan_validation", "predictions.json")
+"""plan_validation's cells, budgets and predictions, relative to the checkout: written and committed
+before its runs by `python -m experiments.plan.validation predict` (docs/plan-validation.md)."""
+
+
+def plan_validation(path: str = PLAN_VALIDATION) -> tuple[list[Cell], str]:
+    """plan_validation's cells, each as its predictions say (its env, design, workers and budget: 45 s
+    at its predicted speed), evaluation off as `speed`'s, its runs citing the predictions' commit and
+    digest; and "". Where the predictions are not written (or cannot be read), no cells and why, in
+    one line naming the command that writes them: a budget is never guessed."""
+    try:
+        with open(os.path.join(ROOT, path), "rb") as f:
+            text = f.read()
+        predictions = json.loads(text)
+        meta = {"plan_predictions_commit": predictions["commit"],
+                "plan_predictions_digest": hashlib.sha1(text).hexdigest()[:12]}
+        cells = [_validation_cell(cell, meta) for cell in predictions["cells"]]
+    except FileNotFoundError:
+        return [], f"{path} is not written yet: run `python -m experiments.plan.validation predict` first"
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return [], (f"{path} cannot be read ({type(err).__name__}: {err}); write it again with "
+                    "`python -m experiments.plan.validation predict`")
+    if not meta["plan_predictions_commit"]:
+        return [], f"{path} names no commit (written outside a git checkout?): its runs could not cite it"
+    return cells, ""
+
+
+def _validation_cell(cell: dict, meta: dict) -> Cell:
+    """Evaluation off as `speed`'s runs have it, logging as the configs do (every 1,000 env steps): a
+    10,000-step run logged every 5,000 would have its rate once learning read over its second half only."""
+    steps = int(cell["total_env_steps"])
+    budget = dict(eval_episodes=0, env_id=cell["env_id"], total_env_steps=steps, eval_every=steps,
+                  worker_timeout_s=120.0)
+    if cell["design"] != "single_env":
+        budget["num_workers"] = int(cell["workers"])
+    return Cell((cell["named_config"], cell["design"]), budget, meta=meta)
 
 
 WALLCLOCK_STEPS = {"single_env": 250_000, "vector_env": 350_000, "actor_learner": 450_000, "hogwild": 500_000}

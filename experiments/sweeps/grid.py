@@ -53,6 +53,8 @@ class RunSpec:
     """The sweep's `with ...` text this run carries (shown in its label and stored with it)."""
     overridden: tuple[str, ...] = ()
     """The named configs and keys that text set: its label shows them once, in the brackets."""
+    meta: dict = field(default_factory=dict)
+    """Its cell's `meta`: stored with its result (`cell_meta`), not in its config."""
 
     def sacred_args(self) -> list[str]:
         return ["with", *self.named, *(f"{k}={_sacred_value(v)}" for k, v in sorted(self.updates.items())),
@@ -126,10 +128,12 @@ def expand(sweep: Sweep, scale: str, seeds: int | None, overrides: Overrides | N
             resolved = {"named": named, "updates": updates, "seed": seed}
             if cell.experiment:  # a cell of its own experiment is another run, whatever its config
                 resolved["experiment"] = cell.experiment
+            if cell.meta:  # runs that cite other predictions are other runs
+                resolved["meta"] = cell.meta
             key = json.dumps(resolved, sort_keys=True)
             run_id = f"{sweep.name}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
             runs.append(RunSpec(run_id, architecture, named, updates, seed, experiment, overrides.text(),
-                                (*overrides.named, *overrides.updates)))
+                                (*overrides.named, *overrides.updates), dict(cell.meta)))
     if sweep.interleave:  # seed by seed; the sort is stable, so cells keep their order within a seed
         order = SEED_SETS[sweep.seed_set]
         runs.sort(key=lambda run: order.index(run.seed))

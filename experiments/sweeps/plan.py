@@ -47,10 +47,15 @@ def plan_runs(args: argparse.Namespace, overrides: Overrides) -> Plan:
     """The store (checked: an unwritable --out or unreachable --mongo stops us before any run), the
     Ray runner, the sweep's runs checked, and what each run stored so far."""
     sweep = SWEEPS[args.name]
+    if sweep.not_ready:  # nothing to list or run until the file its cells come from is written
+        if args.dry_run:
+            print(f"sweep {sweep.name}: no runs to list: {sweep.not_ready}", file=sys.stderr)
+            sys.exit(0)
+        usage_error(f"sweep {sweep.name}: {sweep.not_ready}")
     default_out = sweep.name + (f"-with-{overrides.digest()}" if overrides.text() else "")
     out = args.out or os.path.join(ROOT, "results", "sweeps", default_out)
     if not args.dry_run:
-        check_tree(out, getattr(args, "allow_dirty", False))
+        check_tree(out, getattr(args, "allow_dirty", False), sweep.cells_from)
     store = MongoStore(args.mongo, out) if args.mongo else FileStore(out)
     store.check()
     ray_runner = RayRunner(args.ray) if args.ray else None  # no Ray or an unreachable address: stop here too
@@ -79,13 +84,17 @@ REFERENCE = os.path.join(ROOT, "results", "reference")
 """The committed stores the writeup reads: their runs come from a clean commit, or carry their diff."""
 
 
-def check_tree(out: str, allow_dirty: bool) -> None:
+def check_tree(out: str, allow_dirty: bool, cells_from: str = "") -> None:
     """A sweep into results/reference/ from a tree that differs from its commit stops here, in one
-    line naming the changed files, unless `--allow-dirty` (then each run stores its diff)."""
+    line naming the changed files, unless `--allow-dirty` (then each run stores its diff); so does
+    one whose cells come from a file (`cells_from`) that is not committed as it is."""
     from experiments.tracking import host
 
     if os.path.commonpath([os.path.abspath(out), REFERENCE]) != REFERENCE or allow_dirty:
         return
+    if cells_from and host.uncommitted(cells_from):
+        usage_error(f"--out {out}: this sweep's cells come from {cells_from}, which differs from the commit "
+                    "(or is not in it): commit it before the runs, which cite it; or pass --allow-dirty")
     tree = host.git()  # what each run's record will say of the tree
     if tree["dirty"] is None:
         usage_error(f"--out {out}: a reference store takes runs from a known commit, and git could not tell "

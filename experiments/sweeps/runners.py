@@ -64,16 +64,19 @@ def run_command(run: RunSpec, store: FileStore) -> list[str]:
             *comment, *store.observer_args()]
 
 
-def run_logged(cmd: list[str], log_path: str, quiet: bool, at_once: int = 1) -> int:
+def run_logged(cmd: list[str], log_path: str, quiet: bool, at_once: int = 1, meta: dict | None = None) -> int:
     """Run one sweep run's command to its end, its output in `log_path`; returns its exit code.
     Called in the sweep's process, or inside a Ray task on any node of the cluster (whose CPU
-    reservations keep runs apart: at_once stays 1 there)."""
-    from experiments.sweeps.spec import RAY_NODE_ENV, RUNS_AT_ONCE_ENV
+    reservations keep runs apart: at_once stays 1 there). `meta`: its cell's, for its result."""
+    import json
+
+    from experiments.sweeps.spec import CELL_META_ENV, RAY_NODE_ENV, RUNS_AT_ONCE_ENV
 
     env = {**os.environ, "PYTHONWARNINGS": "ignore:pkg_resources is deprecated", RUNS_AT_ONCE_ENV: str(at_once)}
+    env.pop(CELL_META_ENV, None)  # never inherited: a run stores only its own cell's
+    if meta:
+        env[CELL_META_ENV] = json.dumps(meta, sort_keys=True)
     if "ray" in sys.modules and sys.modules["ray"].is_initialized():  # in a Ray task: the run records its node
-        import json
-
         from architectures.transport.ray_support import this_node
 
         env[RAY_NODE_ENV] = json.dumps(this_node())
@@ -87,7 +90,7 @@ def run_logged(cmd: list[str], log_path: str, quiet: bool, at_once: int = 1) -> 
         return proc.wait()
 
 
-def run_in_task(cmd: list[str], log_path: str, store_args: tuple, run_id: str) -> int:
+def run_in_task(cmd: list[str], log_path: str, store_args: tuple, run_id: str, meta: dict | None = None) -> int:
     """A `--ray` sweep's task: `run_logged`, after moving aside any record an earlier attempt
     left (Ray runs the task again when its node was lost; the run resumes from its checkpoint)."""
     from experiments.sweeps.stores import FileStore, MongoStore
@@ -96,11 +99,11 @@ def run_in_task(cmd: list[str], log_path: str, store_args: tuple, run_id: str) -
     if len(store_args) == 2:
         store.check()  # connects
     store.clear_incomplete(run_id)
-    return run_logged(cmd, log_path, True)
+    return run_logged(cmd, log_path, True, meta=meta)
 
 
 def launch(run: RunSpec, store: FileStore, log_dir: str, quiet: bool, at_once: int = 1) -> int:
-    return run_logged(run_command(run, store), os.path.join(log_dir, f"{run.run_id}.log"), quiet, at_once)
+    return run_logged(run_command(run, store), os.path.join(log_dir, f"{run.run_id}.log"), quiet, at_once, run.meta)
 
 
 class RayRunner:
@@ -155,7 +158,7 @@ class RayRunner:
             alive = self.live_nodes()
             ref = self.task.options(num_cpus=cpus).remote(run_command(run, store),
                                                           os.path.join(log_dir, f"{run.run_id}.log"), store_args,
-                                                          run.run_id)
+                                                          run.run_id, run.meta)
             try:
                 while not self.ray.wait([ref], timeout=self.WATCH_S)[0]:  # blocks; wakes to count the nodes
                     if self.biggest_live_node() < cpus:  # its node was lost and no other can take it

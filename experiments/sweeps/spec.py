@@ -17,6 +17,11 @@ RAY_NODE_ENV = "DQN_RAY_NODE"
 the run in this environment variable; experiments/train.py stores it as the run's `node`."""
 
 
+CELL_META_ENV = "DQN_CELL_META"
+"""What a sweep's cell says of its runs beyond their config (JSON: `Cell.meta`), passed to each run in
+this environment variable: experiments/train.py stores it with the result (`cell_meta`)."""
+
+
 @dataclass(frozen=True)
 class Cell:
     named: tuple[str, ...]
@@ -26,6 +31,9 @@ class Cell:
     experiment: str | None = None
     """This cell's experiment when it is not the sweep's (`components`: the component costs the
     cost model predicts from, measured beside the runs it predicts)."""
+    meta: dict = field(default_factory=dict)
+    """Stored with each of the cell's runs and part of their ids, never their config: what the runs
+    cite (plan_validation: the commit and digest of the predictions their budgets came from)."""
 
 
 @dataclass(frozen=True)
@@ -50,3 +58,9 @@ class Sweep:
     experiment: str = "train"
     """The Sacred experiment each run is: `train` (experiments/train.py) or `timing`
     (experiments/timing.py, one gradient step timed)."""
+    cells_from: str = ""
+    """A committed file the cells are read from (plan_validation: its predictions, written before its
+    runs), relative to the checkout: a run into results/reference/ is refused while it differs from HEAD."""
+    not_ready: str = ""
+    """Why the sweep cannot run yet, in one line ("" when it can): with its `cells_from` not written,
+    it has no cells, and this names the command that writes them."""

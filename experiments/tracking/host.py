@@ -92,6 +92,19 @@ def source_diff(root: str | None = None) -> str:
     return "".join(parts)
 
 
+def uncommitted(path: str) -> bool | None:
+    """Whether a file (relative to the checkout) is new, changed, ignored or absent against HEAD;
+    None where git cannot tell. A file an experiment reads before it runs must be committed as it is."""
+    try:
+        changes = _git("status", "--porcelain", "--ignored", "--", path)
+        _git("ls-files", "--error-unmatch", "--", path)  # absent from the index: exits 1
+    except subprocess.SubprocessError as err:
+        return None if "not a git repository" in str(err) else True
+    except OSError:
+        return None
+    return bool(changes.strip())
+
+
 def git() -> dict[str, str | bool | list | None]:
     """The commit, whether the tree differs from it (`dirty`), and which files do: a dirty run also
     stores SOURCE_DIFF beside its record (store_source_diff)."""
