@@ -214,6 +214,10 @@ def build_report(where: str, report_dir: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Started with `&` from a script, a process inherits SIGINT ignored, and Python then leaves it so:
+    # `kill -INT` to the group (docs/sweeps.md) would be silently lost, and the sweep go on starting
+    # runs. Its runs, started from here, inherit the default again.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     args, overrides = parse(argv)
     plan = plan_runs(args, overrides)
     announce(plan, args.scale, overrides)

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import socket
+import signal
 import sys
 import warnings
 
@@ -279,6 +280,7 @@ logging.getLogger(ex.path).addFilter(lambda record: not str(record.msg).startswi
 
 
 def cli(argv: list[str] | None = None) -> None:
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C stops it, even started with `&` from a script
     argv = list(sys.argv if argv is None else argv)
     check_named_configs(argv)
     plain_warnings()  # "warning: num_workers=16 ...", one line, not a file path and a source line

@@ -227,11 +227,14 @@ def test_a_sweep_killed_mid_run_resumes_and_counts_every_run_once(tmp_path):
     assert os.listdir(out / "_checkpoints") == []  # finished runs leave no checkpoint behind
 
 
-def test_ctrl_c_on_a_sweep_is_one_line_saying_what_was_kept_and_how_to_resume(tmp_path):
+@pytest.mark.parametrize("started_with", [signal.SIG_DFL, signal.SIG_IGN], ids=["from a terminal", "with & in a script"])
+def test_ctrl_c_on_a_sweep_is_one_line_saying_what_was_kept_and_how_to_resume(tmp_path, started_with):
+    """Also where the sweep was started with SIGINT ignored, as `cmd &` in a script starts it: a
+    `kill -INT` to its group still stops it (a background sweep once went on through one)."""
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-c", TINY_SWEEP, "tiny", "--out", str(out)], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, started_with))
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:  # one run completed, the next one running
         found = statuses(out, polling=True) if out.exists() else {}
