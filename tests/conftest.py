@@ -142,3 +142,14 @@ def _the_machine(request, tmp_path_factory):
         finally:
             fcntl.flock(machine, fcntl.LOCK_UN)
             fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
+def forked():
+    """Command lines that stop before any work, each in a fork of one interpreter that imported torch
+    and the rest once (tests/forked_commands.py): `forked.run(argv, env, cwd)` as subprocess.run."""
+    from tests.forked_commands import Forker
+
+    forker = Forker()
+    yield forker
+    forker.close()

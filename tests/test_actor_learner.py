@@ -64,8 +64,9 @@ def alive(pids: list[int]) -> list[int]:
     return out
 
 
-SERVICES = ("resource_tracker", "architectures.transport.reaper")
-"""Helper processes that live as long as the test process itself, by design."""
+SERVICES = ("resource_tracker", "architectures.transport.reaper", "tests/forked_commands.py")
+"""Helper processes that live as long as the test process itself, by design (the last, the `forked`
+fixture's server, tests/conftest.py)."""
 
 
 def assert_clean() -> None:

@@ -131,3 +131,19 @@ def test_a_forked_command_keeps_its_own_exit_status_output_and_environment(tmp_p
     assert sweep["returncode"] == 2 and "no_such_sweep" in sweep["tail"]
     assert third == {"returncode": 0, "tail": "third ['0']\n"}
     assert fourth["returncode"] == 1 and "IndexError" in fourth["tail"]
+
+
+def test_a_forked_server_gives_each_command_its_own_streams_status_and_time_limit(tmp_path, forked):
+    """The `forked` fixture the refusal tests use: stdout and stderr apart, the exit status, an
+    exception's traceback, and a command past its time limit ended whole (TimeoutExpired)."""
+    (tmp_path / "probe2.py").write_text("import os, sys, time\nprint('out', os.getcwd())\n"
+                                        "print('err', os.environ['PROBE'], file=sys.stderr)\n"
+                                        "time.sleep(float(sys.argv[2])); sys.exit(int(sys.argv[1]))\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "PROBE": "x"}
+    done = forked.run(["probe2", "4", "0"], env=env, cwd=str(tmp_path))
+    assert (done.returncode, done.stdout, done.stderr) == (4, f"out {tmp_path}\n", "err x\n")
+    assert done.args[-3:] == ["probe2", "4", "0"]
+    with pytest.raises(subprocess.TimeoutExpired):
+        forked.run(["probe2", "0", "60"], env=env, timeout=1)
+    broken = forked.run(["probe2"], env=env)  # no argv[1]: the command's own traceback, status 1
+    assert broken.returncode == 1 and "IndexError" in broken.stderr and broken.stdout.startswith("out ")

@@ -21,17 +21,15 @@ def _line(stderr: str) -> str:
     return line
 
 
-def _cli(design: str, values: dict) -> subprocess.CompletedProcess:
+def _cli(forked, design: str, values: dict) -> subprocess.CompletedProcess:
     args = [f"--{key}={value}" for key, value in values.items()]
-    return subprocess.run([sys.executable, "-m", "architectures", design, *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
+    return forked.run(["architectures", design, *args], env={**os.environ, "PYTHONPATH": ROOT})
 
 
-def _tracked(design: str, values: dict, store) -> subprocess.CompletedProcess:
+def _tracked(forked, design: str, values: dict, store) -> subprocess.CompletedProcess:
     args = [f"{key}={value}" for key, value in values.items()]
-    return subprocess.run([sys.executable, "-m", "experiments.train", "with", f"design={design}", *args,
-                           "-F", str(store)], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": ROOT})
+    return forked.run(["experiments.train", "with", f"design={design}", *args, "-F", str(store)],
+                      env={**os.environ, "PYTHONPATH": ROOT})
 
 
 BAD = {
@@ -51,14 +49,16 @@ if importlib.util.find_spec("ray") is not None:  # the Ray backend's own preflig
 
 
 @pytest.mark.parametrize("case", BAD)
-def test_the_same_bad_input_is_the_same_line_from_the_cli_the_api_and_experiments_train(case, tmp_path):
+def test_the_same_bad_input_is_the_same_line_from_the_cli_the_api_and_experiments_train(case, tmp_path, forked):
+    """Each command line in a fork of a warm interpreter (tests/forked_commands.py): a refusal comes before
+    any work, and its own line, status and stderr are the fork's as a subprocess's."""
     design, values, key = BAD[case]
     values = {k: (str(tmp_path) if v == "FOLDER" else v) for k, v in values.items()}
     with pytest.raises(ConfigError) as caught:
         train(design, total_env_steps=600, learning_starts=100, **values)
     from_api = f"error: {caught.value}"
-    cli = _cli(design, {"total_env_steps": 600, "learning_starts": 100, **values})
-    tracked = _tracked(design, {"total_env_steps": 600, "learning_starts": 100, **values}, tmp_path / "runs")
+    cli = _cli(forked, design, {"total_env_steps": 600, "learning_starts": 100, **values})
+    tracked = _tracked(forked, design, {"total_env_steps": 600, "learning_starts": 100, **values}, tmp_path / "runs")
     assert from_api.startswith(f"error: {key}")
     assert (cli.returncode, _line(cli.stderr)) == (2, from_api), cli.stderr[-2000:]
     assert (tracked.returncode, _line(tracked.stderr)) == (2, from_api), tracked.stderr[-2000:]

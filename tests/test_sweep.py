@@ -28,9 +28,10 @@ TINY_SWEEP = (
 )
 
 
-def _sweep(args, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "experiments.sweep", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=kw.get("timeout", 120))
+def _sweep(forked, args, **kw) -> subprocess.CompletedProcess:
+    """`python -m experiments.sweep ARGS` for a command that stops before any run (a refusal, a dry
+    run), in a fork of a warm interpreter (tests/forked_commands.py)."""
+    return forked.run(["experiments.sweep", *args], timeout=kw.get("timeout", 120))
 
 
 def statuses(out, polling: bool = False) -> dict:
@@ -100,8 +101,8 @@ def test_a_runs_label_shows_each_override_once_and_never_the_config_it_replaced(
     assert run.label() == label
 
 
-def test_dry_run_lists_runs_and_estimate_and_runs_nothing(tmp_path):
-    proc = _sweep(["smoke", "--dry-run", "--out", str(tmp_path / "out")])
+def test_dry_run_lists_runs_and_estimate_and_runs_nothing(tmp_path, forked):
+    proc = _sweep(forked, ["smoke", "--dry-run", "--out", str(tmp_path / "out")])
     assert proc.returncode == 0, proc.stderr
     assert "estimated" in proc.stderr and "min" in proc.stderr
     for arch in ("single_env", "actor_learner", "vector_env"):
@@ -110,15 +111,15 @@ def test_dry_run_lists_runs_and_estimate_and_runs_nothing(tmp_path):
     assert statuses(tmp_path / "out") == {}
 
 
-def test_a_part_of_a_sweep_is_estimated_at_its_share_of_the_sweeps_time(tmp_path):
+def test_a_part_of_a_sweep_is_estimated_at_its_share_of_the_sweeps_time(tmp_path, forked):
     """wallclock_check's estimate (80 min) is for its 12 runs at its 3 seeds: one seed is a third of it."""
-    whole = _sweep(["wallclock_check", "--dry-run", "--out", str(tmp_path / "a")])
-    one = _sweep(["wallclock_check", "--dry-run", "--seeds", "1", "--out", str(tmp_path / "b")])
+    whole = _sweep(forked, ["wallclock_check", "--dry-run", "--out", str(tmp_path / "a")])
+    one = _sweep(forked, ["wallclock_check", "--dry-run", "--seeds", "1", "--out", str(tmp_path / "b")])
     assert "12 to run; estimated 80.0 min" in whole.stderr, whole.stderr
     assert "4 to run; estimated 26.7 min" in one.stderr, one.stderr
 
 
-def test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids(tmp_path):
+def test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids(tmp_path, forked):
     """A part of a sweep made on its own (one cell remade in an idle window) is the same runs the
     whole sweep lists: same ids, so the whole sweep later skips them."""
     whole = sweep_grid.expand(SWEEPS["scaling"], "small", 3)
@@ -126,7 +127,7 @@ def test_cells_picks_part_of_a_sweep_with_the_whole_sweeps_ids(tmp_path):
     assert {(r.architecture, r.named[0]) for r in part} == {("high_utd", "minatar_breakout_cpu"),
                                                             ("components", "minatar_breakout_cpu")}
     assert len(part) == 6 and [r.run_id for r in part] == [r.run_id for r in whole if r in part]
-    proc = _sweep(["scaling", "--seeds", "3", "--cells", "minatar_breakout_cpu/high_utd", "--dry-run",
+    proc = _sweep(forked, ["scaling", "--seeds", "3", "--cells", "minatar_breakout_cpu/high_utd", "--dry-run",
                    "--out", str(tmp_path / "out")])
     assert proc.returncode == 0, proc.stderr
     listed = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("scaling-")]
@@ -178,18 +179,18 @@ def test_cells_names_a_setting_no_cell_has():
                  marks=pytest.mark.slow),  # waits out the driver's connection timeout
     (["smoke", "--mongo", "localhost:27017"], "expected a mongodb:// URL"),
 ])
-def test_bad_input_fails_before_any_run(tmp_path, args, message):
-    proc = _sweep([*args, "--out", str(tmp_path / "out")])
+def test_bad_input_fails_before_any_run(tmp_path, args, message, forked):
+    proc = _sweep(forked, [*args, "--out", str(tmp_path / "out")])
     assert proc.returncode != 0
     assert message in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
     assert statuses(tmp_path / "out") == {} if (tmp_path / "out").exists() else True
 
 
-def test_an_unwritable_out_fails_clearly(tmp_path):
+def test_an_unwritable_out_fails_clearly(tmp_path, forked):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    proc = _sweep(["smoke", "--out", str(blocker / "runs")])
+    proc = _sweep(forked, ["smoke", "--out", str(blocker / "runs")])
     assert proc.returncode != 0 and "is not writable" in proc.stderr and str(blocker) in proc.stderr
 
 
@@ -405,10 +406,10 @@ def test_timing_bad_input_fails_fast(tmp_path, arg, message):
 
 
 @pytest.mark.slow
-def test_device_sweep_skips_cuda_runs_without_cuda(tmp_path):
+def test_device_sweep_skips_cuda_runs_without_cuda(tmp_path, forked):
     import torch
 
-    proc = _sweep(["device", "--dry-run", "--out", str(tmp_path)])
+    proc = _sweep(forked, ["device", "--dry-run", "--out", str(tmp_path)])
     assert proc.returncode == 0
     if not torch.cuda.is_available():
         assert "no CUDA on this machine" in proc.stderr and "device=cuda" not in proc.stdout

@@ -163,9 +163,9 @@ def test_overrides_make_other_runs_and_show_in_the_listing(env_dir, tmp_path):
     (["with", "hogwild"], "error: with hogwild: a design's named config"),
     (["with"], "error: with: name a config or KEY=VALUE"),
 ])
-def test_a_bad_override_stops_the_sweep_before_any_run(env_dir, tmp_path, args, message):
-    out = tmp_path / "out"
-    proc = _sweep(["smoke", "--out", str(out), *args], env_dir, timeout=60)
+def test_a_bad_override_stops_the_sweep_before_any_run(env_dir, tmp_path, args, message, forked):
+    out = tmp_path / "out"  # a refusal before any run: in a fork of a warm interpreter (tests/forked_commands.py)
+    proc = forked.run(["experiments.sweep", "smoke", "--out", str(out), *args], env=_env(env_dir), timeout=60)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert not out.exists() or statuses(out) == {}
