@@ -13,7 +13,8 @@ processes, process group and signals are a real subprocess's business.
 Two ways to use it:
 - `python tests/forked_commands.py < checks.json > results.json`: a batch, two at a time; the input
   is a list of {"argv": [module, *args], "env": {...}, "cwd": path}, the output a list of
-  {"returncode", "tail"} (stdout and stderr together) in the same order;
+  {"returncode", "tail", "timed_out"} (the tail: stdout and stderr together) in the same order, each
+  command ended whole past 300 s;
 - `Forker()` (the `forked` fixture, tests/conftest.py): one server per test process, `run(argv, env,
   cwd)` returns a CompletedProcess as `subprocess.run(..., capture_output=True, text=True)` does.
 """
@@ -21,6 +22,7 @@ Two ways to use it:
 from __future__ import annotations
 
 import atexit
+import ctypes
 import importlib
 import json
 import os
@@ -37,6 +39,7 @@ PRELOAD = ("numpy", "torch", "pandas", "scipy.stats", "gymnasium", "sacred", "ma
 """Imported once, before the first fork; a library missing here is simply left to the command."""
 AT_ONCE = 2
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PR_SET_PDEATHSIG = 1
 
 
 def _preload() -> None:
@@ -48,8 +51,10 @@ def _preload() -> None:
 
 
 def _child(argv: list[str], env: dict, cwd: str, out: str, err: str) -> None:
-    """In the fork: the command's own stdio, env, cwd and argv, then its module as __main__."""
-    atexit._clear()  # the parent's exit handlers (its temporary folder's finalizer) are not the command's
+    """In the fork: the command's own stdio, env, cwd, search path and argv, then its module as __main__,
+    then its exit as an interpreter's: non-daemon threads joined, exit handlers run."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # never outlives the runner, whatever ends it
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.setpgid(0, 0)  # its own group, as a subprocess started with start_new_session: a timeout ends it whole
     null = os.open(os.devnull, os.O_RDONLY)
@@ -57,10 +62,13 @@ def _child(argv: list[str], env: dict, cwd: str, out: str, err: str) -> None:
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd if err == out else os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 2)
+    own = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]  # the runner's, not the command's
+    asked = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
-    sys.path[:0] = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    # as `python -m` builds it: the working folder, PYTHONPATH, then the interpreter's own (not tests/)
+    sys.path[:] = [os.path.abspath(cwd), *asked, *(p for p in sys.path[1:] if p not in own)]
     sys.argv = list(argv)
     code = 0
     try:
@@ -75,6 +83,7 @@ def _child(argv: list[str], env: dict, cwd: str, out: str, err: str) -> None:
         traceback.print_exc()
         code = 1
     try:
+        threading._shutdown()  # what the interpreter does at exit: wait for the command's non-daemon threads
         atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -100,10 +109,11 @@ def _read(path: str) -> str:
         return f.read()
 
 
-def run_all(checks: list[dict]) -> list[dict]:
-    _preload()
+def run_all(checks: list[dict], timeout: float = 300) -> list[dict]:
+    """Each check as a fork, AT_ONCE at a time, each ended whole after `timeout` s (said as timed_out)."""
+    _quiet_preload()
     results: list[dict | None] = [None] * len(checks)
-    running: dict[int, tuple[int, str]] = {}
+    running: dict[int, tuple[int, str, threading.Timer, list]] = {}
     tmp = tempfile.mkdtemp(prefix="forked-commands-")
     try:
         pending = list(enumerate(checks))
@@ -111,24 +121,46 @@ def run_all(checks: list[dict]) -> list[dict]:
             while pending and len(running) < AT_ONCE:
                 index, check = pending.pop(0)
                 out = os.path.join(tmp, f"{index}.out")
-                running[_fork(check["argv"], check["env"], check["cwd"], out, out)] = (index, out)
+                pid = _fork(check["argv"], check["env"], check["cwd"], out, out)
+                fired: list[bool] = []
+                timer = threading.Timer(timeout, lambda pid=pid, fired=fired: fired.append(_kill_group(pid)))
+                timer.start()
+                running[pid] = (index, out, timer, fired)
             pid, status = os.wait()  # blocks until one command ends
-            index, out = running.pop(pid)
-            results[index] = {"returncode": os.waitstatus_to_exitcode(status), "tail": _read(out)[-3000:]}
+            index, out, timer, fired = running.pop(pid)
+            timer.cancel()
+            results[index] = {"returncode": os.waitstatus_to_exitcode(status), "tail": _read(out)[-3000:],
+                              "timed_out": bool(fired)}
     finally:
+        for _, _, timer, _ in running.values():
+            timer.cancel()
         shutil.rmtree(tmp, ignore_errors=True)
     return results
+
+
+def _kill_group(pid: int) -> bool:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:  # it ended just now
+        pass
+    return True
+
+
+def _quiet_preload() -> None:
+    """The libraries imported with stdout and stderr sent nowhere: what they print while importing can
+    neither break the runner's answers nor fill a test's log; stderr is given back after."""
+    null, stderr = os.open(os.devnull, os.O_WRONLY), os.dup(2)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    _preload()
+    os.dup2(stderr, 2)
 
 
 def serve() -> None:
     """One request per line on stdin ({"argv", "env", "cwd", "timeout"}), one answer per line on stdout
     ({"returncode", "stdout", "stderr"}), one command at a time, until stdin closes."""
     answers = os.fdopen(os.dup(1), "w")
-    null, stderr = os.open(os.devnull, os.O_WRONLY), os.dup(2)
-    os.dup2(null, 1)  # what the libraries print cannot break the answers
-    os.dup2(null, 2)  # nor fill the test's log with their import warnings
-    _preload()
-    os.dup2(stderr, 2)
+    _quiet_preload()
     tmp = tempfile.mkdtemp(prefix="forked-commands-")
     try:
         for n, line in enumerate(sys.stdin):
@@ -141,7 +173,7 @@ def serve() -> None:
             waiter.join(asked["timeout"])  # blocks until the command ends or its time is up
             timed_out = waiter.is_alive()
             if timed_out:
-                os.killpg(pid, signal.SIGKILL)
+                _kill_group(pid)
                 waiter.join()
             answers.write(json.dumps({"returncode": os.waitstatus_to_exitcode(ended[0]), "stdout": _read(out),
                                       "stderr": _read(err), "timed_out": timed_out}) + "\n")
@@ -164,10 +196,19 @@ class Forker:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve"], cwd=ROOT,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.proc.stdin.write(json.dumps({"argv": list(argv), "env": dict(os.environ if env is None else env),
-                                          "cwd": str(cwd), "timeout": timeout}) + "\n")
-        self.proc.stdin.flush()
-        answer = json.loads(self.proc.stdout.readline())
+        try:
+            self.proc.stdin.write(json.dumps({"argv": list(argv), "env": dict(os.environ if env is None else env),
+                                              "cwd": str(cwd), "timeout": timeout}) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the forked-commands server ended (exit {self.proc.wait()}) before answering")
+        except BaseException:  # a timeout or Ctrl-C mid-exchange: its late answer must not reach the next test
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+            raise
+        answer = json.loads(line)
         cmd = [sys.executable, "-m", *argv]
         if answer["timed_out"]:
             raise subprocess.TimeoutExpired(cmd, timeout, answer["stdout"], answer["stderr"])
@@ -176,7 +217,11 @@ class Forker:
     def close(self) -> None:
         if self.proc is not None:
             self.proc.stdin.close()  # the server's loop ends
-            self.proc.wait(timeout=60)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
             self.proc.stdout.close()
             self.proc = None
 
@@ -185,4 +230,6 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--serve"]:
         serve()
     else:
-        json.dump(run_all(json.load(sys.stdin)), sys.stdout)
+        answers = os.fdopen(os.dup(1), "w")  # run_all sends fd 1 nowhere while the libraries import
+        json.dump(run_all(json.load(sys.stdin)), answers)
+        answers.flush()

@@ -89,7 +89,7 @@ def test_every_command_the_docs_show_runs_without_doing_work(tmp_path):
                           input=json.dumps(request), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout)
-    failed = [(page, line, r["returncode"], r["tail"].strip().splitlines()[-1:])
+    failed = [(page, line, r["returncode"], "timed out" if r["timed_out"] else r["tail"].strip().splitlines()[-1:])
               for (page, line, _), r in zip(checks, results) if r["returncode"] != 0]
     assert len(results) == len(checks) and failed == []
 
@@ -127,9 +127,9 @@ def test_a_forked_command_keeps_its_own_exit_status_output_and_environment(tmp_p
                           input=json.dumps(request), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     first, sweep, third, fourth = json.loads(proc.stdout)
-    assert first == {"returncode": 3, "tail": "first ['3']\n"}
+    assert first == {"returncode": 3, "tail": "first ['3']\n", "timed_out": False}
     assert sweep["returncode"] == 2 and "no_such_sweep" in sweep["tail"]
-    assert third == {"returncode": 0, "tail": "third ['0']\n"}
+    assert third == {"returncode": 0, "tail": "third ['0']\n", "timed_out": False}
     assert fourth["returncode"] == 1 and "IndexError" in fourth["tail"]
 
 
@@ -147,3 +147,7 @@ def test_a_forked_server_gives_each_command_its_own_streams_status_and_time_limi
         forked.run(["probe2", "0", "60"], env=env, timeout=1)
     broken = forked.run(["probe2"], env=env)  # no argv[1]: the command's own traceback, status 1
     assert broken.returncode == 1 and "IndexError" in broken.stderr and broken.stdout.startswith("out ")
+    # the search path `python -m` builds (the working folder, PYTHONPATH), not the server's: tests/ is not on it
+    unseen = forked.run(["forked_commands"], env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+                        cwd=str(tmp_path))
+    assert unseen.returncode == 1 and "No module named forked_commands" in unseen.stderr, unseen.stderr
