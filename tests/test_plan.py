@@ -114,6 +114,20 @@ def test_the_run_average_counts_the_steps_before_learning_starts():
     assert got == pytest.approx(10_000 / (1_000 / fast + 9_000 / steady)) and steady < got < fast
 
 
+def test_a_run_is_never_predicted_slower_than_its_steady_state(monkeypatch):
+    """Where the model's utd-0 path reads slower than the run's utd (measurements that disagree), the
+    steps before learning are taken at the steady rate: a run that skips updates does less work."""
+    from types import SimpleNamespace
+
+    rates = {0.0: 800.0, 0.25: 1_000.0}  # the unlearned start read slower than learning
+    monkeypatch.setattr(cost_model, "predict", lambda *args, utd, **kw: SimpleNamespace(env_steps_per_sec=rates[utd]))
+    assert cost_model.over_a_run("single_env", 1, COSTS, utd=0.25, cores=2, total_env_steps=10_000,
+                                 learning_starts=1_000) == pytest.approx(1_000.0)
+    rates[0.0] = 2_000.0  # read faster, as it should: it counts
+    assert cost_model.over_a_run("single_env", 1, COSTS, utd=0.25, cores=2, total_env_steps=10_000,
+                                 learning_starts=1_000) == pytest.approx(10_000 / (1_000 / 2_000 + 9_000 / 1_000))
+
+
 def test_the_recommendation_never_oversubscribes_and_the_runner_up_is_another_design():
     predictions = predict_all(COSTS, utd=0.25, cores=2)
     assert {p.workers for p in predictions if p.design == "hogwild"} == {1, 2, 4}  # 1 .. cores and 2 x cores
