@@ -13,6 +13,7 @@ import ast
 import contextlib
 import io
 import json
+import signal
 import sys
 import typing
 from dataclasses import dataclass
@@ -133,6 +134,9 @@ def main(design: str, argv: list[str] | None = None) -> None:
     from architectures.core.event_files import TensorBoardReporter
     from architectures.core.metrics import PrintReporter, Reporters
 
+    # Started with `&` from a script, a process inherits SIGINT ignored and Python leaves it so: Ctrl-C's
+    # `kill -INT` to the group would be lost and the run go on. Its workers inherit the default again.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     argv = list(sys.argv[2:] if argv is None else argv)
     plain_warnings()
     try:

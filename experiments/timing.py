@@ -22,6 +22,7 @@ For the device paths, `host_us` is the host's time to issue an update (launches)
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 
@@ -169,6 +170,7 @@ def device_path_times(learner, replay, graph: bool, updates: int, warmup: int, b
 def cli(argv: list[str] | None = None) -> None:
     from experiments.train import attach_observers
 
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C stops it, even started with `&` from a script
     argv = list(sys.argv if argv is None else argv)
     ex.run_commandline(attach_observers(ex, argv, default_dir="results/timing"))
 

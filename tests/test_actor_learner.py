@@ -206,11 +206,15 @@ def _as_from_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _start_cli(extra: list[str]) -> subprocess.Popen:
+def _as_with_and_in_a_script() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a non-interactive shell's `cmd &` leaves a command
+
+
+def _start_cli(extra: list[str], started=_as_from_a_terminal) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "architectures", "actor_learner", "--num_workers", "2",
                              "--total_env_steps", "2000000", "--eval_episodes", "0", "--hidden_sizes", "[16]",
                              *extra], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, text=True, preexec_fn=_as_from_a_terminal)
+                            start_new_session=True, text=True, preexec_fn=started)
 
 
 def _wait_running(proc: subprocess.Popen) -> list[int]:
@@ -221,7 +225,9 @@ def _wait_running(proc: subprocess.Popen) -> list[int]:
 
 @pytest.mark.slow
 def test_ctrl_c_stops_everything_and_leaves_no_shared_memory():
-    proc = _start_cli(["--log_every", "2000"])
+    """Started with SIGINT ignored, as `cmd &` in a script starts it (a terminal's default is the easy
+    case): a `kill -INT` to the group still stops the run and its workers."""
+    proc = _start_cli(["--log_every", "2000"], started=_as_with_and_in_a_script)
     try:
         workers = _wait_running(proc)
         assert len(workers) >= 2
