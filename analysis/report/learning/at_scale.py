@@ -203,6 +203,9 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                "intervals; the final return carries no verdict")
     made.number("ScaleRuns", len(runs), "{:d}")
     made.number("ScaleMinatarRuns", int((runs["sweep"] == "scale_minatar").sum()), "{:d}")
+    minatar = runs[runs["sweep"] == "scale_minatar"]  # the fewest seeds of any game and design: what every cell has
+    made.number("ScaleMinatarSeeds", int(minatar.groupby(["env", "design"])["seed"].nunique().min())
+                if len(minatar) else 0, "{:d}")
     # The study's settings as the text quotes them (docs/learning-at-scale.md), so none is typed by hand.
     cartpole = runs[runs["family_env"] == "CartPole"]
     made.number("ScaleCartPoleSeeds", int(cartpole["seed"].nunique()), "{:d}")
