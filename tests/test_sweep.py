@@ -67,6 +67,21 @@ def test_every_sweep_expands_to_unique_deterministic_ids():
     assert smoke1 < {r.run_id for r in sweep_grid.expand(SWEEPS["smoke"], "small", 2)}
 
 
+@pytest.mark.parametrize("scale", ["small", "paper"])
+def test_the_speed_sweeps_seeds_let_its_holm_family_say_faster(scale):
+    """The answer tests each design's speed cell against single_env's (one a design and setting) with
+    the exact rank test, Holm over them all: with too few seeds even a perfect ordering stays above 0.05
+    after Holm (5 v 5 over 8 cells: 0.063), and every speed verdict would read "not told apart"."""
+    from analysis import stats
+
+    speed = SWEEPS["speed"]
+    family = {(c.named[0], c.named[1]) for c in speed.cells[scale] if c.named[1] != "single_env"}
+    assert len(family) == 8  # 4 designs x the busy and the waiting step
+    n = speed.seeds[scale]
+    assert len(family) * stats.rank_test_p(range(n), range(n, 2 * n)) < 0.05
+    assert len(family) * stats.rank_test_p(range(5), range(5, 10)) > 0.05  # why not 5
+
+
 def test_a_throughput_sweep_runs_seed_by_seed_with_the_same_ids():
     """scaling interleaves: every cell's first seed before any second seed, cells in their order
     within a seed, and the ids (so what is done) are those of the cell-by-cell order."""
