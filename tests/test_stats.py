@@ -324,3 +324,27 @@ def dataclasses_replace(obj, **changes):
 
 def astuple(shift):
     return (shift.estimate, shift.low, shift.high, shift.coverage)
+
+
+def test_the_blocked_test_on_known_answers():
+    """The signed-rank p is scipy's exact one where there are no ties; an all-positive sample of n
+    pairs gives the floor 2 / 2 ** n (7 pairs: 0.0156, so Holm over 8 can never pass 0.05); the
+    shift of a symmetric sample is its centre, a shifted copy moves by the shift, and the interval
+    has the coverage the table gives (n = 10, 95%: the 9th smallest to 9th largest Walsh average)."""
+    rng = np.random.default_rng(7)
+    for n in (5, 8, 12):
+        d = rng.normal(0.1, 1.0, n)
+        assert stats.signed_rank(d).p == pytest.approx(scipy_stats.wilcoxon(d, method="exact").pvalue, abs=1e-12)
+    ordered = stats.signed_rank(np.linspace(0.1, 0.7, 7))
+    assert ordered.p == pytest.approx(2 / 128) == ordered.floor and 8 * ordered.p > 0.05
+    symmetric = np.array([-3.0, -1.0, -0.5, 0.5, 1.0, 3.0])
+    assert stats.signed_rank(symmetric).shift.estimate == 0.0 and stats.signed_rank(symmetric).p == 1.0
+    assert stats.signed_rank(symmetric + 2.0).shift.estimate == pytest.approx(2.0)
+    ten = rng.normal(0.0, 1.0, 10)
+    i, j = np.triu_indices(10)
+    walsh = np.sort((ten[i] + ten[j]) / 2)
+    shift = stats.signed_rank(ten).shift
+    assert (shift.low, shift.high) == (walsh[8], walsh[-9])
+    assert shift.coverage == pytest.approx(1 - 2 * 25 / 1024)  # P(W+ <= 8) = 25 / 1024 at n = 10
+    assert stats.signed_rank([1.0, 1.0, 1.0]).p == pytest.approx(0.25)  # ties stay exact: 2 of 8 sign patterns
+    assert stats.signed_rank([0.0, 0.3, 0.5, 0.9]).pairs == 3  # a zero gives no sign
