@@ -116,3 +116,20 @@ def test_the_page_sets_smoke_speeds_once_learning_beside_the_reference(tmp_path)
     smoke = page._smoke_section(load_runs([str(tmp_path)]))
     assert "1,010" in smoke and "2,525" not in smoke  # once learning, not the whole run's 3,000 / 1.2 s x 1.01
     assert "7," not in smoke  # the run without a rate once learning is left out
+
+
+def test_the_answers_speeds_are_also_tested_blocked_by_seed():
+    """Each seed's design run over single_env's run of the same seed (a seed single_env lacks pairs with
+    nothing): a steady 2x with noise reads ~2x, and with every pair one way the p is its floor 2 / 2^n."""
+    import numpy as np
+    import pandas as pd
+
+    from analysis.report.answer import table
+
+    rng = np.random.default_rng(3)
+    base = pd.DataFrame({"seed": range(101, 107), table.SPEED: 1_000 * rng.uniform(0.95, 1.05, 6)})
+    cell = pd.DataFrame({"seed": range(101, 108), table.SPEED: 2_000 * rng.uniform(0.95, 1.05, 7)})
+    got = table._blocked(cell, base)
+    assert got["pairs"] == 6 and got["blocked_p"] == got["blocked_floor"] == 2 / 2 ** 6
+    assert got["blocked_low"] <= got["blocked_ratio"] <= got["blocked_high"] and 1.8 < got["blocked_ratio"] < 2.2
+    assert table._blocked(cell, base.assign(seed=range(1, 7)))["pairs"] == 0  # no seed in common: nothing to pair
