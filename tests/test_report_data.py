@@ -341,6 +341,11 @@ def test_probability_of_improvement_over_single_env(rs):
     holm = made.data.set_index("metric")["holm_p"]
     assert holm["holdout_auc"].tolist() == pytest.approx([0.6] * 3)
     assert holm[SPEED].tolist() == pytest.approx([0.3] * 3)
+    # the sensitivity check: Holm over the mean holdout return's 3 comparisons alone, 3 x 0.1
+    primary_only = made.data.set_index("metric")["holm_primary_only"]
+    assert primary_only["holdout_auc"].tolist() == pytest.approx([0.3] * 3)
+    assert primary_only[["final_holdout_return", SPEED]].isna().all()
+    assert _numbers(made)["PoiCartPoleHighUtdHoldoutAucHolmPrimary"] == "0.300"
     assert set(made.data["verdict"]) == {"not told apart"}
     assert _numbers(made)["PoiCartPoleHighUtdFinalHoldoutReturnVerdict"] == "not told apart"
     [(name, table, caption)] = made.tables

@@ -64,6 +64,13 @@ def test_a_shift_every_game_shares_is_told_apart_only_in_the_aggregate(made):
     assert numbers["MinatarAggBelowFinal"] == "one"
     assert numbers["MinatarAggToldApart"] == "hogwild on the final return (better); hogwild on the mean return (better)"
     assert (numbers["MinatarSuiteState"], numbers["MinatarSuiteGames"]) == ("partial", 5)
+    # the primary-only sensitivity: Holm over the 3 mean-return comparisons, never above the 6-comparison family's
+    aggregate = made.tables[1][1].set_index(["design", "measure"])
+    for design in ("actor_learner", "vector_env", "hogwild"):
+        alone = numbers[f"MinatarAgg{''.join(w.title() for w in design.split('_'))}AucHolmPrimary"]
+        assert alone <= numbers[f"MinatarAgg{''.join(w.title() for w in design.split('_'))}AucHolm"]
+        assert aggregate.loc[(design, "mean holdout return / anchor"), "Holm p, mean return alone"] == f"{alone:.3f}"
+    assert numbers["MinatarAggHogwildAucHolmPrimary"] == pytest.approx(min(1.0, 3 * numbers["MinatarAggHogwildAucP"]))
     # what the suite's own sweep took: 41 runs of 1,000 s (Breakout's 20 are the minatar sweep's)
     assert numbers["MinatarSuiteSweepRuns"] == 41 and numbers["MinatarSuiteTrainHours"] == pytest.approx(41 / 3.6)
 
