@@ -4,6 +4,7 @@ the aggregate over complete games on anchor-normalised returns, and games left o
 import numpy as np
 import pytest
 
+from analysis import stats
 from analysis.io.load import load_runs
 from analysis.report.learning import suite
 from tests.synthetic_runs import write_run
@@ -82,8 +83,46 @@ def test_profiles_fall_and_the_tables_are_written(made):
         assert curve["share"].iloc[0] == 1.0 and curve["share"].iloc[-1] == 0.0
         assert np.all(np.diff(curve["share"].to_numpy()) <= 0)
     names = [name for name, _, _ in made.tables]
-    assert names == ["minatar_games", "minatar_aggregate", "minatar_anchors"]
+    assert names == ["minatar_games", "minatar_aggregate", "minatar_anchors", "minatar_sensitivity"]
     games = made.tables[0][1]
     assert set(games["game"]) == {"Breakout", "Asterix", "Freeway", "Seaquest"}
     anchors = made.tables[2][1]
     assert anchors.iloc[0, 1] == "10"  # Breakout's anchor, Young & Tian at 5M frames
+
+
+def test_the_sensitivity_drops_a_game_at_its_floor_and_a_rescaling_moves_only_the_iqm(tmp_path):
+    """Asterix's random play set just under single_env's returns: the game sits at its floor and the first
+    check leaves it out; normalising from random play up changes each game's scale and offset, which the
+    within-game rank test cannot see: its P and p are the anchor-normalised aggregate's."""
+    import json as json_mod
+
+    from analysis.report.framework.common import FigureData
+
+    store = tmp_path / "store"
+    for game, sweep in (("Breakout", "minatar"), ("Asterix", "minatar_suite"), ("Freeway", "minatar_suite")):
+        for i, seed in enumerate(range(101, 106)):
+            for arch, shift in SHIFT.items():
+                _run(store, sweep, game, arch, seed, suite.ANCHOR[game] * (0.2 + 0.02 * i + shift))
+    runs = suite._runs(load_runs([str(store)]), [].append)
+    asterix = suite.ANCHOR["Asterix"] * 0.23  # single_env's IQM ~0.24 of the anchor: under 10% of the way up
+    path = tmp_path / "random.json"
+    path.write_text(json_mod.dumps({"games": {"Breakout": {"return_mean": 0.4}, "Asterix": {"return_mean": asterix},
+                                              "Freeway": {"return_mean": 0.3}}}))
+    made, notes = FigureData(runs), []
+    games, seeds = ["Breakout", "Asterix", "Freeway"], list(range(101, 106))
+    suite._sensitivity(made, runs, games, seeds, notes.append, path=str(path))
+    numbers = {name: value for name, value, _ in made.numbers}
+    assert (numbers["MinatarSensLearnedGames"], numbers["MinatarSensFloorGames"]) == (2, "Asterix")
+    [(name, table, _)] = made.tables
+    learned = table[table["check"].str.startswith("learned")]
+    assert name == "minatar_sensitivity" and set(learned["games"]) == {"Breakout, Freeway"}
+    rescaled = table[table["check"].str.startswith("all")].set_index("design")
+    for design in ("actor_learner", "vector_env", "hogwild"):
+        anchored = stats.compare(suite.matrix(runs, design, games, seeds, "normalised_auc"),
+                                 suite.matrix(runs, "single_env", games, seeds, "normalised_auc"))
+        assert rescaled.loc[design, "Monte Carlo p"] == f"{anchored.p:.3f}"
+        assert rescaled.loc[design, "P(> single_env) [95% CI]"].startswith(f"{anchored.probability:.2f}")
+    assert numbers["MinatarSensRandomHogwildHolm"] < 0.05  # hogwild's shift holds whatever the scale
+    missing = []
+    suite._sensitivity(FigureData(runs), runs, games, seeds, missing.append, path=str(tmp_path / "none.json"))
+    assert "experiments.random_policy" in missing[0]

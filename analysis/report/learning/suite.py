@@ -21,13 +21,17 @@ of seeds, so the (runs, games) matrix is complete; the others are named and left
 
 from __future__ import annotations
 
+import json
+import os
+
 import numpy as np
 import pandas as pd
 
 from analysis import stats
 from analysis.io.load import RunSet
 from analysis.report.framework.claims import EQUIVALENCE_MARGIN, verdict
-from analysis.report.framework.common import ARCH_ORDER, FigureData, Note, ci, diverged, holdout_auc, macro_name
+from analysis.report.framework.common import (ARCH_ORDER, FigureData, Note, ci, committed, diverged, holdout_auc,
+                                              macro_name)
 
 SUITE_SWEEPS = ("minatar", "minatar_suite")
 GAMES = ("Breakout", "Asterix", "Freeway", "SpaceInvaders", "Seaquest")
@@ -103,7 +107,73 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     else:
         note("minatar suite: fewer than 2 games have every design at every seed; no aggregate yet")
     _anchors(made, runs)
+    if len(games) >= 2:
+        _sensitivity(made, runs, games, seeds, note)
     return made
+
+
+RANDOM_POLICY = committed("results", "reference", "random_policy.json")
+"""The uniform random policy's holdout return per game (`python -m experiments.random_policy`)."""
+LEARNED_SHARE = 0.1
+"""A game counts as learned where single_env's final return (IQM over seeds) is at least this share of
+the way from the random policy's return to the anchor; below it, the game sits at its floor."""
+
+
+def _random_returns(path: str, note: Note) -> dict[str, float]:
+    if not os.path.exists(path):
+        note(f"minatar sensitivity: no random-policy returns at {path}; `python -m experiments.random_policy "
+             f"--out {os.path.relpath(path, committed())}` writes them")
+        return {}
+    with open(path) as f:
+        return {game: float(r["return_mean"]) for game, r in json.load(f)["games"].items()}
+
+
+def _sensitivity(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: list[int], note: Note,
+                 path: str | None = None) -> None:
+    """Two checks a reviewer asked of the aggregate, on the primary measure: the games single_env
+    learned (LEARNED_SHARE), and every game normalised from random play up, (return - random) /
+    (anchor - random). The rank test and P(X > Y) compare runs within a game, so a per-game rescaling
+    cannot move them: the second check moves only the IQM, and says so."""
+    random = _random_returns(RANDOM_POLICY if path is None else path, note)
+    if not all(g in random for g in games):
+        return
+    base = runs[runs["design"] == "single_env"]
+    learned = [g for g in games if (stats.iqm(base.loc[base["env"] == g, "final_holdout_return"]) - random[g])
+               >= LEARNED_SHARE * (ANCHOR[g] - random[g])]
+    frame = runs.copy()
+    frame["from_random"] = (frame["holdout_auc"] - frame["env"].map(random)) / (
+        frame["env"].map(ANCHOR) - frame["env"].map(random))
+    checks = {"learned games, / anchor": (learned, "normalised_auc"), "all games, from random": (games, "from_random")}
+    rows = []
+    for check, (kept, column) in checks.items():
+        if len(kept) < 2:
+            note(f"minatar sensitivity: fewer than 2 games in '{check}' ({', '.join(kept) or 'none'}); not run")
+            continue
+        scores = {d: matrix(frame, d, kept, seeds, column) for d in DESIGNS}
+        tested = [(d, stats.compare(scores[d], scores["single_env"])) for d in DESIGNS[1:]]
+        for (design, vs), corrected in zip(tested, stats.with_holm([vs for _, vs in tested])):
+            rows.append({"check": check, "games": ", ".join(kept), "design": design,
+                         "IQM [95% CI]": ci(*stats.interval(scores[design]), fmt="{:.2f}"),
+                         "single_env IQM": f"{stats.iqm(scores['single_env']):.2f}",
+                         "P(> single_env) [95% CI]": ci(corrected.probability, corrected.low, corrected.high, fmt="{:.2f}"),
+                         "Monte Carlo p": f"{corrected.p:.3f}", "Holm p": f"{corrected.holm:.3f}",
+                         "verdict": verdict(corrected.probability, corrected.holm)})
+            key = "learned" if check.startswith("learned") else "random"
+            made.number(macro_name("minatar sens", key, design, "holm"), corrected.holm, "{:.3f}")
+            made.number(macro_name("minatar sens", key, design, "poi"), corrected.probability, "{:.2f}")
+    if not rows:
+        return
+    made.number("MinatarSensLearnedGames", len(learned), "{:d}")
+    made.number("MinatarSensFloorGames", ", ".join(g for g in games if g not in learned) or "none")
+    made.table("minatar_sensitivity", pd.DataFrame(rows),
+               f"The MinAtar aggregate's sensitivity on the mean holdout return over checkpoints ({len(seeds)} seeds, "
+               f"{seeds[0]}-{seeds[-1]}): first only the games single_env learned (its final return's IQM at least "
+               f"{100 * LEARNED_SHARE:.0f}% of the way from the random policy's holdout return to the anchor; "
+               "experiments/random_policy.py, the same holdout), returns over the anchor; then every game with returns "
+               "normalised from random play up, (return - random) / (anchor - random). The stratified rank test's Monte "
+               f"Carlo p ({stats.STRATIFIED_RESAMPLES:,} relabellings within games), Holm over the three designs within "
+               "each check. P(X > Y) and the rank test compare runs within a game, so the second check can move only "
+               "the IQM")
 
 
 def _per_game(made: FigureData, runs: pd.DataFrame) -> None:
