@@ -136,11 +136,11 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
     Sweep("plan_validation", "plan on envs it was not built on (docs/plan-validation.md, fixed before any "
           "prediction): single_env, and actor_learner, hogwild, vector_env and pqn at 2, 8 and 16 workers (2 only on "
           "the busy shapes), on CartPole in 8 step shapes hidden inside the env (experiments/plan/shapes.py) and "
-          "MinAtar Breakout in 2; each run 45 s at plan's predicted speed (at least 10,000 env steps), read from "
+          "MinAtar Breakout in 2; each run 75 s at plan's predicted speed (at least 10,000 env steps), read from "
           f"the predictions committed before the runs ({PLAN_VALIDATION}), which every run's result cites "
           "(cell_meta); evaluation off, one at a time, seed by seed",
-          # 342 runs of ~45 s of training and ~10 s of start and teardown each (a budget, not a measurement)
-          minutes={"small": 330, "paper": 330},
+          # 342 runs of ~75 s of training and ~10 s of start and teardown each (a budget, not a measurement)
+          minutes={"small": 485, "paper": 485},
           cells={scale: _VALIDATION_CELLS for scale in SCALES},
           seeds={"small": 3, "paper": 3}, interleave=True, cells_from=PLAN_VALIDATION,
           not_ready=_VALIDATION_NOT_READY),
