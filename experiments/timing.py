@@ -18,6 +18,12 @@ copy is inside the timed step on CUDA (synchronised before the clock stops).
 - `graph`: the same, replayed as one CUDA graph (`cuda_graph`).
 For the device paths, `host_us` is the host's time to issue an update (launches) and, on CUDA,
 `gpu_us` the GPU's time for it (CUDA events): where the time goes.
+
+The suite's CPU learner is not a practitioner's: an MLP's gradient is hand-derived (`mlp_fast_grad`)
+and Adam is the fused kernel without torch.optim's step wrapper (core/dqn.py FusedAdam). With
+`mlp_fast_grad=False optimizer=torch` the update is autograd and `torch.optim.Adam` with its defaults,
+as a practitioner writes it (host path only): where such a learner's ceiling sits
+(the `plain_learner` sweep).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ NETWORKS = {
 }
 
 PATHS = ("host", "device", "graph")
+OPTIMIZERS = ("fused", "torch")
 
 ex = Experiment("update_timing", save_git_info=False, additional_host_info=HOST_INFO)
 
@@ -50,6 +57,8 @@ def _config():
     torch_threads = 1  # torch intra-op threads
     device = "cpu"  # cpu or cuda
     update_path = "host"  # host, device or graph (see the module docstring)
+    mlp_fast_grad = True  # an MLP's hand-derived gradient (False: autograd)
+    optimizer = "fused"  # fused (the suite's FusedAdam) or torch (torch.optim.Adam, its defaults)
     block = 20  # device paths: updates per timed block
     updates = 500  # timed updates
     warmup = 100  # untimed updates first (allocator, caches, lazy init)
@@ -72,6 +81,10 @@ def _validate(config: dict, command_name: str, logger) -> dict:
         problems.append(f"update_path: must be one of {', '.join(PATHS)} (got {config['update_path']!r})")
     elif config["update_path"] == "graph" and not str(config["device"]).startswith("cuda"):
         problems.append("update_path: 'graph' needs device=cuda (a CUDA graph)")
+    if config["optimizer"] not in OPTIMIZERS:
+        problems.append(f"optimizer: must be one of {', '.join(OPTIMIZERS)} (got {config['optimizer']!r})")
+    elif config["optimizer"] != "fused" and config["update_path"] != "host":
+        problems.append("optimizer: torch.optim.Adam is timed on the host path only (update_path=host)")
     if problems:
         print(f"error: {problems[0]}", file=sys.stderr)
         raise SystemExit(2)
@@ -79,8 +92,8 @@ def _validate(config: dict, command_name: str, logger) -> dict:
 
 
 @ex.main
-def main(network: str, batch_size: int, torch_threads: int, device: str, update_path: str, block: int,
-         updates: int, warmup: int, seed: int, _run) -> dict:
+def main(network: str, batch_size: int, torch_threads: int, device: str, update_path: str, mlp_fast_grad: bool,
+         optimizer: str, block: int, updates: int, warmup: int, seed: int, _run) -> dict:
     store_source_diff(_run)  # a run from uncommitted code keeps its diff
     import numpy as np
     import torch
@@ -94,8 +107,11 @@ def main(network: str, batch_size: int, torch_threads: int, device: str, update_
         raise SystemExit(f"error: device: {device!r} requested but torch.cuda.is_available() is False")
     torch.set_num_threads(torch_threads)
     obs_shape, actions, hidden = NETWORKS[network]
-    cfg = DQNConfig(hidden_sizes=hidden, batch_size=batch_size, torch_threads=torch_threads, device=device)
+    cfg = DQNConfig(hidden_sizes=hidden, batch_size=batch_size, torch_threads=torch_threads, device=device,
+                    mlp_fast_grad=mlp_fast_grad)
     learner = DQNLearner(build_q_network(obs_shape, actions, hidden, False, seed), cfg)
+    if optimizer == "torch":  # the learner steps whatever `optimizer` it holds: zero_grad() and step()
+        learner.optimizer = torch.optim.Adam(learner.online.parameters(), lr=cfg.lr, eps=cfg.adam_eps)
     rng = np.random.default_rng(seed)
     replay = ReplayBuffer(4_096, obs_shape, np.float32)
     for _ in range(replay.capacity):
@@ -105,7 +121,7 @@ def main(network: str, batch_size: int, torch_threads: int, device: str, update_
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     common = {"network": network, "batch_size": batch_size, "device": device, "update_path": update_path,
               "torch_threads": torch_threads, "threads_in_effect": torch.get_num_threads(), "updates": updates,
-              "warmup": warmup}
+              "warmup": warmup, "optimizer": type(learner.optimizer).__module__ + "." + type(learner.optimizer).__name__}
     if update_path != "host":
         return {**common, **device_path_times(learner, replay, update_path == "graph", updates, warmup, block, sync)}
     for _ in range(warmup):

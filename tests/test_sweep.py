@@ -398,20 +398,26 @@ def test_sweeps_name_only_known_named_configs():
                     assert name in NAMED_CONFIGS or name in sweep_grid.ARCHITECTURE_CONFIGS, (sweep.name, name)
 
 
-def test_timing_experiment_times_the_learner_update(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "experiments.timing", "with", "network=minatar_conv", "batch_size=8",
-                           "updates=20", "warmup=2", "torch_threads=1", "-F", str(tmp_path), "-l", "WARNING"],
+@pytest.mark.parametrize("network, learner, hand_derived, optimizer", [
+    ("minatar_conv", [], False, "architectures.core.dqn.FusedAdam"),  # the conv net goes through autograd
+    ("cartpole_mlp", [], True, "architectures.core.dqn.FusedAdam"),  # the suite's: the MLP's hand-derived gradient
+    ("cartpole_mlp", ["mlp_fast_grad=False", "optimizer=torch"], False, "torch.optim.adam.Adam"),  # a practitioner's
+])
+def test_timing_experiment_times_the_learner_update(tmp_path, network, learner, hand_derived, optimizer):
+    proc = subprocess.run([sys.executable, "-m", "experiments.timing", "with", f"network={network}", "batch_size=8",
+                           "updates=20", "warmup=2", "torch_threads=1", *learner, "-F", str(tmp_path), "-l", "WARNING"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (run,) = statuses(tmp_path).values()
     r = run["result"]
     assert run["status"] == "COMPLETED" and r["updates"] == 20 and r["threads_in_effect"] == 1
     assert 0 < r["update_us_p10"] <= r["update_us_median"] <= r["update_us_p90"]
-    assert r["hand_derived_gradient"] is False  # the conv net goes through autograd
+    assert (r["hand_derived_gradient"], r["optimizer"]) == (hand_derived, optimizer)
 
 
 @pytest.mark.parametrize("arg, message", [("network=nope", "network: must be one of"),
-                                          ("torch_threads=0", "torch_threads: must be an integer >= 1")])
+                                          ("torch_threads=0", "torch_threads: must be an integer >= 1"),
+                                          ("optimizer=sgd", "optimizer: must be one of fused, torch")])
 @pytest.mark.slow
 def test_timing_bad_input_fails_fast(tmp_path, arg, message):
     proc = subprocess.run([sys.executable, "-m", "experiments.timing", "with", arg, "-F", str(tmp_path)], cwd=ROOT,

@@ -208,6 +208,19 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
                  "paper": timing_grid(dict(updates=2_000, warmup=200), network=NETWORKS,
                                        batch_size=(32, 128, 512), torch_threads=tuple(range(1, CORES + 1)))},
           experiment="timing"),
+    Sweep("plain_learner", "the suite's CPU learner against a practitioner's: time per gradient step of the CartPole "
+          "MLP with the hand-derived gradient and the fused Adam (the suite's), with autograd and the fused Adam, and "
+          "with autograd and torch.optim.Adam's defaults, at batch 32 and 128; the MinAtar conv net (autograd either "
+          "way) with each Adam at batch 32; one torch thread, one run at a time, seed by seed",
+          minutes={"small": 6, "paper": 12},
+          cells={scale: [Cell((), dict(updates=2_000 if scale == "small" else 5_000, warmup=200, network=network,
+                                       batch_size=batch, torch_threads=1, mlp_fast_grad=fast, optimizer=optimizer))
+                         for network, batches, kinds in (
+                             ("cartpole_mlp", (32, 128), ((True, "fused"), (False, "fused"), (False, "torch"))),
+                             ("minatar_conv", (32,), ((True, "fused"), (True, "torch"))))
+                         for batch in batches for fast, optimizer in kinds]
+                 for scale in SCALES},
+          seeds={"small": 5, "paper": 5}, interleave=True, experiment="timing"),
     Sweep("device", "time per gradient step on CPU against CUDA, per network and batch size: the CPU's update, "
           "and on CUDA the host-batch update (a copy in and a read back per update), the device update (replay on "
           "the GPU, nothing read back) and that as one CUDA graph; the CUDA runs are skipped where CUDA is absent",
