@@ -33,8 +33,8 @@ from analysis.report.answer import table as answer
 from analysis.report.framework import page  # index.html: the report as one page
 from analysis.report.learning import apex, at_scale, headline_tables, improvement, pqn, suite, utd
 from analysis.report.learning import curves as learning
-from analysis.report.speed import (breakdown, gpu, hogwild, own_wait, scaling, shape, sixteen, tensorboard_cost,
-                                   threads, uneven, vector_check)
+from analysis.report.speed import (breakdown, gpu, hogwild, own_wait, plain_learner, scaling, shape, sixteen,
+                                   tensorboard_cost, threads, uneven, vector_check)
 from analysis.report.framework.common import (
                                               ARCH_ORDER,
                                               DEDICATED_SWEEPS,
@@ -70,6 +70,7 @@ FIGURES = [("figure_threads", threads.data, threads.plot),
            ("table_own_wait", own_wait.data, None),
            ("figure_sixteen_cores_shape", sixteen.data, sixteen.plot),
            ("table_gpu", gpu.data, None),
+           ("table_plain_learner", plain_learner.data, None),
            ("table_answer", answer.data, None),
            ("table_apex_epsilons", apex.data, None),
            ("figure_per_hour", per_hour.data, per_hour.plot),

@@ -8,7 +8,8 @@ from analysis.report.framework.common import TIMING_EXPERIMENT, FigureData, Note
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
-    runs = rs.runs[(rs.runs["experiment"] == TIMING_EXPERIMENT) & (rs.runs["device"].fillna("cpu") == "cpu")]
+    runs = rs.runs[(rs.runs["experiment"] == TIMING_EXPERIMENT) & (rs.runs["device"].fillna("cpu") == "cpu")
+                   & (rs.runs["sweep"] != "plain_learner")]  # another learner's updates: speed/plain_learner.py
     if runs.empty:
         note("threads: no update-timing runs; run `python -m experiments.sweep threads`")
         return None
