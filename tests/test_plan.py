@@ -106,6 +106,19 @@ def test_time_shared_roles_pay_what_they_paid_beside_each_other():
     assert alone.env_steps_per_sec != p.env_steps_per_sec
 
 
+def test_the_learners_ceiling_is_actor_learners_learner_term_in_one_line():
+    """1 / (utd x (update + sample + diagnostics + publish / period) + drain): the rate actor_learner's
+    learner bounds it at once the actors are many and the cores spare."""
+    ceiling, parts = cost_model.learner_ceiling(COSTS, utd=0.25, weight_sync_period=10)
+    assert set(parts) == {"update", "sample", "diagnostics", "weight publish", "hand-off drain"}
+    assert ceiling == pytest.approx(1e6 / sum(parts.values()))
+    assert parts["update"] == pytest.approx(0.25 * COSTS["update"]) and parts["hand-off drain"] == COSTS["ring_drain"]
+    many = predict("actor_learner", 64, COSTS, utd=0.25, cores=128)
+    assert many.bottleneck == "learner" and many.rates["learner"] == pytest.approx(ceiling)
+    with pytest.raises(cost_model.MissingCosts, match="ring_drain"):
+        cost_model.learner_ceiling({k: v for k, v in COSTS.items() if k != "ring_drain"}, utd=0.25)
+
+
 def test_the_run_average_counts_the_steps_before_learning_starts():
     fast = predict("single_env", 1, COSTS, utd=0.0, cores=2).env_steps_per_sec
     steady = predict("single_env", 1, COSTS, utd=0.25, cores=2).env_steps_per_sec
@@ -272,6 +285,10 @@ def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
     assert all(p["interval"][0] <= p["predicted_env_steps_per_sec"] <= p["interval"][1] for p in plan["predictions"])
     assert {"other_cores", "cores", "disturbed", "widen_fast_end_by"} <= set(plan["window"])
     assert len(plan["confirmed"]) == 2 and all(c["measured_env_steps_per_sec"] > 0 for c in plan["confirmed"])
+    # the learner's one-line ceiling, printed and stored
+    ceiling = plan["learner_ceiling"]
+    assert ceiling["env_steps_per_sec"] == pytest.approx(1e6 / sum(ceiling["us_per_env_step"].values()))
+    assert re.search(r"^the learner's ceiling: [\d,]+ env steps/s = 1 / \(update ", proc.stdout, flags=re.M), proc.stdout
     # each confirming run is predicted as it runs: its unlearned start makes it faster than the steady state
     assert all(c["predicted_for_this_run"] >= c["predicted_env_steps_per_sec"] for c in plan["confirmed"])
     assert plan["recommended"]["torch_threads"] >= 1 and plan["component_costs_us"]["update"]["us"] > 0

@@ -94,6 +94,20 @@ def over_a_run(design: str, workers: int, costs: dict, *, utd: float, cores: int
     return total_env_steps / (warm / fast + (total_env_steps - warm) / steady)
 
 
+def learner_ceiling(costs: dict, *, utd: float, weight_sync_period: int = 10) -> tuple[float, dict[str, float]]:
+    """The most env steps/s one learner can serve, busy all the time with cores to spare: actor_learner's
+    learner term, 1 / (utd x (update + sample + diagnostics + publish / period) + hand-off drain), and each
+    part in us per env step. The practitioner's one-line ceiling: past it, more actors add nothing."""
+    k = loop_costs(costs)
+    try:
+        parts = {"update": utd * k["update"], "sample": utd * k["sample"], "diagnostics": utd * costs["diagnostics"],
+                 "weight publish": utd * costs["weight_publish"] / weight_sync_period,
+                 "hand-off drain": costs["ring_drain"]}
+    except KeyError as missing:
+        raise MissingCosts(f"the learner's ceiling needs {missing.args[0]}") from None
+    return 1e6 / sum(parts.values()), parts
+
+
 WAITING_WORKERS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 """Worker counts explored where the env waits: past the cores, up to the suite's limit of 64 on
 a small machine (architectures/core/limits.py)."""

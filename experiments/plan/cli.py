@@ -210,7 +210,7 @@ def with_counts(predictions: list, costs: dict, asked: list[int], **kwargs) -> l
 
 
 def _plan(args, cfg, overrides) -> int:
-    from analysis.cost.model import intervals, medians, predict_all, recommend
+    from analysis.cost.model import MissingCosts, intervals, learner_ceiling, medians, predict_all, recommend
     from architectures.core.limits import available_cores
     from experiments.components.measure import measure
     from experiments.tracking.host import cpu_model
@@ -294,6 +294,14 @@ def _plan(args, cfg, overrides) -> int:
           f"({base:,.0f}); bound by {best.bottleneck}")
     print(f"runner-up:   {runner_up.design} with {runner_up.workers} worker(s): predicted "
           f"{runner_up.env_steps_per_sec:,.0f} env steps/s")
+    try:  # one learner, busy all the time: past this rate more actors add nothing
+        ceiling, parts = learner_ceiling(medians(by_device[device]), utd=cfg.utd,
+                                         weight_sync_period=cfg.weight_sync_period)
+        print(f"the learner's ceiling: {ceiling:,.0f} env steps/s = 1 / ("
+              + " + ".join(f"{name} {us:,.1f}" for name, us in parts.items())
+              + f" us per env step at utd {cfg.utd:g})")
+    except MissingCosts:
+        ceiling, parts = float("nan"), {}
     for c in confirmed:
         error = c["measured_env_steps_per_sec"] / c["predicted_for_this_run"] - 1
         print(f"confirmed:   {c['design']} ({c['workers']}, {c['env_steps']:,} env steps with its first "
@@ -325,6 +333,7 @@ def _plan(args, cfg, overrides) -> int:
                         "predicted_gain_over_single_env": best.env_steps_per_sec / base},
         "runner_up": {"design": runner_up.design, "workers": runner_up.workers,
                       "predicted_env_steps_per_sec": runner_up.env_steps_per_sec},
+        "learner_ceiling": {"env_steps_per_sec": ceiling, "us_per_env_step": parts},
         "confirmed": confirmed, "seconds": time.monotonic() - started,
     }
     from architectures.core.atomic import atomic_write
