@@ -400,8 +400,10 @@ def test_sweeps_name_only_known_named_configs():
 
 @pytest.mark.parametrize("network, learner, hand_derived, optimizer", [
     ("minatar_conv", [], False, "architectures.core.dqn.FusedAdam"),  # the conv net goes through autograd
-    ("cartpole_mlp", [], True, "architectures.core.dqn.FusedAdam"),  # the suite's: the MLP's hand-derived gradient
-    ("cartpole_mlp", ["mlp_fast_grad=False", "optimizer=torch"], False, "torch.optim.adam.Adam"),  # a practitioner's
+    pytest.param("cartpole_mlp", [], True, "architectures.core.dqn.FusedAdam",  # the suite's: hand-derived gradient
+                 marks=pytest.mark.slow),
+    pytest.param("cartpole_mlp", ["mlp_fast_grad=False", "optimizer=torch"], False, "torch.optim.adam.Adam",
+                 marks=pytest.mark.slow),  # a practitioner's: autograd and torch.optim.Adam
 ])
 def test_timing_experiment_times_the_learner_update(tmp_path, network, learner, hand_derived, optimizer):
     proc = subprocess.run([sys.executable, "-m", "experiments.timing", "with", f"network={network}", "batch_size=8",
