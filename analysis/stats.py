@@ -412,8 +412,8 @@ def signed_rank(differences, *, confidence: float = 0.95) -> Paired:
     """The blocked test of paired differences (for speeds, per-seed log ratios): exact, by counting
     the 2 ** n sign patterns (doubled midranks, so ties among |d| stay exact; a zero difference gives
     no sign and is dropped, as Wilcoxon's original rule); the shift is the median of the Walsh
-    averages, its interval the k-th smallest to k-th largest of them, inverting the test (no-ties
-    distribution; tests/test_stats.py::test_the_blocked_test_on_known_answers)."""
+    averages of the nonzero differences, its interval the k-th smallest to k-th largest of them,
+    inverting the test (no-ties distribution; tests/test_stats.py::test_the_blocked_test_on_known_answers)."""
     d = np.asarray(differences, dtype=float).ravel()
     if not np.isfinite(d).all():
         raise ValueError("the signed-rank test needs finite differences")
@@ -429,9 +429,9 @@ def signed_rank(differences, *, confidence: float = 0.95) -> Paired:
     observed = int(doubled[nonzero > 0].sum())
     total = float(ways.sum())
     p = min(1.0, 2 * min(ways[:observed + 1].sum(), ways[observed:].sum()) / total)
-    i, j = np.triu_indices(len(d))
-    walsh = np.sort((d[i] + d[j]) / 2)
-    cdf = signed_rank_cdf(len(d))
+    i, j = np.triu_indices(n)  # the same pairs the p counts: an interval that inverts that test
+    walsh = np.sort((nonzero[i] + nonzero[j]) / 2)
+    cdf = signed_rank_cdf(n)
     k = _order_statistic_index(cdf, confidence)
     estimate = float(np.median(walsh))
     shift = (Shift(estimate, float("-inf"), float("inf"), 1.0) if k == 0 else

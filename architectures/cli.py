@@ -135,7 +135,8 @@ def main(design: str, argv: list[str] | None = None) -> None:
     from architectures.core.metrics import PrintReporter, Reporters
 
     # Started with `&` from a script, a process inherits SIGINT ignored and Python leaves it so: Ctrl-C's
-    # `kill -INT` to the group would be lost and the run go on. Its workers inherit the default again.
+    # `kill -INT` to the group would be lost and the run go on (`python -m architectures` sets it first
+    # thing too, before its imports; workers ignore SIGINT themselves and are stopped by the main process).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     argv = list(sys.argv[2:] if argv is None else argv)
     plain_warnings()

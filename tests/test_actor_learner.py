@@ -224,10 +224,12 @@ def _wait_running(proc: subprocess.Popen) -> list[int]:
 
 
 @pytest.mark.slow
-def test_ctrl_c_stops_everything_and_leaves_no_shared_memory():
-    """Started with SIGINT ignored, as `cmd &` in a script starts it (a terminal's default is the easy
-    case): a `kill -INT` to the group still stops the run and its workers."""
-    proc = _start_cli(["--log_every", "2000"], started=_as_with_and_in_a_script)
+@pytest.mark.parametrize("started", [_as_from_a_terminal, _as_with_and_in_a_script],
+                         ids=["from a terminal", "with & in a script"])
+def test_ctrl_c_stops_everything_and_leaves_no_shared_memory(started):
+    """Also where the run was started with SIGINT ignored, as `cmd &` in a script starts it: a
+    `kill -INT` to the group still stops the run and its workers."""
+    proc = _start_cli(["--log_every", "2000"], started=started)
     try:
         workers = _wait_running(proc)
         assert len(workers) >= 2

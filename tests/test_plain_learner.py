@@ -40,3 +40,11 @@ def test_each_learner_is_set_against_the_suites_with_its_ceiling(tmp_path):
     assert numbers["PlainCartpoleMlpThreeTwoAutogradTorchOptimAdamRatio"] == 805 / 405
     # the threads figure reads the threads sweep's runs, not these
     assert set(threads.data(rs, [].append).data["update_us_median"]) == {100.0}
+
+
+def test_a_network_without_the_suites_own_learner_is_said_and_left_out(tmp_path):
+    _timing_run(tmp_path, "plain_learner-a101", "cartpole_mlp", False, "torch", 800.0)
+    notes = []
+    assert plain_learner.data(load_runs([str(tmp_path)]), notes.append) is None
+    assert notes == ["plain learner: cartpole_mlp at batch 32 has no run of the suite's own learner to set the "
+                     "others against; left out"]

@@ -126,3 +126,9 @@ def test_the_sensitivity_drops_a_game_at_its_floor_and_a_rescaling_moves_only_th
     missing = []
     suite._sensitivity(FigureData(runs), runs, games, seeds, missing.append, path=str(tmp_path / "none.json"))
     assert "experiments.random_policy" in missing[0]
+    # a record written for some games only, or a random return at the anchor: said, and no table
+    path.write_text(json_mod.dumps({"games": {"Breakout": {"return_mean": 0.4},
+                                              "Asterix": {"return_mean": suite.ANCHOR["Asterix"]}}}))
+    partial, lacking = FigureData(runs), []
+    suite._sensitivity(partial, runs, games, seeds, lacking.append, path=str(path))
+    assert partial.tables == [] and lacking and "Asterix, Freeway" in lacking[0]

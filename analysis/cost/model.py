@@ -87,11 +87,10 @@ def over_a_run(design: str, workers: int, costs: dict, *, utd: float, cores: int
     # Without updates a run does strictly less work, so it is never slower; the model's utd-0 path can
     # read slower where a loop was measured only at the run's utd (hogwild's) and the two measurements
     # disagree (a plan beside another test: 1 confirming run in a CI run of the suite).
-    fast = predict(design, workers, costs, utd=0.0, **kwargs).env_steps_per_sec
-    if fast <= steady:
-        return steady  # not the harmonic mean of two equal rates: it rounds one ulp below them (CI, 3339113)
+    fast = max(predict(design, workers, costs, utd=0.0, **kwargs).env_steps_per_sec, steady)
     warm = min(learning_starts, total_env_steps)
-    return total_env_steps / (warm / fast + (total_env_steps - warm) / steady)
+    # never below steady: the harmonic mean of two (nearly) equal rates rounds an ulp below them (CI, 3339113)
+    return max(steady, total_env_steps / (warm / fast + (total_env_steps - warm) / steady))
 
 
 def learner_ceiling(costs: dict, *, utd: float, weight_sync_period: int = 10) -> tuple[float, dict[str, float]]:

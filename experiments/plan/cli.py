@@ -300,8 +300,9 @@ def _plan(args, cfg, overrides) -> int:
         print(f"the learner's ceiling: {ceiling:,.0f} env steps/s = 1 / ("
               + " + ".join(f"{name} {us:,.1f}" for name, us in parts.items())
               + f" us per env step at utd {cfg.utd:g})")
-    except MissingCosts:
-        ceiling, parts = float("nan"), {}
+    except MissingCosts as missing:
+        ceiling, parts = None, {}
+        print(f"the learner's ceiling: not computed ({missing})")
     for c in confirmed:
         error = c["measured_env_steps_per_sec"] / c["predicted_for_this_run"] - 1
         print(f"confirmed:   {c['design']} ({c['workers']}, {c['env_steps']:,} env steps with its first "

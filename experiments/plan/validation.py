@@ -11,7 +11,7 @@ right after minutes of busy cores ran slow, docs/benchmarks.md; KEY is the env's
 `BreakoutWait1ms`); a plan whose plan.json exists is kept, so a stopped run resumes. `--workers` makes
 plan predict the page's worker counts where its own counts stop short of them. Once all ten exist,
 `<out>/predictions.json` holds, for each of the page's 114 cells, plan's prediction with its interval
-and the run length (75 s at the predicted speed, rounded up to 1,000, at least 10,000 env steps), each
+and the run length (its learning_starts and 80 s at the predicted speed, rounded up to 1,000, at least 10,000 env steps), each
 plan's costs digest, and the commit: the plan_validation sweep reads its cells from it
 (experiments/sweeps/cells.py), and analysis.plan_validation compares its runs with it.
 """
@@ -37,10 +37,12 @@ ON_BREAKOUT = ("Wait1ms", "MixedThird")
 PARALLEL = ("actor_learner", "hogwild", "vector_env", "pqn")
 WORKERS, BUSY_WORKERS = (2, 8, 16), (2,)
 """The page's worker counts; past 2 a busy-only step time-shares this machine's 2 cores, so 2 only there."""
-SECONDS, ROUND_TO, AT_LEAST = 75, 1_000, 10_000
-"""A cell's run length: SECONDS at its predicted speed, rounded up to ROUND_TO, at least AT_LEAST env steps.
-75 s, not the page's first 45: a kept speed run has at least 60 s of learning, and 75 s leaves 60 where the
-prediction is 25% fast, the page's own bound for a cell that holds (amended before any prediction)."""
+SECONDS, ROUND_TO, AT_LEAST = 80, 1_000, 10_000
+"""A cell's run length: its learning_starts, then SECONDS of learning at its predicted speed, rounded up to
+ROUND_TO, at least AT_LEAST env steps. 80 s, not the page's first 45: a kept speed run has at least 60 s of
+learning, and a run 25% faster than predicted (the page's bound for a cell that holds: (predicted -
+measured) / measured = -25%, measured = predicted / 0.75) still learns for 80 x 0.75 = 60 s (amended before
+any prediction)."""
 PLAN_COMMAND = (sys.executable, "-m", "experiments.plan")
 """What each plan runs, in a fresh process (tests put a stand-in here)."""
 OUT = os.path.dirname(PLAN_VALIDATION)
@@ -77,9 +79,10 @@ PLANS = [Plan(f"{prefix}{shape}", GAMES[prefix][0].split("/")[-1].split("-")[0],
 """The page's ten: CartPole in every shape, then Breakout in ON_BREAKOUT."""
 
 
-def run_length(predicted: float) -> int:
-    """Env steps for SECONDS at `predicted` env steps/s, rounded up to ROUND_TO, at least AT_LEAST."""
-    return max(AT_LEAST, math.ceil(SECONDS * predicted / ROUND_TO) * ROUND_TO)
+def run_length(predicted: float, learning_starts: int = 0) -> int:
+    """Env steps: `learning_starts`, then SECONDS at `predicted` env steps/s, rounded up to ROUND_TO, at least
+    AT_LEAST (the steps before learning run at another speed, and are not counted as learning)."""
+    return max(AT_LEAST, math.ceil((learning_starts + SECONDS * predicted) / ROUND_TO) * ROUND_TO)
 
 
 class MissingPrediction(ValueError):
@@ -106,7 +109,7 @@ def plan_cells(plan: Plan, record: dict, where: str) -> list[dict]:
                     "env_id": plan.env_id, "design": design, "workers": workers,
                     "predicted_env_steps_per_sec": predicted, "interval": [float(v) for v in point["interval"]],
                     "bottleneck": point.get("bottleneck"), "oversubscribed": point.get("oversubscribed"),
-                    "total_env_steps": run_length(predicted)})
+                    "total_env_steps": run_length(predicted, int(record["config"].get("learning_starts", 0)))})
     return out
 
 

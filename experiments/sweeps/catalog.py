@@ -104,7 +104,7 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
           "at 2 workers on CartPole whose step burns 1 ms of CPU, and on the practitioner's shape (an env step that "
           "waits 2.2 ms) every design at 16 workers and vector_env, hogwild and pqn at 8 too; evaluation off. The "
           "speed measure is the rate once learning starts",
-          minutes={"small": 100, "paper": 200},
+          minutes={"small": 140, "paper": 200},  # 91 and 130 runs of ~90 s
           cells={scale: steady_speed() for scale in SCALES},
           # 7, not 5: the answer tests its 8 speed cells against single_env with the exact rank test, Holm over
           # the 8; at 5 v 5 the smallest two-sided p is 2/252 = 0.0079, 0.063 after Holm, so no cell could be
@@ -136,11 +136,11 @@ SWEEPS: dict[str, Sweep] = {s.name: s for s in [
     Sweep("plan_validation", "plan on envs it was not built on (docs/plan-validation.md, fixed before any "
           "prediction): single_env, and actor_learner, hogwild, vector_env and pqn at 2, 8 and 16 workers (2 only on "
           "the busy shapes), on CartPole in 8 step shapes hidden inside the env (experiments/plan/shapes.py) and "
-          "MinAtar Breakout in 2; each run 75 s at plan's predicted speed (at least 10,000 env steps), read from "
+          "MinAtar Breakout in 2; each run its warm-up and 80 s at plan's predicted speed (at least 10,000 env steps), read from "
           f"the predictions committed before the runs ({PLAN_VALIDATION}), which every run's result cites "
           "(cell_meta); evaluation off, one at a time, seed by seed",
-          # 342 runs of ~75 s of training and ~10 s of start and teardown each (a budget, not a measurement)
-          minutes={"small": 485, "paper": 485},
+          # 342 runs of ~85 s of training and ~10 s of start and teardown each (a budget, not a measurement)
+          minutes={"small": 540, "paper": 540},
           cells={scale: _VALIDATION_CELLS for scale in SCALES},
           seeds={"small": 3, "paper": 3}, interleave=True, cells_from=PLAN_VALIDATION,
           not_ready=_VALIDATION_NOT_READY),

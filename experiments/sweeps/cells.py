@@ -107,7 +107,7 @@ before its runs by `python -m experiments.plan.validation predict` (docs/plan-va
 
 
 def plan_validation(path: str = PLAN_VALIDATION) -> tuple[list[Cell], str]:
-    """plan_validation's cells, each as its predictions say (its env, design, workers and budget: 75 s
+    """plan_validation's cells, each as its predictions say (its env, design, workers and budget: its warm-up and 80 s
     at its predicted speed), evaluation off as `speed`'s, its runs citing the predictions' commit and
     digest; and "". Where the predictions are not written (or cannot be read), no cells and why, in
     one line naming the command that writes them: a budget is never guessed."""
