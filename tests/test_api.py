@@ -50,7 +50,8 @@ def env_dir(tmp_path_factory):
         os.environ["PYTHONPATH"] = before
 
 
-@pytest.mark.parametrize("design, backend", [(name, "local") for name in NAMES] + [("actor_learner", "ray")])
+@pytest.mark.parametrize("design, backend", [(name, "local") for name in NAMES] + [
+    pytest.param("actor_learner", "ray", marks=pytest.mark.slow)])  # a Ray cluster's start (8 s): the full suite's
 def test_every_design_trains_acts_saves_and_loads_to_the_same_actions(env_dir, tmp_path, design, backend):
     if backend == "ray":
         pytest.importorskip("ray", reason="ray is not installed (optional extra): pip install -e '.[ray]'")

@@ -215,6 +215,7 @@ def test_event_files_that_cannot_be_written_fail_the_run_in_one_line(tmp_path):
     assert curves.failed
 
 
+@pytest.mark.slow  # a TensorBoard server's start and page (10 s): the full suite's; the files themselves are quick's
 def test_tensorboards_own_page_lists_the_run_and_its_holdout_curve(tmp_path):
     """A real run's folder served by `tensorboard --logdir` on localhost: its scalars page, in
     headless Chromium, lists the run and holdout/return_mean; the server is ended by its pid.
