@@ -48,6 +48,13 @@ def bound(arch: str, workers: int, result: dict) -> str:
 _bound = bound
 
 
+def lent_machine(source: str) -> str:
+    """Which lent machine a run came from, by its sub-store (results/reference/sixteen_cores/README.md:
+    machine_a/ and cuda_timing/ are one machine, machine_b/ a second; the records' hostnames agree)."""
+    parts = str(source).replace("\\", "/").split("/")
+    return "B" if "machine_b" in parts else "A" if {"machine_a", "cuda_timing"} & set(parts) else "?"
+
+
 def _points(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (arch, n), cell in runs.groupby(["design", "num_workers"]):
@@ -55,6 +62,7 @@ def _points(runs: pd.DataFrame) -> pd.DataFrame:
         bounds = sorted({bound(arch, int(n), r) for r in cell["result"]})
         busy = [(r.get("cpu") or {}).get("cores_busy", np.nan) for r in cell["result"]]
         rows.append({"design": arch, "num_workers": int(n), "runs": len(cell),
+                     "machines": "+".join(sorted({lent_machine(s) for s in cell.get("source", pd.Series(["?"] * len(cell)))})),
                      SPEED: float(np.median(speeds)), "low": float(speeds.min()),
                      "seconds": float(cell["train_seconds"].median()),
                      "high": float(speeds.max()), "bound": " / ".join(bounds),
@@ -80,7 +88,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     single = float(points.loc[points["design"] == "single_env", SPEED].iloc[0])
     table = points.assign(speedup=points[SPEED] / single)
     made.table("sixteen_cores_shape", pd.DataFrame({
-        "design": table["design"], "workers": table["num_workers"], "runs": table["runs"],
+        "design": table["design"], "workers": table["num_workers"], "runs": table["runs"], "machine": table["machines"],
         "env steps/s once learning, median [min, max]": [f"{m:,.0f} [{lo:,.0f}, {hi:,.0f}]" for m, lo, hi in
                                            zip(table[SPEED], table["low"], table["high"])],
         "x single_env": table["speedup"].map("{:.1f}".format),
@@ -88,8 +96,10 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         "bound (its runs' breakdown)": table["bound"]}),
         "The practitioner's shape on a 16-core machine (Intel Xeon, one thread a core): the env step burns 2.2 ms "
         "of CPU, the cartpole learner at batch 32 and utd 0.25, 12,000 env steps a run, one run at a time, seeds "
-        "101-102 (results/reference/sixteen_cores). Speed-ups are point estimates over 1-3 runs a cell; no test "
-        "stands behind them.")
+        "101-102 (results/reference/sixteen_cores), on two lent machines of one kind, A and B (B ran no single_env: "
+        "its ratios are over A's). Speed-ups are point estimates over 1-3 runs a cell; no test stands behind them. "
+        "Left out by status: 6 runs with the learner on CUDA that failed before their first env step and a cut-off "
+        "vector_env (12) on B (the store's README)")
     if emulated is not None:
         for _, row in emulated[emulated["design"] == "actor_learner"].iterrows():
             made.number(macro_name("sixteen emulation actor_learner", int(row["num_workers"]), "bound"), row["bound"],
