@@ -53,3 +53,20 @@ def test_the_gpu_tables_keep_each_path_and_learner_apart():
     learner = made.tables[1][1].set_index(["design", "workers", "learner on"])
     assert learner.loc[("actor_learner", 16, "cuda (graph)"), "bound"] == "actors"
     assert learner.loc[("actor_learner", 16, "cpu"), "bound"] == "learner"
+
+
+def test_the_gpu_tables_set_the_same_cpu_cells_of_the_other_lent_machines_beside_them():
+    """The GPU machine's CPU update and CPU-learner runs are one machine's: the same cells on machines A and
+    B (the sixteen_cores store) stand beside them, so a GPU gain can be read against how far a CPU rate
+    moves from machine to machine."""
+    from analysis.report.speed import gpu
+
+    stores = [os.path.join(ROOT, "results", "reference", name) for name in ("sixteen_cores_gpu", "sixteen_cores")]
+    made = gpu.data(load_runs(stores), lambda _: None)
+    update = made.tables[0][1].set_index("network, batch")
+    assert update.loc["cartpole_mlp, 32", "CPU, machine A"] == "358 us" and update.loc["cartpole_mlp, 32", "CPU"] == "719 us"
+    learner = made.tables[1][1].set_index(["design", "workers", "learner on"])
+    elsewhere = learner.loc[("actor_learner", 16, "cpu, machine A/B")]
+    assert elsewhere["runs"] == 3 and elsewhere["env steps/s once learning (each run)"] == "3,521, 4,462, 3,325"
+    assert ("single_env", 1, "cpu, machine A") in learner.index
+    assert not any(on.startswith("cpu, machine") and n == 8 for _, n, on in learner.index)  # no GPU-machine cell at 8

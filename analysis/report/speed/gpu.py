@@ -11,6 +11,7 @@ import pandas as pd
 
 from analysis.io.load import RunSet
 from analysis.report.framework.common import SPEED, FigureData, Note, sweep_runs, macro_name, with_speed
+from analysis.report.speed.sixteen import lent_machine
 
 MACHINE = "sixteen_cores_gpu"
 TARGETS = {"GpuUpdateTarget": 150, "GpuLearnerTarget": 6_000}
@@ -32,8 +33,12 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     for name, value in TARGETS.items():
         made.number(name, value)
     rows = []
+    elsewhere = sweep_runs(rs.runs, "sixteen_cores/device")  # the same CPU cells on lent machine A
+    elsewhere = elsewhere[elsewhere["device"].fillna("cpu") == "cpu"]
     for (network, batch), cell in timing.groupby(["network", "batch_size"]):
         row = {"network, batch": f"{network}, {int(batch)}"}
+        theirs = elsewhere[(elsewhere["network"] == network) & (elsewhere["batch_size"] == batch)]["update_us_median"]
+        row["CPU, machine A"] = f"{float(theirs.median()):,.0f} us" if len(theirs.dropna()) else "-"
         for (device, path), label in PATHS.items():
             pick = cell[(cell["device"] == device) & (cell["result"].map(lambda r: r.get("update_path", "host")) == path)]
             if pick.empty:
@@ -45,7 +50,8 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         rows.append(row)
     made.table("gpu_update", pd.DataFrame(rows),
                "One gradient step on a 16-core machine with one H200 (torch 2.11, the `device` sweep's cells, 300 "
-               "updates after 50, median): the CPU's update; on CUDA the host-batch update (a copy in and a read "
+               "updates after 50, median): the CPU's update on another lent machine of that kind (A, "
+               "results/reference/sixteen_cores) and on this one; on CUDA the host-batch update (a copy in and a read "
                "back each update), the device update (replay on the GPU, nothing read back) eager, and as one CUDA "
                "graph; the device paths timed in blocks of 20 with one synchronisation (results/reference/"
                "sixteen_cores_gpu).")
@@ -61,9 +67,25 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                         "bound": " / ".join(bounds) or "-"})
         made.number(macro_name("gpu", design, int(workers), device.split(" ")[0], *device.split(" ")[1:]),
                     float(np.median(speeds)))
+    # The same CPU cells on the two other lent 16-core machines (the sixteen_cores store): how far one
+    # CPU learner's rate moves between machines of one kind, beside the GPU's gain on its own machine.
+    others = with_speed(sweep_runs(rs.runs, "sixteen_cores/seed_shape"), note, "gpu")
+    others = others[(others["device"].fillna("cpu") == "cpu")]
+    for (design, workers), cell in others.groupby(["design", "num_workers"]):
+        if not ((shape["design"] == design) & (shape["num_workers"] == workers)).any():
+            continue
+        machines = "/".join(sorted({lent_machine(s) for s in cell["source"]}))
+        speeds = cell[SPEED].to_numpy(float)
+        learner.append({"design": design, "workers": int(workers), "learner on": f"cpu, machine {machines}",
+                        "runs": len(speeds), "env steps/s once learning (each run)": ", ".join(f"{v:,.0f}" for v in speeds),
+                        "bound": " / ".join(sorted({(r.get("bottleneck") or {}).get("summary", "").split(" (")[0]
+                                                    for r in cell["result"]} - {""})) or "-"})
+        made.number(macro_name("gpu", design, int(workers), "cpu elsewhere", "max"), float(speeds.max()))
     if learner:
         made.table("gpu_learner", pd.DataFrame(learner),
-                   "The busy 2.2 ms shape (12,000 env steps, one run at a time) on the same machine, env steps/s once "
+                   "The busy 2.2 ms shape (12,000 env steps, one run at a time) on the GPU machine (C), env steps/s once "
                    "learning starts with the learner on the CPU, on CUDA eagerly (the first call) or as a CUDA graph "
-                   "(the second); each run's own bound. 1-2 runs a cell: no test.")
+                   "(the second); each run's own bound. Below them, the same CPU cells on the two other lent 16-core "
+                   "machines of that kind (A and B, results/reference/sixteen_cores): how far a CPU learner's rate moves "
+                   "from machine to machine. 1-3 runs a cell: no test.")
     return made
