@@ -698,3 +698,12 @@ def test_long_headers_stack_and_tables_only_shrink(column, lines):
     assert all(len(line.replace("\\", "")) <= HEADER_WIDTH for line in lines)
     table = latex(pd.DataFrame({column: ["1"]}), "a caption", "t")
     assert "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}" in table
+
+
+def test_the_abstracts_worst_miss_is_the_largest_in_size_of_every_out_of_sample_test():
+    from analysis.report.framework import claims
+
+    macros = {"PqnMissTwo": "-59", "ShapeCheckWorstError": "40", "VectorCheckWorstError": "+66", "Other": "-99"}
+    assert claims.worst_out_of_sample(macros) == (66.0, "the asynchronous vector_env and pqn")
+    assert claims.worst_out_of_sample({**macros, "PlanCartPoleMissFirst": "-70"}) == (70.0, "plan's recommendation on CartPole")
+    assert claims.worst_out_of_sample({"Other": "-99"}) is None  # not a test of the model: never quoted

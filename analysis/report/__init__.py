@@ -30,7 +30,7 @@ import numpy as np
 from analysis.io.load import NoRunsError, load_runs
 from analysis.report.answer import per_hour, provenance, wall_clock
 from analysis.report.answer import table as answer
-from analysis.report.framework import page  # index.html: the report as one page
+from analysis.report.framework import claims, page  # page: index.html, the report as one page
 from analysis.report.learning import apex, at_scale, headline_tables, improvement, pqn, suite, utd
 from analysis.report.learning import curves as learning
 from analysis.report.speed import (breakdown, gpu, hogwild, own_wait, plain_learner, scaling, shape, sixteen,
@@ -138,6 +138,10 @@ def _build(report: Report, runset, sources: list[str], out: str) -> None:
         except Exception as err:  # noqa: BLE001 - one broken figure must not stop the others
             report.note(f"{name}: failed ({type(err).__name__}: {err}); the other figures still build")
             plt.close("all")
+    worst = claims.worst_out_of_sample(report.macros)  # across families: the abstract quotes the largest miss
+    if worst is not None:
+        report.number("ModelWorstMissOutOfSample", worst[0], "{:.0f}")
+        report.number("ModelWorstMissTest", worst[1])
     report.write_macros()
     page.write(report, runset, sources, out)
 

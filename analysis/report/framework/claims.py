@@ -85,3 +85,26 @@ the CPU, whatever role its breakdown finds busiest: one rule for the text, the t
 def cpu_bound(workers: int, result: dict) -> bool:
     cpu = result.get("cpu") or {}
     return bool(cpu.get("cores")) and workers > cpu["cores"] and cpu.get("cores_busy", 0) >= CPU_FULL * cpu["cores"]
+
+
+OUT_OF_SAMPLE_WORST = {
+    "PlanCartPoleMissFirst": "plan's recommendation on CartPole",
+    "ShapeWorstError": "the first shape version, superseded",
+    "ShapeCheckWorstError": "the second shape version",
+    "ShapeConfirmWorstError": "the third shape version",
+    "PqnMissOne": "pqn's entry on CartPole", "PqnMissTwo": "pqn's entry on CartPole",
+    "PqnMissThree": "pqn's entry on CartPole", "PqnMissFour": "pqn's entry on CartPole",
+    "PqnBreakoutMissOne": "pqn's entry on Breakout", "PqnBreakoutMissTwo": "pqn's entry on Breakout",
+    "OwnWaitWorstError": "a user env that blocks", "VectorCheckWorstError": "the asynchronous vector_env and pqn"}
+"""The cost model's out-of-sample tests' worst misses (the macros their families make, in %), with the
+test each belongs to: the abstract quotes the largest in size, never one picked by hand."""
+
+
+def worst_out_of_sample(macros: dict[str, str]) -> tuple[float, str] | None:
+    """The largest miss in size among OUT_OF_SAMPLE_WORST's macros that were made, and its test."""
+    made = {name: abs(float(macros[name].replace(",", "").lstrip("+"))) for name in OUT_OF_SAMPLE_WORST
+            if name in macros}
+    if not made:
+        return None
+    name = max(made, key=made.get)
+    return made[name], OUT_OF_SAMPLE_WORST[name]
