@@ -703,7 +703,7 @@ def test_long_headers_stack_and_tables_only_shrink(column, lines):
 def test_the_abstracts_worst_miss_is_the_largest_in_size_of_every_out_of_sample_test():
     from analysis.report.framework import claims
 
-    macros = {"PqnMissTwo": "-59", "ShapeCheckWorstError": "40", "VectorCheckWorstError": "+66", "Other": "-99"}
+    macros = {"PqnMissTwo": "-59", "ShapeCheckWorstSigned": "+40", "VectorCheckWorstSigned": "-66", "Other": "-99"}
     assert claims.worst_out_of_sample(macros) == (66.0, "the asynchronous vector_env and pqn")
     assert claims.worst_out_of_sample({**macros, "PlanCartPoleMissFirst": "-70"}) == (70.0, "plan's recommendation on CartPole")
     assert claims.worst_out_of_sample({"Other": "-99"}) is None  # not a test of the model: never quoted

@@ -89,14 +89,14 @@ def cpu_bound(workers: int, result: dict) -> bool:
 
 OUT_OF_SAMPLE_WORST = {
     "PlanCartPoleMissFirst": "plan's recommendation on CartPole",
-    "ShapeWorstError": "the first shape version, superseded",
-    "ShapeCheckWorstError": "the second shape version",
-    "ShapeConfirmWorstError": "the third shape version",
+    "ShapeWorstSigned": "the first shape version, superseded",
+    "ShapeCheckWorstSigned": "the second shape version",
+    "ShapeConfirmWorstSigned": "the third shape version",
     "PqnMissOne": "pqn's entry on CartPole", "PqnMissTwo": "pqn's entry on CartPole",
     "PqnMissThree": "pqn's entry on CartPole", "PqnMissFour": "pqn's entry on CartPole",
     "PqnBreakoutMissOne": "pqn's entry on Breakout", "PqnBreakoutMissTwo": "pqn's entry on Breakout",
-    "OwnWaitWorstError": "a user env that blocks", "VectorCheckWorstError": "the asynchronous vector_env and pqn"}
-"""The cost model's out-of-sample tests' worst misses (the macros their families make, in %), with the
+    "OwnWaitWorstSigned": "a user env that blocks", "VectorCheckWorstSigned": "the asynchronous vector_env and pqn"}
+"""The cost model's out-of-sample tests' worst misses (the macros their families make, signed, in %), with the
 test each belongs to: the abstract quotes the largest in size, never one picked by hand."""
 
 

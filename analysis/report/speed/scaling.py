@@ -129,6 +129,8 @@ def _cells(rs: RunSet, note: Note) -> FigureData | None:
     if not fitted.empty:
         within = fitted[fitted["num_workers"] <= int(measured.iloc[0]["result"]["cores"])]
         made.number("ModelWorstErrorWithinCores", 100 * within["prediction_error"].abs().max(), "{:.0f}")
+        made.number("ModelWorstSignedWithinCores",
+                    100 * within.loc[within["prediction_error"].abs().idxmax(), "prediction_error"], "{:+.0f}")
         made.number("ModelCellsWithinCores", len(within), "{:d}")
         made.number("ModelCellsWithinCoresWithinTwenty", int((within["prediction_error"].abs() <= 0.2).sum()), "{:d}")
         # the errors' sign (measured / predicted - 1 < 0: the model over-predicted) and their median

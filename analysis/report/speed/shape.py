@@ -227,6 +227,8 @@ def shape_cells(rs: RunSet, note: Note, sweep: str, predictions: str, table_name
         made.number(f"{prefix}Cells", len(fitted), "{:d}")
         made.number(f"{prefix}CellsWithinTwenty", int((fitted["error"].abs() <= 0.2).sum()), "{:d}")
         made.number(f"{prefix}WorstError", 100 * fitted["error"].abs().max(), "{:.0f}")
+        # the same miss with its sign (measured / predicted - 1: below 0, the model over-predicted)
+        made.number(f"{prefix}WorstSigned", 100 * fitted.loc[fitted["error"].abs().idxmax(), "error"], "{:+.0f}")
         made.number(f"{prefix}OverPredictedCount", int((fitted["error"] < 0).sum()), "{:d}")
         made.number(f"{prefix}MedianError", 100 * fitted["error"].median(), "{:+.0f}")
         # the misses by side, as 'actor_learner at 16 and 24 and vector_env at 4' ('none' where none)

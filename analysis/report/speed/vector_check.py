@@ -98,6 +98,7 @@ def data(rs: RunSet, note: Note, paths: dict[str, str] | None = None) -> FigureD
     made.number("VectorCheckCellsWithinTwenty", int((np.abs(misses) <= 0.2).sum()), "{:d}")
     made.number("VectorCheckOverPredictedCount", int((misses < 0).sum()), "{:d}")
     made.number("VectorCheckWorstError", 100 * float(np.abs(misses).max()), "{:.0f}")
+    made.number("VectorCheckWorstSigned", 100 * float(misses[np.argmax(np.abs(misses))]), "{:+.0f}")
     made.number("VectorCheckSeeds", int(max(row["runs"] for row in rows)), "{:d}")
     ratios = []
     for name, design, workers, over, over_workers in RATIOS:
