@@ -135,7 +135,8 @@ too) has a figure of its own and stays out."""
 def lag_data(rs: RunSet, note: Note) -> FigureData | None:
     """policy_lag_shares.csv, both frames stacked; in parts `lag` and `shares` apart, as drawn."""
     runs = rs.runs[rs.runs["result"].apply(lambda r: isinstance(r.get("policy_lag"), dict))
-                   & ~rs.runs["sweep"].isin(DEDICATED_SWEEPS - LAG_ALSO_FROM)]
+                   & ~rs.runs["sweep"].isin(DEDICATED_SWEEPS - LAG_ALSO_FROM)
+                   & (rs.runs["sweep"] != "smoke")]  # the main job's tiny runs: a check that it runs, not data
     if runs.empty:
         note("policy lag: no runs recorded it (actor_learner, vector_env)")
         return None
@@ -158,6 +159,8 @@ def lag_data(rs: RunSet, note: Note) -> FigureData | None:
     data = data.sort_values(["table", "run_id"] + [c for c in ("measure", "statistic", "kind", "worker")
                                                    if c in data], ignore_index=True, kind="stable")
     made = FigureData(data, parts={"lag": lag, "shares": shares})
+    counts = runs.groupby("sweep")["run_id"].nunique()
+    made.number("LagSweeps", ", ".join(f"{sweep} ({n})" for sweep, n in counts.items()))  # the caption names its runs
     # how old an actor_learner actor's weights were at hand-off in the headline runs, per env: the
     # median over runs of each run's mean (Lag<Env>ActorLearnerStaleness, learner updates)
     if not lag.empty:
