@@ -107,6 +107,7 @@ def curves_data(rs: RunSet, note: Note) -> FigureData | None:
                          "return_iqm": point, "return_low": low, "return_high": high})
     made = FigureData(pd.DataFrame(rows))
     made.parts["read"] = runs_read(rs.runs[rs.runs["run_id"].isin(holdout["run_id"])])
+    made.number("CurvesRead", made.parts["read"])  # the paper's caption names the runs it drew
     catch_up(made)
     return made
 
