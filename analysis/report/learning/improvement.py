@@ -70,7 +70,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         made.number(macro_name("poi", r.env, r.design, measure, "p"), r.rank_p, P_FORMAT)
         made.number(macro_name("poi", r.env, r.design, measure, "holm"), r.holm_p, P_FORMAT)
         made.number(macro_name("poi", r.env, r.design, measure, "verdict"), r.verdict)
-        if r.metric == "holdout_auc":  # a sensitivity p, never a verdict: that family was not the one fixed
+        if r.metric == "holdout_auc":  # a sensitivity p, never a verdict: the report's family holds both measures
             made.number(macro_name("poi", r.env, r.design, measure, "holm primary"), r.holm_primary_only, P_FORMAT)
         if r.word:  # the equivalence test's verdict and shift (docs/learning-at-scale.md's rule)
             for suffix, value in (("word", r.word), ("shift", r.shift), ("shift low", r.shift_low),
@@ -108,7 +108,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                    f"compared here (2-3 runs a side cannot be told apart: the `speed` sweep does it); the verdict "
                    f"is 'told apart' only where the corrected p is below {ALPHA}. The last column, a sensitivity "
                    "check: Holm over the mean holdout return's comparisons alone (the primary measure; the family "
-                   "above, both measures, was the one fixed)")
+                   "above, both measures, is the report's; the families written down before their runs are the 8- and 16-worker ones, docs/learning-at-scale.md)")
     made.parts["read"] = f"{runs_read(runs)}; speeds from runs made alone, as speed_quality's"
     return made
 
