@@ -40,3 +40,18 @@ def test_time_to_a_threshold_is_steps_over_rate_and_censored_at_the_budget():
 def test_the_composition_refuses_nothing_to_compose():
     with pytest.raises(ValueError, match="at least one curve and one rate"):
         wall_clock.compose([], [1.0], [1.0])
+
+
+def test_the_check_is_counted_only_with_five_curve_seeds_and_steady_rates():
+    """As pre-registered: no interim count; one note names what is missing."""
+    import pandas as pd
+
+    from analysis.report.answer import wall_clock
+
+    ready = pd.DataFrame([{"design": "single_env", "curve seeds": 5, "rate seconds": 75.0},
+                          {"design": "hogwild", "curve seeds": 5, "rate seconds": 61.0}])
+    notes = []
+    assert wall_clock._complete(ready, notes.append) and notes == []
+    partial = ready.assign(**{"curve seeds": [5, 2], "rate seconds": [75.0, 7.0]})
+    assert not wall_clock._complete(partial, notes.append)
+    assert "hogwild (2 of 5 curve seeds); hogwild (rate runs of 7 s)" in notes[0]
