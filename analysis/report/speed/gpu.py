@@ -21,6 +21,11 @@ PATHS = {("cpu", "host"): "CPU", ("cuda", "host"): "CUDA, host batch", ("cuda", 
          ("cuda", "graph"): "CUDA graph"}
 
 
+def _bounds(results) -> list[str]:
+    """The roles the runs' own breakdowns name as their bound, each once."""
+    return sorted({(r.get("bottleneck") or {}).get("summary", "").split(" (")[0] for r in results} - {""})
+
+
 def data(rs: RunSet, note: Note) -> FigureData | None:
     timing = sweep_runs(rs.runs, f"{MACHINE}/device")
     shape = sweep_runs(rs.runs, f"{MACHINE}/seed_shape")
@@ -61,7 +66,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
                                   for d, c in zip(shape["device"], shape["config"])])
     for (design, workers, device), cell in shape.groupby(["design", "num_workers", "learner"]):
         speeds = cell[SPEED].to_numpy(float)
-        bounds = sorted({(r.get("bottleneck") or {}).get("summary", "").split(" (")[0] for r in cell["result"]} - {""})
+        bounds = _bounds(cell["result"])
         learner.append({"design": design, "workers": int(workers), "learner on": device, "runs": len(speeds),
                         "env steps/s once learning (each run)": ", ".join(f"{v:,.0f}" for v in speeds),
                         "bound": " / ".join(bounds) or "-"})
@@ -78,8 +83,7 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         speeds = cell[SPEED].to_numpy(float)
         learner.append({"design": design, "workers": int(workers), "learner on": f"cpu, machine {machines}",
                         "runs": len(speeds), "env steps/s once learning (each run)": ", ".join(f"{v:,.0f}" for v in speeds),
-                        "bound": " / ".join(sorted({(r.get("bottleneck") or {}).get("summary", "").split(" (")[0]
-                                                    for r in cell["result"]} - {""})) or "-"})
+                        "bound": " / ".join(_bounds(cell["result"])) or "-"})
         made.number(macro_name("gpu", design, int(workers), "cpu elsewhere", "max"), float(speeds.max()))
     if learner:
         made.table("gpu_learner", pd.DataFrame(learner),

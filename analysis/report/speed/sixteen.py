@@ -50,7 +50,8 @@ _bound = bound
 
 def lent_machine(source: str) -> str:
     """Which lent machine a run came from, by its sub-store (results/reference/sixteen_cores/README.md:
-    machine_a/ and cuda_timing/ are one machine, machine_b/ a second; the records' hostnames agree)."""
+    machine_a/ and cuda_timing/ are one machine, machine_b/ a second: the records' hostnames are all `vm`,
+    the GPU ids in logs/*_host.txt tell the machines apart)."""
     parts = str(source).replace("\\", "/").split("/")
     return "B" if "machine_b" in parts else "A" if {"machine_a", "cuda_timing"} & set(parts) else "?"
 
