@@ -386,14 +386,20 @@ def equivalence_verdict(rank: Comparison, equivalence: Equivalence, *, alpha: fl
     return "not settled"
 
 
+def _sign_patterns(ranks) -> np.ndarray:
+    """ways[s]: the subsets of `ranks` (positive integers) whose sum is s, out of 2 ** len(ranks)."""
+    ranks = [int(r) for r in ranks]
+    ways = np.zeros(sum(ranks) + 1, dtype=np.int64)
+    ways[0] = 1
+    for rank in ranks:
+        ways[rank:] = ways[rank:] + ways[:-rank]  # numpy buffers the right side: each rank counted once
+    return ways
+
+
 def signed_rank_cdf(n: int) -> np.ndarray:
     """P(W+ <= w) for w = 0 .. n (n + 1) / 2, W+ the signed-rank statistic of n pairs under the null
     (each pair's sign a fair coin, no ties): the subsets of ranks 1..n by their sum, out of 2 ** n."""
-    ways = np.zeros(n * (n + 1) // 2 + 1, dtype=np.int64)
-    ways[0] = 1
-    for rank in range(1, n + 1):
-        ways[rank:] = ways[rank:] + ways[:-rank]  # numpy buffers the right side: each rank counted once
-    return np.cumsum(ways) / float(2 ** n)
+    return np.cumsum(_sign_patterns(range(1, n + 1))) / float(2 ** n)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -422,10 +428,7 @@ def signed_rank(differences, *, confidence: float = 0.95) -> Paired:
     if n == 0:
         raise ValueError("the signed-rank test needs at least one nonzero difference")
     doubled = np.rint(2 * stats.rankdata(np.abs(nonzero))).astype(np.int64)
-    ways = np.zeros(int(doubled.sum()) + 1, dtype=np.int64)
-    ways[0] = 1
-    for rank in doubled:
-        ways[rank:] = ways[rank:] + ways[:-rank]
+    ways = _sign_patterns(doubled)
     observed = int(doubled[nonzero > 0].sum())
     total = float(ways.sum())
     p = min(1.0, 2 * min(ways[:observed + 1].sum(), ways[observed:].sum()) / total)

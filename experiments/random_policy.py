@@ -19,7 +19,9 @@ import time
 
 import numpy as np
 
-GAMES = ("Breakout", "Asterix", "Freeway", "SpaceInvaders", "Seaquest")
+from experiments.sweeps.cells import MINATAR_GAMES
+
+GAMES = ("Breakout", *MINATAR_GAMES)
 
 
 def random_returns(game: str, episodes: int) -> dict:

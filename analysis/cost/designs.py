@@ -46,14 +46,20 @@ def _actor_learner_entry(design: str, s: Setting) -> Prediction:
     return _actor_learner(n, c, k, wait, utd, cores, period)
 
 
+def learner_cost(c: dict, k: dict, utd: float, weight_sync_period: int) -> float:
+    """actor_learner's learner, us per env step: utd x (sample + update + diagnostics + publish / period)
+    + the hand-off drain (also plan's one-line ceiling, model.learner_ceiling)."""
+    return utd * (k["sample"] + k["update"] + c["diagnostics"] + c["weight_publish"] / weight_sync_period) \
+        + c["ring_drain"]
+
+
 def _actor_learner(n: int, c: dict, k: dict, wait: float, utd: float, cores: int, weight_sync_period: int,
                    actors: dict | None = None) -> Prediction:
     """actor_learner at n actors from the learner's loop components `k` (and the actors', when
     they differ: `actors`; docs/plan-and-cost-model.md)."""
     ka = actors or k
     actor = ka["env_step"] + ka["act"] + ka["fold_store"] - c["store"] + c["ring_write"]  # writes a ring, not a replay
-    learner = utd * (k["sample"] + k["update"] + c["diagnostics"] + c["weight_publish"] / weight_sync_period) \
-        + c["ring_drain"]
+    learner = learner_cost(c, k, utd, weight_sync_period)
     shared = c.get("actor_learner_shared")
     if n + 1 > cores and shared and loops_apply(c, utd) and wait == 0:
         # More processes than cores, all busy: each role's CPU per env step as it paid

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.cost.designs import ENTRIES
+from analysis.cost.designs import ENTRIES, learner_cost
 from analysis.cost.terms import (MissingCosts, Prediction, Setting, idle_factor, loop_costs,  # noqa: F401
                                  shared_finish, at_n, waiting_duty)
 from architectures import registry
@@ -99,12 +99,12 @@ def learner_ceiling(costs: dict, *, utd: float, weight_sync_period: int = 10) ->
     part in us per env step. The practitioner's one-line ceiling: past it, more actors add nothing."""
     k = loop_costs(costs)
     try:
-        parts = {"update": utd * k["update"], "sample": utd * k["sample"], "diagnostics": utd * costs["diagnostics"],
-                 "weight publish": utd * costs["weight_publish"] / weight_sync_period,
-                 "hand-off drain": costs["ring_drain"]}
+        rate = 1e6 / learner_cost(costs, k, utd, weight_sync_period)  # the model's own learner term
     except KeyError as missing:
         raise MissingCosts(f"the learner's ceiling needs {missing.args[0]}") from None
-    return 1e6 / sum(parts.values()), parts
+    parts = {"update": utd * k["update"], "sample": utd * k["sample"], "diagnostics": utd * costs["diagnostics"],
+             "weight publish": utd * costs["weight_publish"] / weight_sync_period, "hand-off drain": costs["ring_drain"]}
+    return rate, parts
 
 
 WAITING_WORKERS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)

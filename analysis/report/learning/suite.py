@@ -240,13 +240,12 @@ def _aggregate(made: FigureData, runs: pd.DataFrame, games: list[str], seeds: li
     tested = [r for r in rows if "vs" in r]
     for r, corrected in zip(tested, stats.with_holm([r["vs"] for r in tested])):
         r["vs"] = corrected
+    primary = [r for r in tested if r["measure"] == "normalised_auc"]
     # The sensitivity of the family's choice: Holm over the primary measure's comparisons alone.
-    alone = [r for r in tested if r["measure"] == "normalised_auc"]
-    for r, corrected in zip(alone, stats.with_holm([r["vs"] for r in alone])):
+    for r, corrected in zip(primary, stats.with_holm([r["vs"] for r in primary])):
         r["holm_primary_only"] = corrected.holm
     # The equivalence test of docs/learning-at-scale.md on the primary measure, in shares of each game's
     # anchor (margin 10%), Holm over the designs; applied to these 2-worker runs after they were seen.
-    primary = [r for r in tested if r["measure"] == "normalised_auc"]
     for r, eq in zip(primary, stats.equivalence_with_holm([
             stats.equivalence_test(scores[r["design"], "normalised_auc"], scores["single_env", "normalised_auc"],
                                    EQUIVALENCE_MARGIN, family=len(primary)) for r in primary])):

@@ -21,11 +21,10 @@ LEARNERS = {(True, "fused"): "hand-derived gradient, fused Adam (the suite's)",
 
 
 def _learner(network: str, config: dict) -> str:
-    fast = bool(config.get("mlp_fast_grad", True)) and network != "minatar_conv"
     optimizer = config.get("optimizer", "fused")
     if network == "minatar_conv":
         return "autograd, fused Adam (the suite's)" if optimizer == "fused" else "autograd, torch.optim.Adam"
-    return LEARNERS[fast, optimizer]
+    return LEARNERS[bool(config.get("mlp_fast_grad", True)), optimizer]
 
 
 def data(rs: RunSet, note: Note) -> FigureData | None:
