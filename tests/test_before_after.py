@@ -86,6 +86,21 @@ def test_the_driver_lists_one_pattern_per_cell_and_its_dry_run_runs_nothing(tmp_
     assert one.returncode == 2 and "--rounds: must be 2 to 10" in one.stderr  # one round has no spread to weigh
 
 
+def test_cells_picks_the_part_of_the_sweep_each_pattern_names_and_refuses_one_that_names_none():
+    cells = ["cartpole/single_env", "cartpole/hogwild/num_workers=2", "practitioner_shape/hogwild/num_workers=8"]
+    assert speed_before_after.select(cells, None) == cells
+    assert speed_before_after.select(cells, "cartpole") == cells[:2]
+    assert speed_before_after.select(cells, "hogwild/practitioner_shape,cartpole/single_env") == [cells[0], cells[2]]
+    proc = subprocess.run([sys.executable, "-m", "experiments.benches.speed_before_after", "--before", ROOT,
+                           "--after", ROOT, "--rounds", "2", "--dry-run", "--cells", "cartpole"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "20 runs: 5 cells x 2 rounds x 2 checkouts" in proc.stdout, proc.stderr[-2000:]
+    none = subprocess.run([sys.executable, "-m", "experiments.benches.speed_before_after", "--before", ROOT,
+                           "--after", ROOT, "--rounds", "2", "--dry-run", "--cells", "atari"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert none.returncode == 2 and "no cell of 'speed' matches" in none.stderr
+
+
 def _aucs(aucs: list[float], workers: int = 8) -> pd.DataFrame:
     return pd.DataFrame([{"setting": "waits", "busy_us": 0.0, "wait_us": 2200.0, "design": "hogwild", "workers": workers,
                           "total_env_steps": 100_000, "seed": 101 + i, "auc": a} for i, a in enumerate(aucs)])

@@ -51,6 +51,15 @@ def cell_patterns(checkout: str, sweep: str) -> list[str]:
     return done.stdout.split()
 
 
+def select(cells: list[str], patterns: str | None) -> list[str]:
+    """The cells each of whose parts one of the comma-separated `patterns` includes, in order (every
+    cell without patterns): a benchmark too long for one sitting runs a part of the sweep at a time."""
+    if not patterns:
+        return list(cells)
+    wanted = [set(p.split("/")) for p in patterns.split(",") if p]
+    return [c for c in cells if any(w <= set(c.split("/")) for w in wanted)]
+
+
 def python(checkout: str) -> str:
     """The checkout's own interpreter (its .venv), else this one."""
     own = os.path.join(checkout, ".venv", "bin", "python")
@@ -74,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", required=True, help="checkout of the commit before the change")
     parser.add_argument("--after", required=True, help="checkout of the commit after it (clean, for reference runs)")
     parser.add_argument("--sweep", default="speed", help="the named sweep whose cells run (default: %(default)s)")
+    parser.add_argument("--cells", default=None,
+                        help="only the cells each of whose parts a pattern names, e.g. 'cartpole' (the busy-step cells) "
+                             "or 'practitioner_shape/hogwild'; comma-separated patterns (default: every cell)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds, one seed each (default: %(default)s)")
     parser.add_argument("--before-out", default="results/benchmarks/speed_before_after",
                         help="the before checkout's store, relative to it (default: %(default)s)")
@@ -94,8 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     cells = {side: cell_patterns(getattr(args, side), args.sweep) for side in ("before", "after")}
     if cells["before"] != cells["after"]:
         parser.error(f"the two checkouts' {args.sweep!r} cells differ: before {cells['before']}, after {cells['after']}")
-    order = schedule(cells["after"], args.rounds)
-    print(f"{len(order)} runs: {len(cells['after'])} cells x {args.rounds} rounds x 2 checkouts", flush=True)
+    picked = select(cells["after"], args.cells)
+    if not picked:
+        parser.error(f"--cells {args.cells!r}: no cell of {args.sweep!r} matches; its cells: {cells['after']}")
+    order = schedule(picked, args.rounds)
+    print(f"{len(order)} runs: {len(picked)} cells x {args.rounds} rounds x 2 checkouts", flush=True)
     for n, (k, cell, side) in enumerate(order, 1):
         checkout, out = getattr(args, side), getattr(args, f"{side}_out")
         command = [python(checkout), "-m", "experiments.sweep", args.sweep, "--cells", cell, "--seeds", str(k),
