@@ -258,6 +258,27 @@ def test_an_unreachable_address_is_one_clear_line():
         ray_support.check_ray_address("nonsense")
 
 
+@pytest.mark.parametrize("probe, message", [
+    ("import sys, time\nprint('Unauthenticated: RPC error: InvalidAuthToken: wrong', file=sys.stderr, flush=True)\n"
+     "time.sleep(60)\n", "refused this driver: InvalidAuthToken: wrong"),
+    ("import sys\nprint('ConnectionError: gone', file=sys.stderr)\nsys.exit(1)\n", "cannot join .*: ConnectionError: gone"),
+    ("import time\ntime.sleep(60)\n", "no answer from the Ray cluster at .* in 2 s"),
+])
+def test_the_join_check_ends_at_the_first_refusal_or_its_timeout(monkeypatch, probe, message):
+    """The probe is read as it writes: Ray's first refusal ends it (Ray itself retries ~20 s), and a
+    probe that never answers is ended at the timeout (a probe left running would hold the check for its 60 s)."""
+    import socket
+
+    with socket.socket() as port:  # a reachable address, so the check gets as far as the probe
+        port.bind(("127.0.0.1", 0))
+        port.listen()
+        monkeypatch.setattr(ray_support, "JOIN_PROBE", probe)
+        started = time.monotonic()
+        with pytest.raises(ConfigError, match=message):
+            ray_support.check_ray_joinable(f"127.0.0.1:{port.getsockname()[1]}", timeout_s=2.0)
+    assert time.monotonic() - started < 15  # not the probe's 60 s
+
+
 @pytest.mark.slow
 def test_an_empty_ray_address_starts_a_private_instance_beside_a_running_cluster(cluster, tmp_path):
     """With RAY_ADDRESS naming the running cluster (as `ray start` leaves a marker that ray.init

@@ -7,9 +7,12 @@ one-line ConfigError (`import_ray`) rather than an ImportError.
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -53,24 +56,48 @@ def check_ray_joinable(address: str, timeout_s: float = 90.0) -> None:
     """Raise a one-line ConfigError, with Ray's own cause, if this driver cannot join the cluster
     at `address` (HOST:PORT): a reachable port is not enough where the cluster wants a token this
     machine lacks or has wrong, which Ray reports only as warnings beside a plain ConnectionError
-    after ~20 s of retries. Checked in a process of its own (~1 s when it joins)."""
+    after ~20 s of retries. Checked in a process of its own (~1 s when it joins), read as it
+    writes: the first refusal ends the probe, so a wrong token is said in seconds, not after
+    Ray's retries."""
     check_ray_address(address)
     if address in ("", "auto", "local") or address.startswith("ray://"):
         return
+    probe = subprocess.Popen([sys.executable, "-c", JOIN_PROBE, address], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    late = threading.Event()
+    timer = threading.Timer(timeout_s, lambda: (late.set(), _end(probe)))
+    timer.start()
+    lines, refused = [], []
     try:
-        probe = subprocess.run([sys.executable, "-c", JOIN_PROBE, address], capture_output=True, text=True,
-                               timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise ConfigError(f"ray_address: no answer from the Ray cluster at {address!r} in {timeout_s:.0f} s") from None
-    if probe.returncode == 0:
-        return
-    lines = [line.strip() for line in probe.stderr.splitlines() if line.strip()]
-    refused = [line for line in lines if "Unauthenticated" in line]
+        for line in probe.stderr:  # blocks on the probe's next line; the timer ends a probe that never answers
+            if line.strip():
+                lines.append(line.strip())
+            if "Unauthenticated" in line:
+                refused.append(line.strip())
+                break
+    finally:
+        timer.cancel()
+        if refused:
+            _end(probe)
+        probe.stderr.close()
+        probe.wait()
+    if late.is_set():
+        raise ConfigError(f"ray_address: no answer from the Ray cluster at {address!r} in {timeout_s:.0f} s")
     if refused:
         cause = refused[-1].split("RPC error: ")[-1]
         raise ConfigError(f"ray_address: the Ray cluster at {address!r} refused this driver: {cause} (token "
                           f"authentication: copy the head's ~/.ray/auth_token here, or set RAY_AUTH_TOKEN; docs/ray.md)")
-    raise ConfigError(f"ray_address: cannot join the Ray cluster at {address!r}: {lines[-1] if lines else probe.returncode}")
+    if probe.returncode != 0:
+        raise ConfigError(f"ray_address: cannot join the Ray cluster at {address!r}: "
+                          f"{lines[-1] if lines else probe.returncode}")
+
+
+def _end(probe: subprocess.Popen) -> None:
+    """Kill the probe and anything it started (its own session)."""
+    try:
+        os.killpg(probe.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def connect(ray, address: str, num_cpus: int) -> bool:
