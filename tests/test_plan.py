@@ -13,7 +13,7 @@ import pytest
 
 from analysis.cost import model as cost_model
 from analysis.cost.model import shared_finish, predict, predict_all, recommend
-from experiments.components.loops import vector_sizes
+from experiments.components.loops import REPEATS, passes, vector_sizes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # us per call: a CartPole-sized learner (update 600 us) and a cheap env.
@@ -263,6 +263,11 @@ MODEL_INPUTS = {"env_step", "act", "fold", "store", "sample", "update", "diagnos
 processes' CPU, analysis/cost/model.py); the lockstep path's send, receive and round trip are gone."""
 
 
+def test_a_budget_of_a_few_seconds_makes_one_pass_over_the_loops_and_a_real_one_the_median_of_three():
+    assert passes(40.0) == passes(10.0) == REPEATS == 3  # plan's default budget: medians that reject a slow spell
+    assert passes(2.0) == passes(9.9) == 1  # each pass would be its floors: three would triple a quick check
+
+
 @pytest.mark.slow
 def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
     """plan end to end, and the component measurements it makes (experiments/components/measure.py): every
@@ -295,6 +300,7 @@ def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
     assert plan["config"]["hidden_sizes"] == [32] and plan["cores"] >= 1 and plan["host"]["cpu"]
     assert "recommended:" in proc.stdout and proc.stdout.count("confirmed:") == 2
     assert "predicted" in proc.stdout and "measured" in proc.stdout  # side by side
+    assert "in single_env's loop (one pass: a budget under 10 s)" in proc.stderr  # --budget 2: said, not hidden
     costs, cores = plan["component_costs_us"], plan["cores"]
     assert MODEL_INPUTS <= set(costs) if cores > 1 else MODEL_INPUTS - {"hogwild_at_cores"} <= set(costs)
     for name in MODEL_INPUTS & set(costs):

@@ -16,6 +16,16 @@ from experiments.sweeps.runners import die_with_parent
 REPEATS = 3
 """Passes over the loop-level costs (vector_env's round trip, single_env's and hogwild's loops):
 the median pass is kept (`median_repeat`)."""
+ONE_PASS_BELOW_S = 10.0
+"""A component budget under this makes one pass, not REPEATS: each pass is then its floors (the
+runs' start-ups and minimum env steps, ~10 s on 2 cores whatever the budget), so three would
+triple a check the caller asked to be quick (plan --budget 2 in the tests) for medians of runs
+too short to outlast a slow spell anyway."""
+
+
+def passes(budget_s: float) -> int:
+    """How many passes over the loop-level costs a component budget of `budget_s` makes."""
+    return REPEATS if budget_s >= ONE_PASS_BELOW_S else 1
 
 
 def vector_sizes(cores: int) -> list[int]:

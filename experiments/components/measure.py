@@ -25,7 +25,7 @@ import sys
 
 from architectures.core.config import DQNConfig
 from experiments.components.alone import Bench, acting_costs, env_costs, hand_off_costs, learning_costs, rollout_costs
-from experiments.components.loops import REPEATS, contention, in_loop, median_repeat, vector_costs, vector_sizes
+from experiments.components.loops import ONE_PASS_BELOW_S, contention, in_loop, median_repeat, passes, vector_costs, vector_sizes
 from experiments.components.roles import design_in_loop, shared_roles, waiting_counts, waiting_roles
 
 
@@ -98,23 +98,24 @@ def without_own_wait(costs: dict, own: float) -> None:
 
 
 def loop_costs(bench: Bench, cores: int, wait_us: float, budget_s: float, log, own_wait: float = 0.0) -> dict:
-    """The loops' costs, REPEATS times and interleaved, each the median repeat: on a shared machine
+    """The loops' costs, `passes` times and interleaved, each the median pass: on a shared machine
     a single pass caught seconds-long slow spells (an update 1.8x, hogwild's loop 2.5x dearer in
     one pass than in the next), and the median of three spread over a minute rejects one."""
     cfg = bench.cfg
-    repeats = []
-    for _ in range(REPEATS):
-        rep = vector_costs(cfg, cores, bench.policy, max(0.5, budget_s * 0.15 / REPEATS / len(vector_sizes(cores))),
+    repeats, count = [], passes(budget_s)
+    for _ in range(count):
+        rep = vector_costs(cfg, cores, bench.policy, max(0.5, budget_s * 0.15 / count / len(vector_sizes(cores))),
                            wait_us)
-        rep["in_loop"] = in_loop(cfg, budget_s * 0.3 / REPEATS)
+        rep["in_loop"] = in_loop(cfg, budget_s * 0.3 / count)
         if wait_us > 0 and not own_wait:  # the same loop where the env waits: a process that idles pays more per update
-            rep["in_loop_waiting"] = in_loop(cfg.replace(env_step_wait_us=wait_us), budget_s * 0.15 / REPEATS)
-        rep["hogwild_in_loop"] = design_in_loop("hogwild", cfg, budget_s * 0.3 / REPEATS)
+            rep["in_loop_waiting"] = in_loop(cfg.replace(env_step_wait_us=wait_us), budget_s * 0.15 / count)
+        rep["hogwild_in_loop"] = design_in_loop("hogwild", cfg, budget_s * 0.3 / count)
         repeats.append(rep)
     costs = median_repeat(repeats)
     # hogwild's loop is measured at this utd: the model uses it only there.
     costs["loops_utd"] = {"us": float(cfg.utd), "p10": float(cfg.utd), "p90": float(cfg.utd)}
-    log("  in single_env's loop: " + ", ".join(f"{k} {v['us']:,.1f} us" for k, v in costs["in_loop"].items()))
+    said = f"the median of {count} passes" if count > 1 else f"one pass: a budget under {ONE_PASS_BELOW_S:.0f} s"
+    log(f"  in single_env's loop ({said}): " + ", ".join(f"{k} {v['us']:,.1f} us" for k, v in costs["in_loop"].items()))
     if "in_loop_waiting" in costs:
         log("  ... where the env waits: " + ", ".join(f"{k} {v['us']:,.1f} us" for k, v in
                                                    costs["in_loop_waiting"].items() if k != "env_step"))
