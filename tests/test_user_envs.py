@@ -121,20 +121,24 @@ def _sweep(args, folder, timeout=300) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_the_smoke_sweep_runs_on_a_users_env_and_a_restart_skips_it(env_dir, tmp_path):
+    """The sweep's path to a user's env: each run a process of its own, finding the env on PYTHONPATH,
+    one of them spawning actors that import it too. Two cells, not all six: every design's training on
+    the env is test_every_design_trains_on_a_users_env's (the six cells took 39 s of the suite, these two 8 s)."""
     out = str(tmp_path / "out")
-    args = ["smoke", "--out", out, "--jobs", "2",  # two at a time: each run is mostly its start-up
+    picked = ("single_env", "actor_learner")
+    args = ["smoke", "--out", out, "--jobs", "2", "--cells", ",".join(picked),  # two at a time: mostly start-up
             "with", f"env_id={ENV_ID}", "total_env_steps=3000", "eval_every=1500"]
     first = _sweep(args, env_dir)
     assert first.returncode == 0, first.stderr[-3000:]
     runs = statuses(out)
-    assert len(runs) == len(NAMES) and all(r["status"] == "COMPLETED" for r in runs.values())
-    assert {r["result"]["design"] for r in runs.values()} == set(NAMES)
+    assert len(runs) == len(picked) and all(r["status"] == "COMPLETED" for r in runs.values())
+    assert {r["result"]["design"] for r in runs.values()} == set(picked)
     assert all(r["result"]["env_steps"] == 3_000 for r in runs.values())
     assert all(r["meta"]["comment"] == f"with env_id={ENV_ID} eval_every=1500 total_env_steps=3000"
                for r in runs.values())  # stored with each run, for the report's labels
     assert f"[with env_id={ENV_ID} eval_every=1500 total_env_steps=3000]" in first.stdout  # the summary
     again = _sweep(args, env_dir)
-    assert again.returncode == 0 and f"{len(NAMES)} already completed, 0 to run" in again.stderr
+    assert again.returncode == 0 and f"{len(picked)} already completed, 0 to run" in again.stderr
 
 
 def test_overrides_make_other_runs_and_show_in_the_listing(env_dir, tmp_path):
