@@ -64,7 +64,7 @@ class FillsDisk(_Faulty):
 class SlowClose(_Faulty):
     """Closing takes CLOSE_S seconds (a simulator that shuts down slowly): the teardown a run's
     training clock must not count (tests/test_clock.py)."""
-    CLOSE_S = 4.0
+    CLOSE_S = 1.5
 
     def close(self):
         time.sleep(self.CLOSE_S)

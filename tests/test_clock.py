@@ -2,9 +2,9 @@
 
 Counted, the teardown (waiting for the workers to finish, closing their envs, joining the
 processes) took 5-6 s of a 13 s actor_learner run at 24 actors on 2 cores, and read as a
-collapse past 8 actors. Here every env takes SlowClose-v0's 4 s to close, in the
+collapse past 8 actors. Here every env takes SlowClose-v0's 1.5 s to close, in the
 process that steps it: a run whose train_seconds holds it has counted its teardown. The holdout
-is off: its env, closed after the result's clock is read, would add 4 s a design and test nothing.
+is off: its env, closed after the result's clock is read, would add 1.5 s a design and test nothing.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from architectures.registry import NAMES
 from tests.fault_envs import SlowClose
 
 # Not `alone` (tests/conftest.py), though it reads clocks: the margin is wide (beside the 16-worker
-# scale_minatar sweep, load average 12, each design's train_seconds was 0.04-0.10 s against the 4 s
-# close), and most of its time is the envs' waiting close, through which another test may use the cores.
+# scale_minatar sweep, load average 12, each design's train_seconds was 0.04-0.10 s against a 4 s
+# close, which is now 1.5 s: 55 s of the suite at 4 s, 25 s at 1.5), and most of its time is the envs' waiting close, through which another test may use the cores.
 
 SHORT = dict(env_id="tests.fault_envs:SlowClose-v0", total_env_steps=600, eval_every=600, eval_episodes=0,
              learning_starts=100, hidden_sizes=(16,), buffer_size=600, batch_size=16, log_every=300, num_workers=2,
