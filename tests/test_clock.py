@@ -20,7 +20,8 @@ from tests.fault_envs import SlowClose
 
 # Not `alone` (tests/conftest.py), though it reads clocks: the margin is wide (beside the 16-worker
 # scale_minatar sweep, load average 12, each design's train_seconds was 0.04-0.10 s against a 4 s
-# close, which is now 1.5 s: 55 s of the suite at 4 s, 25 s at 1.5), and most of its time is the envs' waiting close, through which another test may use the cores.
+# close, which is now 1.5 s: 55 s of the suite at 4 s, 25 s at 1.5), and most of its time is the envs'
+# waiting close, through which another test may use the cores.
 
 SHORT = dict(env_id="tests.fault_envs:SlowClose-v0", total_env_steps=600, eval_every=600, eval_episodes=0,
              learning_starts=100, hidden_sizes=(16,), buffer_size=600, batch_size=16, log_every=300, num_workers=2,
