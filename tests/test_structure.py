@@ -1,6 +1,6 @@
-"""How architectures/ reads, checked on its AST: no function longer than a reader takes in at once, and no
+"""How architectures/ reads, checked on its AST: no function longer than a reader takes in at once, no
 nested function reading a name its enclosing function binds only after it (a closure that works only
-because of the order the enclosing function happens to run in)."""
+because of the order the enclosing function happens to run in), and no wait that polls."""
 
 from __future__ import annotations
 
@@ -60,3 +60,30 @@ def test_the_closure_check_finds_a_late_binding_and_passes_an_early_one():
     late = ast.parse("def f():\n    g = lambda: later + 1\n    later = 2\n    return g\n").body[0]
     early = ast.parse("def f():\n    early = 2\n    g = lambda: early + 1\n    return g\n").body[0]
     assert late_closures(late) == [(2, "later")] and late_closures(early) == []
+
+
+def sleeping_loops(tree: ast.AST) -> list[int]:
+    """Lines of every `while` loop whose body calls a `sleep`: a wait that polls (look, sleep, look
+    again) where it should block on what it waits for (a semaphore, a pipe, a notifier)."""
+    return [loop.lineno for loop in ast.walk(tree) if isinstance(loop, ast.While)
+            for node in ast.walk(loop) if isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) == "sleep"]
+
+
+def test_no_wait_in_architectures_polls():
+    """A waiting process blocks; it never polls (the WorkerPool's start and finish waits slept 10 ms
+    between looks until they blocked on the main process's notifier)."""
+    polls = []
+    for folder, _, files in os.walk(os.path.join(ROOT, "architectures")):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                with open(path) as f:
+                    polls += [f"{os.path.relpath(path, ROOT)}:{line}" for line in sleeping_loops(ast.parse(f.read()))]
+    assert not polls, polls
+
+
+def test_the_polling_check_finds_a_sleep_in_a_loop_and_passes_a_blocking_wait():
+    polling = ast.parse("import time\nwhile not done():\n    time.sleep(0.01)\n")
+    blocking = ast.parse("while not done():\n    semaphore.acquire(timeout=0.05)\n")
+    assert sleeping_loops(polling) == [2] and sleeping_loops(blocking) == []

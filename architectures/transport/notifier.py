@@ -138,5 +138,6 @@ class Waiter:
         GO (WorkerPool.go), then run. Everything a worker sets up before this (its env, its
         network, a first copy of the weights) is start-up time, never the run's clock."""
         self.status_row["state"] = READY
+        self.main_notifier.post(0)  # a main process waiting for every READY (WorkerPool.go) looks again
         self.until(lambda: self.control[Control.GO] == 1)
         self.status_row["state"] = RUNNING

@@ -99,6 +99,7 @@ def run_worker(role: str, index: int, specs: dict, errors, semaphores: tuple, bo
                     Notifier(semaphores[1], main_flag(control)))
     try:
         body(index, arrays, waiter, args)
+        waiter.main_notifier.post(0)  # it set its state DONE: a main process waiting in finish() looks again
     except Stopped:
         pass
     except RunError as err:  # an expected fault, named in one line: the error itself, its traceback beside it
@@ -181,12 +182,13 @@ class WorkerPool:
         return self.status.copy()
 
     def wait_until(self, condition: Callable[[], bool], what: str, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not condition():
+        """Block until condition() holds on the workers' states: each worker posts the main
+        notifier as it says READY (Waiter.ready) and as it ends (run_worker), and every beat
+        checks that none died or hung meanwhile."""
+        self.main_notifier.wait_until(0, condition, self.check, timeout_s=timeout_s)
+        if not condition():
             self.check()
-            if time.monotonic() > deadline:
-                raise WorkerFailed(f"{self.role}s: timed out after {timeout_s:.0f} s waiting for {what}")
-            time.sleep(0.01)
+            raise WorkerFailed(f"{self.role}s: timed out after {timeout_s:.0f} s waiting for {what}")
 
     def check(self, hung: bool = True) -> None:
         """Raise WorkerFailed naming the first worker that died, raised or (with `hung`) hung; a
