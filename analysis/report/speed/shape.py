@@ -42,6 +42,9 @@ they reported them."""
 PRACTITIONER_CORES = 24
 """The logical cores of the practitioner's machine, from the same report (the figure's label and
 ShapePractitionerCores)."""
+PRACTITIONER_UPDATE_MS, PRACTITIONER_UTD = 0.6, 0.25
+"""Their gradient step and updates per env step, from the same report: with their best rate, how
+busy their learner was (ShapePractitionerLearnerBusy), the question their report could not answer."""
 
 
 def _predictions(note: Note, path: str = PREDICTIONS, sweep: str = "seed_shape") -> dict:
@@ -108,6 +111,12 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         made.number("ShapePractitionerSpreadLow", float(spread["low"].iloc[0]))
         made.number("ShapePractitionerSpreadHigh", float(spread["high"].iloc[0]))
     made.number("ShapePractitionerCores", PRACTITIONER_CORES, "{:d}")
+    best = PRACTITIONER.iloc[-1]
+    made.number("ShapePractitionerBest", float(best["env_steps_per_sec"]))
+    made.number("ShapePractitionerBestWorkers", int(best["workers"]), "{:d}")
+    made.number("ShapePractitionerUpdateMs", PRACTITIONER_UPDATE_MS, "{:g}")
+    made.number("ShapePractitionerLearnerBusy",  # update seconds per second of running, as a percentage
+                100 * float(best["env_steps_per_sec"]) * PRACTITIONER_UTD * PRACTITIONER_UPDATE_MS / 1000, "{:.0f}")
     plan = prediction_plan(PREDICTIONS)
     if plan:
         costs = plan["component_costs_us"]
