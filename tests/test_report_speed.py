@@ -133,3 +133,17 @@ def test_the_answers_speeds_are_also_tested_blocked_by_seed():
     assert got["pairs"] == 6 and got["blocked_p"] == got["blocked_floor"] == 2 / 2 ** 6
     assert got["blocked_low"] <= got["blocked_ratio"] <= got["blocked_high"] and 1.8 < got["blocked_ratio"] < 2.2
     assert table._blocked(cell, base.assign(seed=range(1, 7)))["pairs"] == 0  # no seed in common: nothing to pair
+
+
+def test_the_answer_caption_says_which_vector_env_ran_where_and_pqns_learning_compute():
+    """Review point 4: the table sets unlike things side by side, and says so, with pqn's updates per
+    env step from its runs (none said where it has no runs)."""
+    import numpy as np
+    import pandas as pd
+
+    from analysis.report.answer import table
+
+    said = table._caption(pd.DataFrame(), np.array([0.0156, 0.0640, 0.0312]))
+    assert "lockstep AsyncVectorEnv in the 2-worker learning and on the 16-core machines" in said
+    assert "pqn makes 0.016-0.064 updates per env step in the speed runs against the DQN designs' 0.25" in said
+    assert "pqn makes" not in table._caption(pd.DataFrame())

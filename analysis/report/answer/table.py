@@ -251,7 +251,11 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
         made.number("AnswerSpeedRunsMin", int(speeds["runs"].min()), "{:d}")
         made.number("AnswerSpeedBaselineRuns", int(speeds["baseline_runs"].min()), "{:d}")
         made.number("AnswerSpeedTold", int((speeds["holm"] < ALPHA).sum()), "{:d}")
-    made.table("answer", pd.DataFrame(rows), _caption(speeds))
+    pqn_utd = _pqn_updates_per_env_step(rs)
+    if len(pqn_utd):
+        made.number("AnswerPqnUtdLow", float(pqn_utd.min()), "{:.3f}")
+        made.number("AnswerPqnUtdHigh", float(pqn_utd.max()), "{:.3f}")
+    made.table("answer", pd.DataFrame(rows), _caption(speeds, pqn_utd))
     if not speeds.empty:
         made.table("answer_speed_blocked", pd.DataFrame([{
             "setting": SETTINGS[r.setting][1], "design (workers)": f"{r.design} ({r.workers})", "seeds paired": r.pairs,
@@ -270,8 +274,23 @@ def data(rs: RunSet, note: Note) -> FigureData | None:
     return made
 
 
-def _caption(speeds: pd.DataFrame) -> str:
+def _pqn_updates_per_env_step(rs: RunSet) -> np.ndarray:
+    """pqn's realised updates per env step in the `speed` runs: its rollouts' epochs times minibatches
+    over the rollout's env steps, which falls as its envs grow, where every DQN design here makes 0.25."""
+    runs = sweep_runs(rs.on_machine("").runs, "speed")
+    if runs.empty:
+        return np.array([])
+    return runs.loc[runs["design"] == "pqn", "realised_utd"].dropna().to_numpy(float)
+
+
+def _caption(speeds: pd.DataFrame, pqn_utd: np.ndarray = np.array([])) -> str:
     runs = f"{int(speeds['runs'].min())}-{int(speeds['runs'].max())}" if not speeds.empty else "no"
+    unlike = (" Unlike things side by side: vector_env steps its envs through the suite's shared-memory pool in the "
+              "2-core speed columns and the 8- and 16-worker learning, through gymnasium's lockstep AsyncVectorEnv "
+              "in the 2-worker learning and on the 16-core machines (docs/designs.md)")
+    if len(pqn_utd):
+        unlike += (f"; pqn makes {pqn_utd.min():.3f}-{pqn_utd.max():.3f} updates per env step in the speed runs "
+                   "against the DQN designs' 0.25, so its speed buys less learning compute")
     return ("Speed: env steps/s once learning starts, as a multiple of single_env's, median ratio [95% bootstrap interval] (workers; runs of "
             f"a cell and of single_env, of their median training seconds), from runs made one at a time ({runs} a cell, the `speed` sweep; evaluation seeds), 'faster' only where the "
             f"exact rank test, Holm-corrected over the table's {len(speeds)} speed comparisons, is below 0.05; 16 "
@@ -289,4 +308,4 @@ def _caption(speeds: pd.DataFrame) -> str:
             "the equivalence test was applied after the runs were seen, at 8 and 16 it was written before the "
             "MinAtar runs were read. Time to 475: the median env steps to it over 10 scale_cartpole seeds divided by "
             "the rate once learning at 16 workers (the emulation's `speed` runs, or the 16-core machines'), 95% "
-            "interval; a composition, not a measured run (the wall_clock table).")
+            "interval; a composition, not a measured run (the wall_clock table)." + unlike + ".")
