@@ -246,7 +246,7 @@ def test_a_cluster_that_refuses_the_token_is_a_refusal_with_rays_cause(tmp_path)
     """A head with token authentication and a driver with the wrong token: one line with Ray's
     cause, exit 2 and nothing stored, from experiments.train and from a --ray sweep, where Ray
     itself retries for ~20 s and says only that it failed to connect (the check ends at Ray's first
-    refusal: this test took 30 s before it did, 7 s after)."""
+    refusal: this test took 30 s of the suite before it did, 7 s alone after)."""
     refused = Hosts.refused()
     if refused:
         pytest.skip(refused)
