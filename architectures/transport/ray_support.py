@@ -75,6 +75,9 @@ def check_ray_joinable(address: str, timeout_s: float = 90.0) -> None:
             if "Unauthenticated" in line:
                 refused.append(line.strip())
                 break
+    except BaseException:  # Ctrl-C while it waits: the probe, in a session of its own, would not hear it
+        _end(probe)
+        raise
     finally:
         timer.cancel()
         if refused:
