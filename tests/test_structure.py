@@ -11,16 +11,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_FUNCTION_LINES = 80
 
 
-def _functions(package: str = "architectures"):
+def _trees(package: str = "architectures"):
+    """(path relative to the checkout, parsed module) of every module in `package`."""
     for folder, _, files in os.walk(os.path.join(ROOT, package)):
         for name in sorted(files):
             if name.endswith(".py"):
                 path = os.path.join(folder, name)
                 with open(path) as f:
-                    tree = ast.parse(f.read(), path)
-                for node in ast.walk(tree):
-                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        yield os.path.relpath(path, ROOT), node
+                    yield os.path.relpath(path, ROOT), ast.parse(f.read(), path)
+
+
+def _functions(package: str = "architectures"):
+    for path, tree in _trees(package):
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield path, node
 
 
 def late_closures(function: ast.AST) -> list[tuple[int, str]]:
@@ -73,13 +78,7 @@ def sleeping_loops(tree: ast.AST) -> list[int]:
 def test_no_wait_in_architectures_polls():
     """A waiting process blocks; it never polls (the WorkerPool's start and finish waits slept 10 ms
     between looks until they blocked on the main process's notifier)."""
-    polls = []
-    for folder, _, files in os.walk(os.path.join(ROOT, "architectures")):
-        for name in sorted(files):
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                with open(path) as f:
-                    polls += [f"{os.path.relpath(path, ROOT)}:{line}" for line in sleeping_loops(ast.parse(f.read()))]
+    polls = [f"{path}:{line}" for path, tree in _trees() for line in sleeping_loops(tree)]
     assert not polls, polls
 
 
