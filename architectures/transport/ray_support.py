@@ -67,13 +67,13 @@ def check_ray_joinable(address: str, timeout_s: float = 90.0) -> None:
     late = threading.Event()
     timer = threading.Timer(timeout_s, lambda: (late.set(), _end(probe)))
     timer.start()
-    lines, refused = [], []
+    lines, refused = [], ""
     try:
         for line in probe.stderr:  # blocks on the probe's next line; the timer ends a probe that never answers
             if line.strip():
                 lines.append(line.strip())
             if "Unauthenticated" in line:
-                refused.append(line.strip())
+                refused = line.strip()
                 break
     except BaseException:  # Ctrl-C while it waits: the probe, in a session of its own, would not hear it
         _end(probe)
@@ -87,7 +87,7 @@ def check_ray_joinable(address: str, timeout_s: float = 90.0) -> None:
     if late.is_set():
         raise ConfigError(f"ray_address: no answer from the Ray cluster at {address!r} in {timeout_s:.0f} s")
     if refused:
-        cause = refused[-1].split("RPC error: ")[-1]
+        cause = refused.split("RPC error: ")[-1]
         raise ConfigError(f"ray_address: the Ray cluster at {address!r} refused this driver: {cause} (token "
                           f"authentication: copy the head's ~/.ray/auth_token here, or set RAY_AUTH_TOKEN; docs/ray.md)")
     if probe.returncode != 0:
