@@ -140,8 +140,14 @@ def test_a_sweep_run_lost_with_its_host_runs_again_on_another(hosts, tmp_path):
                         stderr=subprocess.PIPE, text=True)
     lost = None
     try:
-        lost = hosts.wait_for_process("experiments.train", (2, 3))  # a host a run trains on
-        time.sleep(3)  # into its training
+        lost, argv = hosts.wait_for_process("experiments.train", (2, 3))  # a host a run trains on
+        # lost once that run has written its record: a fixed 3 s was, on a loaded CI machine, still in its
+        # imports, and then the retry had no record to move aside (CI of stop 59)
+        record = out / argv[argv.index("--id") + 1] / "run.json"
+        end = time.monotonic() + 120
+        while not record.exists() and time.monotonic() < end:
+            time.sleep(0.2)
+        assert record.exists(), f"the run on host {lost} wrote no record in 120 s"
         hosts.lose(lost)
         _, err = sweep.communicate(timeout=400)
     finally:

@@ -217,18 +217,20 @@ class Hosts:
         """The addresses of the hosts a run's `count` actors are on, once all are up (sorted)."""
         return self.run(1, [sys.executable, "-c", PLACED, self.head, str(count)], timeout=150).stdout.split()
 
-    def wait_for_process(self, needle: str, hosts: tuple[int, ...], timeout_s: float = 120.0) -> int:
-        """The first of `hosts` on which a process whose command line holds `needle` runs."""
+    def wait_for_process(self, needle: str, hosts: tuple[int, ...], timeout_s: float = 120.0) -> tuple[int, list[str]]:
+        """The first of `hosts` on which a process whose command line holds `needle` runs, and that
+        command line (argv), so a test can tell which run it is."""
         end = time.monotonic() + timeout_s
         while time.monotonic() < end:
             for host in hosts:
                 for pid in self.pids(host):
                     try:
                         with open(f"/proc/{pid}/cmdline", "rb") as f:
-                            if needle.encode() in f.read():
-                                return host
+                            cmdline = f.read()
                     except OSError:
                         continue
+                    if needle.encode() in cmdline:
+                        return host, [arg.decode() for arg in cmdline.split(b"\0") if arg]
             time.sleep(0.2)
         raise RuntimeError(f"no process running {needle!r} on hosts {hosts} within {timeout_s:.0f} s")
 
