@@ -39,6 +39,12 @@ def _train(args, timeout=120, **env):
                           text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": ROOT, **env})
 
 
+def _refused(forked, args):
+    """A command that stops before any work, in a warm fork (tests/forked_commands.py): its own
+    interpreter spent 3-5 s of a loaded CI machine importing torch only to exit 2."""
+    return forked.run(["experiments.train", *args], env={**os.environ, "PYTHONPATH": ROOT})
+
+
 def _errors(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("error:")]
 
@@ -269,10 +275,10 @@ def test_a_disk_that_fills_mid_run_fails_the_run_and_leaves_whole_records(small_
     assert json.load(open(store / folder / "run.json"))["status"] != "COMPLETED"  # never a success
 
 
-def test_a_run_on_a_full_disk_is_refused_before_it_is_recorded(small_disk):
+def test_a_run_on_a_full_disk_is_refused_before_it_is_recorded(small_disk, forked):
     _fill(small_disk)
     store = small_disk / "runs"
-    proc = _train(["with", *CLI_TINY, "-F", str(store)])
+    proc = _refused(forked, ["with", *CLI_TINY, "-F", str(store)])
     assert proc.returncode == 2, proc.stderr[-2000:]
     [line] = _errors(proc.stderr)
     assert line.startswith(f"error: the run store: '{store}' has") and "the run needs" in line
@@ -387,7 +393,7 @@ def _bad_checkpoints(tmp_path) -> dict:
 @pytest.mark.parametrize("case", ["truncated", "random", "empty", "foreign", "changed_key", "directory",
                                   "unwritable"])
 @pytest.mark.slow
-def test_a_checkpoint_the_run_cannot_use_is_one_line_exit_2_and_kept(tmp_path, case):
+def test_a_checkpoint_the_run_cannot_use_is_one_line_exit_2_and_kept(tmp_path, case, forked):
     store, path = tmp_path / "runs", tmp_path / "ckpt.pt"
     if case == "directory":
         path.mkdir()
@@ -402,7 +408,7 @@ def test_a_checkpoint_the_run_cannot_use_is_one_line_exit_2_and_kept(tmp_path, c
         else:
             path.write_bytes(data)
     before = path.read_bytes() if isinstance(path, os.PathLike) and path.is_file() else None
-    proc = _train(["with", *CLI_TINY, f"checkpoint_path={path}", "checkpoint_every=300", "-F", str(store)])
+    proc = _refused(forked, ["with", *CLI_TINY, f"checkpoint_path={path}", "checkpoint_every=300", "-F", str(store)])
     assert proc.returncode == 2, proc.stderr[-2000:]
     [line] = _errors(proc.stderr)
     assert line.startswith("error: checkpoint_path:") and expected in line and "delete" not in line
@@ -432,8 +438,8 @@ def test_a_second_run_on_a_held_checkpoint_stops_naming_the_holder(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
-def test_an_unknown_named_config_is_one_line_exit_2(tmp_path):
-    proc = _train(["with", "cartpol", "seed=3", "-F", str(tmp_path / "runs")])
+def test_an_unknown_named_config_is_one_line_exit_2(tmp_path, forked):
+    proc = _refused(forked, ["with", "cartpol", "seed=3", "-F", str(tmp_path / "runs")])
     assert proc.returncode == 2
     [line] = _errors(proc.stderr)
     assert "'cartpol': unknown named config (valid: cartpole," in line and "Traceback" not in proc.stderr

@@ -99,7 +99,7 @@ def test_a_lost_host_costs_its_actors_not_the_run(hosts):
     """A host with actors on it is lost (every process on it killed at once) while the run trains:
     its actors are replaced on the other host and the run ends with its exact env steps."""
     cmd = [sys.executable, "-m", "architectures", "actor_learner", "--backend=ray", f"--ray_address={hosts.head}",
-           "--num_workers=2", "--actor_restarts=2", "--total_env_steps=30000", "--eval_every=10000",
+           "--num_workers=2", "--actor_restarts=2", "--total_env_steps=12000", "--eval_every=4000",
            "--eval_episodes=2", "--learning_starts=300", "--batch_size=16", "--hidden_sizes=16",
            "--env_step_wait_us=1000", "--worker_timeout_s=30"]
     driver = hosts.popen(1, cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -116,8 +116,8 @@ def test_a_lost_host_costs_its_actors_not_the_run(hosts):
     try:
         assert driver.returncode == 0, err[-3000:]
         result = _result(out)
-        assert result["env_steps"] == 30000
-        assert [c["env_steps"] for c in result["holdout_curve"]] == [10000, 20000, 30000]
+        assert result["env_steps"] == 12000  # each actor's share is fixed: the run ends only with the replacement
+        assert [c["env_steps"] for c in result["holdout_curve"]] == [4000, 8000, 12000]
         # each actor the host held was lost and replaced (a replacement Ray offered the lost host a CPU
         # for before declaring it dead would be lost too, and counted: a bench round saw that)
         assert result["actors_lost"] == result["actors_replaced"] >= placed.count(hosts.address(lost))

@@ -276,7 +276,7 @@ def test_plan_predicts_recommends_confirms_and_writes_its_files(tmp_path):
     nothing here depends on the values measured, and beside another test plan says it was disturbed
     and widens its intervals, which these assertions hold through (it ran beside a 16-worker sweep)."""
     proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(tmp_path), "--budget", "2",
-                           "--confirm-seconds", "2", "with", "cartpole", "hidden_sizes=[32]", "buffer_size=5000"],
+                           "--confirm-seconds", "1", "with", "cartpole", "hidden_sizes=[32]", "buffer_size=5000"],
                           cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     stages = re.findall(r"^\[(\d)/(\d)\] .* \(about \d+ (?:s|min) left\)$", proc.stderr, flags=re.M)
@@ -518,9 +518,8 @@ def test_plans_default_folder_is_ignored_by_git():
         assert subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT).returncode == 0, path
 
 
-def test_plan_refuses_a_bad_key_before_measuring_anything(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "experiments.plan", "--out", str(tmp_path), "with", "no_such_key=1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+def test_plan_refuses_a_bad_key_before_measuring_anything(tmp_path, forked):
+    proc = forked.run(["experiments.plan", "--out", str(tmp_path), "with", "no_such_key=1"], timeout=60)
     assert proc.returncode == 2 and "error: no_such_key: unknown config key" in proc.stderr
     assert not (tmp_path / "plan.json").exists()
 

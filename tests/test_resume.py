@@ -30,12 +30,12 @@ from tests.test_single_env import KillAt, Recorder, Killed, untimed
 from tests.test_sweep import statuses
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TOTAL, EVAL_EVERY, SAVE_EVERY = 12_000, 4_000, 2_000
+TOTAL, EVAL_EVERY, SAVE_EVERY = 6_000, 2_000, 1_000  # three holdouts, the first save well before the end
 RUN = dict(total_env_steps=TOTAL, eval_every=EVAL_EVERY, eval_episodes=2, checkpoint_every=SAVE_EVERY,
            learning_starts=500, eps_decay_steps=20_000, buffer_size=6_000, batch_size=32, hidden_sizes=[32, 32],
            log_every=1_000, target_update_period=50, num_workers=2, worker_timeout_s=30.0)
 DESIGNS = {  # name: (named configs, overrides): every design in the registry, and variants of two
-    **{name: (("cartpole", name), {"utd": 1.0, "reset_period": 3_000} if name == "high_utd" else {}) for name in NAMES},
+    **{name: (("cartpole", name), {"utd": 1.0, "reset_period": 1_500} if name == "high_utd" else {}) for name in NAMES},
     "hogwild_shared_replay": (("cartpole", "hogwild"), {"hogwild_replay": "shared", "optimizer_state": "per_worker"}),
     "actor_learner_free": (("cartpole", "actor_learner"), {"actor_quotas": "free", "slow_worker_cost_us": 200.0}),
 }
@@ -127,17 +127,24 @@ def _expected_epsilons(name: str, cfg: DQNConfig, saved: int) -> list[float]:
     return [actor_epsilon(cfg, i)(worker_quota(saved, cfg.num_workers, i)) for i in range(cfg.num_workers)]
 
 
+RESUMED_WITH = {"actor_learner": {"checkpoint_every": 1_500}, "hogwild_shared_replay": {"checkpoint_every": 0}}
+"""Resumed with another checkpoint period (checkpoint.MAY_DIFFER): the sync points are rebuilt from the
+resumed config and the next one found by env steps (saved at 1,000 or 3,000 every 1,000: resumed
+every 1,500 it stops next at 1,500 or 4,500; with saves off, only at the holdouts), never skipping
+a holdout checkpoint. actor_learner's per-stop quotas are the case where the stops matter most."""
+
+
 @pytest.mark.parametrize("name", list(DESIGNS))
 @pytest.mark.slow
 def test_a_run_killed_whole_resumes_with_exact_counts_and_nothing_left_behind(tmp_path, name):
     named, overrides = DESIGNS[name]
-    run, metrics = kill_mid_run_and_resume(tmp_path, named, overrides)
+    run, metrics = kill_mid_run_and_resume(tmp_path, named, overrides, on_resume=RESUMED_WITH.get(name))
     cfg = DQNConfig.from_dict({k: v for k, v in algorithm_values(run["config"]).items() if k != "seed"})
     result = run["result"]
     assert run["status"] == "COMPLETED"
     assert result["env_steps"] == TOTAL
     assert result["updates"] == _expected_updates(name, cfg)  # realised UTD exact across the kill
-    checkpoints = [4_000, 8_000, 12_000]
+    checkpoints = [EVAL_EVERY, 2 * EVAL_EVERY, TOTAL]
     assert [h["env_steps"] for h in run["info"]["holdout"]] == checkpoints  # each once, in order
     assert [c["env_steps"] for c in result["holdout_curve"]] == checkpoints
     assert metrics["holdout_return_mean"]["steps"] == checkpoints
@@ -147,19 +154,9 @@ def test_a_run_killed_whole_resumes_with_exact_counts_and_nothing_left_behind(tm
     # Checkpoints at episode ends drop nothing; mid-episode ones drop at most n - 1 starts per env.
     limit = 0 if name in ("single_env", "high_utd") else cfg.num_workers * (cfg.n_step - 1)
     assert 0 <= result["dropped_on_resume"] <= limit
-    assert result["checkpoint_seconds"] > 0 and result["checkpoints_written"] >= 1
-
-
-@pytest.mark.parametrize("name, every", [("actor_learner", 3_000), ("hogwild", 0)])
-@pytest.mark.slow
-def test_a_resume_with_another_checkpoint_period_stops_at_the_new_schedule(tmp_path, name, every):
-    """The sync points are rebuilt from the resumed config; the next one is found by env steps
-    (saved at 2,000 or 6,000 every 2,000: resumed every 3,000 it stops next at 3,000 or 9,000, and
-    never skips the holdout checkpoint at 4,000 or 8,000; resumed with saves off, only at those)."""
-    named, overrides = DESIGNS[name]
-    run, _ = kill_mid_run_and_resume(tmp_path, named, overrides, on_resume={"checkpoint_every": every})
-    assert run["status"] == "COMPLETED" and run["result"]["env_steps"] == TOTAL
-    assert [h["env_steps"] for h in run["info"]["holdout"]] == [4_000, 8_000, 12_000]
+    assert result["checkpoints_written"] >= 1  # the count carries across the resume
+    # this process's time saving: none where the resume turned saves off (RESUMED_WITH), so none was written
+    assert (result["checkpoint_seconds"] > 0) == (cfg.checkpoint_every > 0)
 
 
 @pytest.mark.slow
@@ -169,7 +166,7 @@ def test_actor_learner_on_ray_resumes_after_a_group_kill(tmp_path):
     result = run["result"]
     assert run["status"] == "COMPLETED" and result["backend"] == "ray"
     assert result["env_steps"] == TOTAL and result["updates"] == (TOTAL - 500) // 4
-    assert [h["env_steps"] for h in run["info"]["holdout"]] == [4_000, 8_000, 12_000]
+    assert [h["env_steps"] for h in run["info"]["holdout"]] == [EVAL_EVERY, 2 * EVAL_EVERY, TOTAL]
     assert max(result["epsilon_at_resume"]) < 1.0
 
 

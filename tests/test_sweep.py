@@ -421,9 +421,8 @@ def test_timing_experiment_times_the_learner_update(tmp_path, network, learner, 
                                           ("torch_threads=0", "torch_threads: must be an integer >= 1"),
                                           ("optimizer=sgd", "optimizer: must be one of fused, torch")])
 @pytest.mark.slow
-def test_timing_bad_input_fails_fast(tmp_path, arg, message):
-    proc = subprocess.run([sys.executable, "-m", "experiments.timing", "with", arg, "-F", str(tmp_path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+def test_timing_bad_input_fails_fast(tmp_path, arg, message, forked):
+    proc = forked.run(["experiments.timing", "with", arg, "-F", str(tmp_path)], timeout=60)
     assert proc.returncode == 2 and f"error: {message}" in proc.stderr
     assert statuses(tmp_path) == {}
 

@@ -104,10 +104,9 @@ def test_a_bad_env_id_is_one_line_naming_the_key(env_dir, env_id, message):
     ("user_envs_spaces:Crashes-v0", "could not be made: RuntimeError: simulator licence not found (ask the admin)"),
 ])
 @pytest.mark.slow
-def test_spaces_dqn_cannot_use_stop_the_run_before_anything_is_recorded(env_dir, tmp_path, env_id, message):
-    out = tmp_path / "runs"
-    proc = subprocess.run([sys.executable, "-m", "experiments.train", "with", f"env_id={env_id}", "-F", str(out)],
-                          cwd=ROOT, env=_env(env_dir), capture_output=True, text=True, timeout=60)
+def test_spaces_dqn_cannot_use_stop_the_run_before_anything_is_recorded(env_dir, tmp_path, env_id, message, forked):
+    out = tmp_path / "runs"  # a refusal before any run: in a fork of a warm interpreter (tests/forked_commands.py)
+    proc = forked.run(["experiments.train", "with", f"env_id={env_id}", "-F", str(out)], env=_env(env_dir), timeout=60)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith(f"error: env_id: '{env_id}' ")
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert not out.exists() or statuses(out) == {}
@@ -141,7 +140,7 @@ def test_the_smoke_sweep_runs_on_a_users_env_and_a_restart_skips_it(env_dir, tmp
     assert again.returncode == 0 and f"{len(picked)} already completed, 0 to run" in again.stderr
 
 
-def test_overrides_make_other_runs_and_show_in_the_listing(env_dir, tmp_path):
+def test_overrides_make_other_runs_and_show_in_the_listing(env_dir, tmp_path, forked):
     from experiments.sweeps.grid import Overrides, expand
     from experiments.sweeps.catalog import SWEEPS
 
@@ -154,7 +153,8 @@ def test_overrides_make_other_runs_and_show_in_the_listing(env_dir, tmp_path):
     assert all(r.config()["env_id"] == ENV_ID and r.config()["hidden_sizes"] == [256, 256] for r in mine)
     again = expand(SWEEPS["scaling"], "small", 1, Overrides.parse(["hidden_sizes=[256,256]", f"env_id={ENV_ID}"]))
     assert [r.run_id for r in again] == [r.run_id for r in mine]  # the same overrides: the same runs
-    dry = _sweep(["scaling", "--dry-run", "--out", str(tmp_path / "o"), "with", "hidden_sizes=[256,256]"], env_dir)
+    dry = forked.run(["experiments.sweep", "scaling", "--dry-run", "--out", str(tmp_path / "o"), "with",
+                      "hidden_sizes=[256,256]"], env=_env(env_dir))
     assert dry.returncode == 0 and dry.stdout.count("[with hidden_sizes=[256, 256]]") == len(plain)
 
 

@@ -240,7 +240,7 @@ class Run:
             self._epsilons = [e for r in found for e in r.epsilons]
         # The sync points are rebuilt from this config, whose checkpoint_every may differ from
         # the saved run's: the next one is the first past the saved env steps, never a saved index
-        # (tests/test_resume.py::test_a_resume_with_another_checkpoint_period_stops_at_the_new_schedule).
+        # (tests/test_resume.py RESUMED_WITH).
         self._next_stop = next((i for i, stop in enumerate(self.stops) if stop.env_steps > saved["env_steps"]),
                                len(self.stops))
         self._clock_before = saved["train_seconds"]
