@@ -493,3 +493,65 @@ def test_a_registration_made_while_the_reaper_is_being_told_another_is_queued_no
     thread.start()
     assert done.wait(5), "the nested send deadlocked"
     assert written == ["+ shared_memory /pdqn_x\n", "- semaphore /mp-collected\n"]
+
+
+BLOCKED_WORKER = '''
+import sys, time
+from architectures.transport.workers import worker_pool
+
+
+def blocked(index, arrays, waiter, lock):
+    lock.acquire()  # held by the main process, which never lets go: no check of the parent comes
+
+
+if __name__ == "__main__":
+    with worker_pool("worker", 1, 30.0) as pool:
+        lock = pool.ctx.Lock()
+        lock.acquire()
+        pool.start(blocked, lambda i: lock)
+        while pool.status["pid"][0] == 0:  # run_worker writes its pid just before the body
+            time.sleep(0.01)
+        time.sleep(0.5)  # into the acquire
+        print(pool.status["pid"][0], flush=True)
+        time.sleep(600)
+'''
+
+
+@pytest.mark.slow
+def test_a_worker_blocked_on_a_lock_its_killed_main_process_held_dies_with_it(tmp_path):
+    """A main process SIGKILLed while it holds a lock a worker waits on (a ring's, mid-drain) left
+    the worker blocked for good, an orphan no parent check could reach (it leaked from a test of a
+    killed sweep); the kernel now kills a worker with its main process (workers.die_with)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "blocked_worker.py"
+    script.write_text(BLOCKED_WORKER)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    main = subprocess.Popen([sys.executable, str(script)], cwd=root, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": root})
+    try:
+        worker = int(main.stdout.readline())
+    finally:
+        main.kill()
+        main.wait()
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead, only not yet reaped
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if alive(worker):
+        os.kill(worker, signal.SIGKILL)  # leave no orphan behind the failure
+        pytest.fail("the worker outlived its SIGKILLed main process")
+    deadline = time.monotonic() + 10  # the reaper unlinks the killed run's blocks
+    while any(name.split("_")[1] == str(main.pid) for name in leaked_segments()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [name for name in leaked_segments() if name.split("_")[1] == str(main.pid)]

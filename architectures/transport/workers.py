@@ -6,7 +6,8 @@ Design choices, each answering a known pitfall:
 - Workers ignore SIGINT: Ctrl-C reaches the whole process group, and only the main process
   decides how to stop (it sets the STOP flag, joins, then terminates and kills stragglers).
 - Workers watch their parent: if the main process is killed outright, they exit on their own
-  at their next check (no orphans).
+  at their next check, and the kernel kills them (PR_SET_PDEATHSIG) where no check comes: a
+  worker blocked on a lock the killed main process held would otherwise live on (no orphans).
 - A worker's exception travels to the main process on a queue, its traceback as text beside
   it; a worker that dies without one (SIGKILL, OOM) is reported by exit code. Either way the run
   fails with a one-line message naming the worker, within one health check (0.2 s), and the
@@ -21,6 +22,7 @@ Design choices, each answering a known pitfall:
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import signal
@@ -84,18 +86,32 @@ def worker_fault(index: int) -> tuple[str, int] | None:
     return (kind, int(step)) if int(worker) == index else None
 
 
-def run_worker(role: str, index: int, specs: dict, errors, semaphores: tuple, body: Callable, args) -> None:
+def die_with(parent: int) -> None:
+    """Linux: have the kernel SIGKILL this process when `parent` dies, however it dies; exit now
+    if it already has (it died before the signal was armed). Elsewhere, the parent checks alone."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def run_worker(role: str, index: int, parent: int, specs: dict, errors, semaphores: tuple, body: Callable,
+               args) -> None:
     """A worker process's target: map the run's shared blocks, call `body(index, arrays, waiter,
     args)` with the signal and error handling described above, and unmap them again (`args`: the
-    design's dataclass of what its worker needs, named, never a positional tuple). `semaphores`
-    are the pool's notifiers' semaphores (one per worker, one for the main process): the Waiter blocks on its
-    own and posts the main process's."""
+    design's dataclass of what its worker needs, named, never a positional tuple). `parent`: the
+    main process's pid, whose death kills the worker. `semaphores` are the pool's notifiers'
+    semaphores (one per worker, one for the main process): the Waiter blocks on its own and posts
+    the main process's."""
+    die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     arrays, segments = attach(specs)
     status_row = arrays["status"][index]
     status_row["pid"] = os.getpid()
     control = Control(arrays["control"])
-    waiter = Waiter(control, status_row, os.getppid(), index, Notifier(semaphores[0], arrays["status"]["waiting"]),
+    waiter = Waiter(control, status_row, parent, index, Notifier(semaphores[0], arrays["status"]["waiting"]),
                     Notifier(semaphores[1], main_flag(control)))
     try:
         body(index, arrays, waiter, args)
@@ -147,7 +163,7 @@ class WorkerPool:
         block allocated so far."""
         for index in range(len(self.status)):
             semaphores = (self.workers_notifier.semaphores, self.main_notifier.semaphores)
-            args = (self.role, index, self.blocks.specs, self.errors, semaphores, body, args_for(index))
+            args = (self.role, index, os.getpid(), self.blocks.specs, self.errors, semaphores, body, args_for(index))
             proc = self.ctx.Process(target=run_worker, args=args, name=f"{self.role}-{index}", daemon=True)
             proc.start()
             self.procs.append(proc)
