@@ -538,17 +538,12 @@ def test_a_worker_blocked_on_a_lock_its_killed_main_process_held_dies_with_it(tm
         main.kill()
         main.wait()
 
-    def alive(pid: int) -> bool:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead, only not yet reaped
-        except OSError:
-            return False
+    from tests.test_actor_learner import alive  # a zombie counts as dead, only not yet reaped
 
     deadline = time.monotonic() + 10
-    while alive(worker) and time.monotonic() < deadline:
+    while alive([worker]) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if alive(worker):
+    if alive([worker]):
         os.kill(worker, signal.SIGKILL)  # leave no orphan behind the failure
         pytest.fail("the worker outlived its SIGKILLed main process")
     deadline = time.monotonic() + 10  # the reaper unlinks the killed run's blocks
