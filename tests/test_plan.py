@@ -576,7 +576,7 @@ def test_the_scaling_figure_draws_the_model_beside_the_measured_points(tmp_path)
 
 def test_a_killed_contention_measurement_leaves_no_co_runner_behind():
     """The co-runners loop until told to stop; SIGKILLing the measuring process (as on_device's
-    time limit does) must take them with it (experiments.sweeps.runners.die_with_parent)."""
+    time limit does) must take them with it (architectures.core.lifetime.die_with_parent)."""
     import os
     import signal
     import time

@@ -521,7 +521,7 @@ if __name__ == "__main__":
 def test_a_worker_blocked_on_a_lock_its_killed_main_process_held_dies_with_it(tmp_path):
     """A main process SIGKILLed while it holds a lock a worker waits on (a ring's, mid-drain) left
     the worker blocked for good, an orphan no parent check could reach (it leaked from a test of a
-    killed sweep); the kernel now kills a worker with its main process (workers.die_with)."""
+    killed sweep); the kernel now kills a worker with its main process (core.lifetime.die_with_parent)."""
     import signal
     import subprocess
     import sys

@@ -22,7 +22,6 @@ Design choices, each answering a known pitfall:
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing as mp
 import os
 import signal
@@ -36,6 +35,7 @@ import numpy as np
 
 from architectures.core import limits
 from architectures.core.errors import RunError, RunWarning
+from architectures.core.lifetime import die_with_parent
 from architectures.transport import reaper
 from architectures.transport.notifier import Notifier, Stopped, Waiter, main_flag
 from architectures.transport.shared import DONE, FAILED, READY, RUNNING, STATUS_DTYPE, Control, SharedBlocks, attach
@@ -86,17 +86,6 @@ def worker_fault(index: int) -> tuple[str, int] | None:
     return (kind, int(step)) if int(worker) == index else None
 
 
-def die_with(parent: int) -> None:
-    """Linux: have the kernel SIGKILL this process when `parent` dies, however it dies; exit now
-    if it already has (it died before the signal was armed). Elsewhere, the parent checks alone."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
-        os._exit(1)
-
-
 def run_worker(role: str, index: int, parent: int, specs: dict, errors, semaphores: tuple, body: Callable,
                args) -> None:
     """A worker process's target: map the run's shared blocks, call `body(index, arrays, waiter,
@@ -105,7 +94,8 @@ def run_worker(role: str, index: int, parent: int, specs: dict, errors, semaphor
     main process's pid, whose death kills the worker. `semaphores` are the pool's notifiers'
     semaphores (one per worker, one for the main process): the Waiter blocks on its own and posts
     the main process's."""
-    die_with(parent)
+    if not die_with_parent(parent):  # the main process died before the signal was armed
+        os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     arrays, segments = attach(specs)
     status_row = arrays["status"][index]

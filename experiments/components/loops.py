@@ -10,8 +10,8 @@ import time
 import numpy as np
 
 from architectures.core.config import DQNConfig
+from architectures.core.lifetime import die_with_parent
 from experiments.components.alone import spread
-from experiments.sweeps.runners import die_with_parent
 
 REPEATS = 3
 """Passes over the loop-level costs (vector_env's round trip, single_env's and hogwild's loops):
@@ -76,9 +76,8 @@ def _busy(config: dict, steps: int, running, parent: int) -> None:
     so on `running` once its first run is done, so the measurement starts when it really runs)."""
     import os
 
-    die_with_parent()  # before importing torch: an orphan's window is its imports
-    if os.getppid() != parent:  # it died before the death signal was armed
-        return
+    if not die_with_parent(parent):  # before importing torch: an orphan's window is its imports
+        return  # it died before the death signal was armed
     import torch
 
     torch.set_num_threads(1)

@@ -141,7 +141,7 @@ def run_plan(plan: Plan, out: str) -> int:
     """One plan in a fresh process, its output passed on to stderr as it comes and kept beside its
     plan.json (plan.log) once it succeeds; returns its exit code."""
     from architectures.core.atomic import atomic_write
-    from experiments.sweeps.runners import die_with_parent
+    from architectures.core.lifetime import die_with_parent
 
     proc = subprocess.Popen(plan.command(out), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             preexec_fn=die_with_parent)

@@ -1,36 +1,25 @@
 """How a sweep's runs are started: each run's command (one Sacred run of its experiment, in its own
 process), run to its end with its output in a log (`launch`, or `RayRunner` for Ray tasks), the
-summary line a run gets, and the process settings around it (`lower_priority`, `die_with_parent`)."""
+summary line a run gets, and the process settings around it (`lower_priority`; each run is started with
+`architectures.core.lifetime.die_with_parent`, so a killed sweep leaves no run going on alone)."""
 
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
 import subprocess
 import sys
 import time
 from typing import TYPE_CHECKING
+
+from architectures.core.lifetime import die_with_parent
 
 if TYPE_CHECKING:
     from experiments.sweeps.grid import RunSpec
     from experiments.sweeps.stores import FileStore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
-# Only the standard library at the top: a cost measurement's co-runner imports this module before
-# it can call die_with_parent, and a parent killed meanwhile leaves it orphaned until it does.
-
-
-def die_with_parent() -> None:
-    """Linux: SIGKILL this process when its parent dies (PR_SET_PDEATHSIG). A sweep's run sets it in
-    the child before exec, so a killed sweep leaves no run going on alone; a cost measurement's
-    co-runner (experiments/components/loops.py) sets it first thing, so a killed `plan` or
-    `on_device` leaves no co-runner spinning on the cores. Elsewhere it does nothing: a run
-    finishes on its own, and a co-runner's loop checks its parent instead."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+# Only the standard library (and architectures.core.lifetime, the same) at the top: a run's
+# preexec_fn and the modules that import this one load nothing heavy through it.
 
 
 def lower_priority(niceness: int = 10) -> None:
