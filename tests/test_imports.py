@@ -5,7 +5,7 @@ counted, and no module over the length a reader takes in at once. architectures/
 Sacred (experiments/ wires it); analysis/ reads stored runs: of architectures/ it names only the
 registry, and nothing it imports pulls in Sacred.
 
-    core/       config, errors, envs, networks, replay, dqn, evaluation, metrics, limits, diagnostics
+    core/       config, errors, envs, networks, replay, dqn, evaluation, metrics, limits, lifetime, diagnostics
     transport/  shared memory, worker processes, the reaper, Ray support
     run/        Run (bookkeeping), ReplayLearning, acting, sync points, checkpoints, results, worker rows
     designs/    one module per design (actor_learner: its local and Ray backends and its actor stats)
